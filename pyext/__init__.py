@@ -1,0 +1,1 @@
+"""pyconsumer hot path: Cython extension modules (record sets, Arrow builders, draining)."""
