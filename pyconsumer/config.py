@@ -41,6 +41,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import logging
+import operator
 import re
 import ssl
 import struct
@@ -67,8 +68,6 @@ T = TypeVar("T")
 #: A value deserializer: raw bytes (None for a null key/value) -> anything.
 Deserializer = Callable[[bytes | None], Any]
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 _REQUIRED: Any = object()  # default of a setting with no default (bootstrap.servers)
 
 
@@ -101,10 +100,10 @@ def _as_int(raw: Any, bits: int) -> int:
     # Java properties are strings, so "500" is accepted; bool is not an int here (True != 1 ms)
     if isinstance(raw, bool):
         raise _Invalid("a boolean is not an integer")
-    if isinstance(raw, int):
-        value = raw
-    elif isinstance(raw, str) and re.fullmatch(r"[+-]?\d+", raw.strip()):
+    if isinstance(raw, str) and re.fullmatch(r"[+-]?[0-9]+", raw.strip()):
         value = int(raw.strip())
+    elif hasattr(type(raw), "__index__"):  # int, numpy integers; not float
+        value = operator.index(raw)
     else:
         raise _Invalid(f"expected a {bits}-bit integer")
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
@@ -1103,8 +1102,9 @@ class ConsumerConfig:
             try:
                 values[name] = setting.validator(raw)
             except _Invalid as exc:
+                shown = "<hidden>" if setting.validator is password else repr(raw)
                 _fail(
-                    f"Invalid value {raw!r} for setting {name} ({setting.attr}): {exc}; "
+                    f"Invalid value {shown} for setting {name} ({setting.attr}): {exc}; "
                     f"accepted: {setting.validator.accepted}"
                 )
 
@@ -1166,6 +1166,23 @@ class ConsumerConfig:
         # Java postProcessReconnectBackoffConfigs
         if "reconnect.backoff.ms" in explicit and "reconnect.backoff.max.ms" not in explicit:
             v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]
+        # Java only warns about these: the larger first value becomes a static backoff/timeout
+        for first, most in (
+            ("retry.backoff.ms", "retry.backoff.max.ms"),
+            ("socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms"),
+        ):
+            if v[first] > v[most]:
+                log.warning("%s (%d) is greater than %s (%d): a static %d ms is used",
+                            first, v[first], most, v[most], v[most])
+        if (
+            v["group.protocol"] == "classic"
+            and 0 <= v["connections.max.idle.ms"] < v["max.poll.interval.ms"]
+        ):
+            log.warning(
+                "connections.max.idle.ms (%d) is lower than max.poll.interval.ms (%d): the "
+                "coordinator connection may close during a rebalance",
+                v["connections.max.idle.ms"], v["max.poll.interval.ms"],
+            )
 
         if v["fetch.min.bytes"] > v["fetch.max.bytes"]:
             _fail(
@@ -1292,7 +1309,11 @@ _TABLE: dict[str, Setting[Any]] = {
     v.name: v for v in vars(ConsumerConfig).values() if isinstance(v, Setting)
 }
 
-_JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);?\s*$", re.S)
+_JAAS = re.compile(
+    r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
+    r"\s*(?P<opts>.*?);?\s*$",
+    re.S,
+)
 _JAAS_OPTION = re.compile(r'\s*([\w.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s";]+))')
 _JAAS_MODULES = {
     "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
@@ -1320,7 +1341,8 @@ def _parse_jaas(text: str, mechanism: str) -> tuple[str, str]:
     while pos < len(opts.rstrip()):
         m = _JAAS_OPTION.match(opts, pos)
         if m is None:
-            _fail(f"sasl.jaas.config: cannot parse options at {opts[pos:pos + 20]!r}")
+            # no excerpt in the message: the text may hold the password
+            _fail(f"sasl.jaas.config: cannot parse the options at character {pos}")
         value = m.group(2) if m.group(2) is not None else m.group(3)
         options[m.group(1)] = re.sub(r"\\(.)", r"\1", value)
         pos = m.end()

@@ -565,3 +565,32 @@ def test_ssl_rules() -> None:
            ssl_truststore_location="a.pem", ssl_truststore_certificates="-----BEGIN")
     assert make(ssl_endpoint_identification_algorithm="").ssl_endpoint_identification_algorithm == ""
     raises("'ldaps' is not supported", ssl_endpoint_identification_algorithm="ldaps")
+
+
+def test_password_values_never_appear_in_errors() -> None:
+    err = raises("sasl.password", sasl_password=12345)
+    assert "12345" not in str(err) and "<hidden>" in str(err)
+    err = raises("cannot parse the options", security_protocol="SASL_PLAINTEXT",
+                 sasl_mechanism="PLAIN",
+                 sasl_jaas_config='org.apache.kafka.common.security.plain.PlainLoginModule '
+                                  'required username="u" password=="hunter2";')
+    assert "hunter2" not in str(err)
+
+
+def test_java_warnings_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="pyconsumer.config"):
+        make(retry_backoff_ms=5000)
+        make(group_id="g", connections_max_idle_ms=1000)
+    messages = [r.getMessage() for r in caplog.records]
+    assert "retry.backoff.ms (5000) is greater than retry.backoff.max.ms (1000): " \
+           "a static 1000 ms is used" in messages
+    assert any(m.startswith("connections.max.idle.ms (1000) is lower than max.poll.interval.ms")
+               for m in messages)
+
+
+def test_integer_like_objects_are_accepted() -> None:
+    class Index:
+        def __index__(self) -> int:
+            return 42
+
+    assert make(max_poll_records=Index()).max_poll_records == 42
