@@ -100,7 +100,8 @@ class WakeupError(KafkaClientError):
 
 # Every error code of the Kafka protocol, as Apache Kafka's
 # clients/src/main/java/org/apache/kafka/common/protocol/Errors.java defines it (trunk of
-# August 2026, codes -1..136). Columns: code, Kafka's name, retriable, Kafka's description.
+# August 2026, last change c274a7348f KAFKA-20395; codes -1..136). Columns: code, Kafka's
+# name, retriable, Kafka's description.
 # ``retriable`` is True exactly when Java's exception class for the code extends
 # RetriableException (directly or through InvalidMetadataException/RefreshRetriableException).
 # Code 0 (NONE) is listed for completeness; it gets no class.
