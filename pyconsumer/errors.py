@@ -65,6 +65,26 @@ class UnsupportedCodecError(CorruptRecordError):
     """A batch names a compression codec this client does not know."""
 
 
+class RecordDeserializationError(KafkaClientError):
+    """A key or value deserializer raised; ``topic``, ``partition``, ``offset`` name the record.
+
+    The consumer's position stays at that record (seek past it to skip it); the original
+    exception is the ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(f"{message} (topic={topic}, partition={partition}, offset={offset})")
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
 class KafkaConnectionError(KafkaClientError):
     """A connection failed, was refused or closed by the peer."""
 
