@@ -1,0 +1,49 @@
+"""Record sets (a Fetch response's ``records`` field for one partition) decoded.
+
+Thin public layer over the compiled :mod:`pyext.records`:
+
+* :func:`decode_records` -> ``list[ConsumerRecord]`` (what ``poll()`` returns per partition);
+* :func:`decode_arrow` -> ``pyarrow.RecordBatch`` in Spark's Kafka source schema
+  (:func:`kafka_arrow_schema`), built without a Python object per record;
+* :class:`CompletedFetch` -> a per-partition cursor handing out at most N records (or rows)
+  per call, the way Java's Fetcher drains a completed fetch under ``max.poll.records``.
+
+All of them accept magic v2 record batches and legacy v0/v1 message sets (compressed
+wrappers included), check CRCs when ``check_crcs`` (CRC32C for v2, CRC32 for v0/v1),
+decompress gzip, snappy (raw and xerial framing), lz4 (frame, including Kafka's broken
+magic-0 header checksum) and zstd, skip control batches, drop aborted transactions under
+``isolation_level="read_committed"`` given the response's ``aborted_transactions``
+(``[(producer_id, first_offset)]``), skip records below ``fetch_offset``, and ignore a
+truncated trailing batch (a fetch cut at ``max.partition.fetch.bytes``). Malformed or
+truncated data raises :class:`pyconsumer.errors.CorruptRecordError` (an unknown codec,
+:class:`~pyconsumer.errors.UnsupportedCodecError`) naming topic, partition and offset; a
+deserializer that raises becomes :class:`~pyconsumer.errors.RecordDeserializationError`.
+
+Limits: Arrow ``binary`` columns use int32 offsets, so one RecordBatch holds at most 2 GiB
+of keys (and of values). :func:`decode_arrow` raises ``OverflowError`` for a larger record
+set; :meth:`CompletedFetch.take_arrow` instead ends the batch early and hands out the rest
+on the next call. A compressed batch may decompress to at most
+:func:`get_max_decompressed_size` bytes (256 MiB by default,
+:func:`set_max_decompressed_size` changes it); more is reported as corruption.
+"""
+from __future__ import annotations
+
+from pyext.records import (
+    CompletedFetch,
+    ConsumerRecord,
+    decode_arrow,
+    decode_records,
+    get_max_decompressed_size,
+    kafka_arrow_schema,
+    set_max_decompressed_size,
+)
+
+__all__ = [
+    "CompletedFetch",
+    "ConsumerRecord",
+    "decode_arrow",
+    "decode_records",
+    "get_max_decompressed_size",
+    "kafka_arrow_schema",
+    "set_max_decompressed_size",
+]

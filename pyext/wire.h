@@ -1,0 +1,96 @@
+/* Small C helpers for the record-set decoder: big-endian loads, CRC32 (IEEE, for
+ * magic v0/v1 messages; zlib headers are not assumed present, so it is table-driven
+ * here, slicing-by-8, tables built on first use), xxHash32 of short inputs (to
+ * recompute the LZ4 frame header checksum that Kafka's magic-v0 writer got wrong),
+ * and a UTF-8 validator for header keys written into Arrow string columns. */
+#ifndef PYEXT_WIRE_H
+#define PYEXT_WIRE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+
+static inline uint16_t pyx_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+static inline uint32_t pyx_be32(const uint8_t *p) {
+    uint32_t v; memcpy(&v, p, 4); return __builtin_bswap32(v);
+}
+static inline uint64_t pyx_be64(const uint8_t *p) {
+    uint64_t v; memcpy(&v, p, 8); return __builtin_bswap64(v);
+}
+static inline uint32_t pyx_le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+/* ---------------------------------------------------------------- CRC32 (IEEE 802.3) */
+static uint32_t pyx_crc32_tab[8][256];
+static int pyx_crc32_ready = 0;
+
+static void pyx_crc32_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        pyx_crc32_tab[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = pyx_crc32_tab[0][i];
+        for (int t = 1; t < 8; t++) {
+            c = pyx_crc32_tab[0][c & 0xff] ^ (c >> 8);
+            pyx_crc32_tab[t][i] = c;
+        }
+    }
+    pyx_crc32_ready = 1;
+}
+
+/* CRC32 of buf[0..len) as zlib.crc32(data) computes it (little-endian host assumed). */
+static inline uint32_t pyx_crc32(const uint8_t *p, size_t len) {
+    uint32_t c = 0xFFFFFFFFu;
+    if (!pyx_crc32_ready) pyx_crc32_init();
+    while (len >= 8) {
+        uint32_t lo = pyx_le32(p) ^ c, hi = pyx_le32(p + 4);
+        c = pyx_crc32_tab[7][lo & 0xff] ^ pyx_crc32_tab[6][(lo >> 8) & 0xff] ^
+            pyx_crc32_tab[5][(lo >> 16) & 0xff] ^ pyx_crc32_tab[4][lo >> 24] ^
+            pyx_crc32_tab[3][hi & 0xff] ^ pyx_crc32_tab[2][(hi >> 8) & 0xff] ^
+            pyx_crc32_tab[1][(hi >> 16) & 0xff] ^ pyx_crc32_tab[0][hi >> 24];
+        p += 8; len -= 8;
+    }
+    while (len--) c = pyx_crc32_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---------------------------------------------------------------- xxHash32, inputs < 16 bytes */
+#define PYX_XXP1 2654435761u
+#define PYX_XXP2 2246822519u
+#define PYX_XXP3 3266489917u
+#define PYX_XXP4 668265263u
+#define PYX_XXP5 374761393u
+static inline uint32_t pyx_rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+static inline uint32_t pyx_xxh32_short(const uint8_t *p, size_t len) {
+    uint32_t h = PYX_XXP5 + (uint32_t)len;   /* seed 0 */
+    while (len >= 4) { h += pyx_le32(p) * PYX_XXP3; h = pyx_rotl32(h, 17) * PYX_XXP4; p += 4; len -= 4; }
+    while (len--) { h += (*p++) * PYX_XXP5; h = pyx_rotl32(h, 11) * PYX_XXP1; }
+    h ^= h >> 15; h *= PYX_XXP2; h ^= h >> 13; h *= PYX_XXP3; h ^= h >> 16;
+    return h;
+}
+
+/* ---------------------------------------------------------------- UTF-8 validation */
+static inline int pyx_utf8_valid(const uint8_t *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) { i++; continue; }
+        size_t need; uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { need = 1; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { need = 2; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { need = 3; cp = c & 0x07; }
+        else return 0;
+        for (size_t k = 1; k <= need; k++) {
+            if (i + k >= n || (s[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((need == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (need == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
+#endif
