@@ -14,6 +14,9 @@ cdef extern from "wire.h" nogil:
     uint32_t pyx_crc32(const uint8_t* p, size_t n)
     uint32_t pyx_xxh32_short(const uint8_t* p, size_t n)
     int pyx_utf8_valid(const uint8_t* s, size_t n)
+    int pyx_rd_raise(PyObject* topic, int32_t partition, int64_t offset, Py_ssize_t pos,
+                     Py_ssize_t end, int code, Py_ssize_t n) except -1
+    void pyx_rd_set_error_factory(object factory) noexcept with gil
 
 
 ctypedef struct Reader:
@@ -45,15 +48,10 @@ cdef inline int rd_fail(Reader* r, str what) except -1:
 
 
 cdef inline int rd_fail_nogil(Reader* r, int code, Py_ssize_t n) except -1 nogil:
-    # code 0: short read of n bytes; 1: varint too long; 2: bad length n
-    with gil:
-        if code == 0:
-            rd_fail(r, f"Can't read {n} bytes (truncated or corrupt data)")
-        elif code == 1:
-            rd_fail(r, "Malformed varint (more than 10 bytes or too long for its type)")
-        else:
-            rd_fail(r, f"Invalid length {n}")
-    return -1
+    # code 0: short read of n bytes; 1: malformed varint; 2: invalid length n.
+    # Out of line (wire.h) so the readers stay inlinable; raises CorruptRecordError through
+    # the factory the extension module registers at import.
+    return pyx_rd_raise(r.topic, r.partition, r.offset, r.pos, r.end, code, n)
 
 
 cdef inline int rd_need(Reader* r, Py_ssize_t n) except -1 nogil:
@@ -103,11 +101,17 @@ cdef inline int rd_varint(Reader* r, int32_t* out) except -1 nogil:
     cdef uint32_t v
     cdef uint32_t b
     cdef Py_ssize_t i
-    if avail > 0 and p[0] < 0x80:        # fast path: one byte
-        v = p[0]
-        r.pos += 1
-        out[0] = <int32_t>((v >> 1) ^ ((<uint32_t>0) - (v & 1)))
-        return 0
+    if avail >= 2:                       # fast paths: one or two bytes
+        if p[0] < 0x80:
+            v = p[0]
+            r.pos += 1
+            out[0] = <int32_t>((v >> 1) ^ ((<uint32_t>0) - (v & 1)))
+            return 0
+        if p[1] < 0x80:
+            v = (p[0] & 0x7F) | (<uint32_t>p[1] << 7)
+            r.pos += 2
+            out[0] = <int32_t>((v >> 1) ^ ((<uint32_t>0) - (v & 1)))
+            return 0
     v = 0
     i = 0
     while True:
@@ -132,11 +136,17 @@ cdef inline int rd_varlong(Reader* r, int64_t* out) except -1 nogil:
     cdef uint64_t v
     cdef uint64_t b
     cdef Py_ssize_t i
-    if avail > 0 and p[0] < 0x80:
-        v = p[0]
-        r.pos += 1
-        out[0] = <int64_t>((v >> 1) ^ ((<uint64_t>0) - (v & 1)))
-        return 0
+    if avail >= 2:                       # fast paths: one or two bytes
+        if p[0] < 0x80:
+            v = p[0]
+            r.pos += 1
+            out[0] = <int64_t>((v >> 1) ^ ((<uint64_t>0) - (v & 1)))
+            return 0
+        if p[1] < 0x80:
+            v = (p[0] & 0x7F) | (<uint64_t>p[1] << 7)
+            r.pos += 2
+            out[0] = <int64_t>((v >> 1) ^ ((<uint64_t>0) - (v & 1)))
+            return 0
     v = 0
     i = 0
     while True:

@@ -70,6 +70,17 @@ cdef class _ArrowBuilder:
     cdef _PBuf val_data          # value bytes
     cdef Py_ssize_t val_used     # value bytes written
     cdef Py_ssize_t val_nulls    # null values
+    cdef int64_t* p_off          # offsets.ptr (raw pointers cached for the row loop)
+    cdef int64_t* p_ts           # timestamps.ptr
+    cdef int32_t* p_tt           # ts_types.ptr
+    cdef uint8_t* p_kv           # key_valid.ptr
+    cdef int32_t* p_ko           # key_offs.ptr
+    cdef uint8_t* p_kd           # key_data.ptr
+    cdef Py_ssize_t kd_cap       # key_data.cap
+    cdef uint8_t* p_vv           # val_valid.ptr
+    cdef int32_t* p_vo           # val_offs.ptr
+    cdef uint8_t* p_vd           # val_data.ptr
+    cdef Py_ssize_t vd_cap       # val_data.cap
     cdef _CBuf h_valid           # headers list validity bitmap
     cdef _CBuf h_offs            # headers list offsets (n + 1)
     cdef Py_ssize_t h_nulls      # records without headers
@@ -82,6 +93,7 @@ cdef class _ArrowBuilder:
     cdef _CBuf hv_data           # header value bytes
     cdef Py_ssize_t hv_used      # header value bytes written
     cdef Py_ssize_t hv_nulls     # null header values
+    cdef void sync(self) noexcept   # refresh the cached pointers after buffers grew
     cdef int reserve(self, Py_ssize_t rows) except -1   # room for rows more rows (+ a refused row)
     cdef int add(self, RecView* v, int32_t ts_type) except -1 nogil  # 1 added, 0 full, 2 grow
     cdef int add_headers(self, RecView* v) except -1 nogil           # headers of the row

@@ -36,6 +36,23 @@ from crc32c import crc32c as _crc32c
 
 from pyconsumer.errors import (CorruptRecordError, UnsupportedCodecError,
                                RecordDeserializationError)
+from pyext.reader cimport pyx_rd_set_error_factory
+
+
+def _reader_error(int code, Py_ssize_t n, Py_ssize_t pos, topic, int partition, long long offset):
+    """Raise the CorruptRecordError for a failed bounds-checked read (called from wire.h)."""
+    if code == 0:
+        what = f"Can't read {n} bytes (truncated or corrupt data)"
+    elif code == 1:
+        what = "Malformed varint (too long for its type)"
+    else:
+        what = f"Invalid length {n}"
+    raise CorruptRecordError(f"{what} at byte {pos} of the batch records", topic=topic,
+                             partition=None if partition < 0 else partition,
+                             offset=None if offset < 0 else offset)
+
+
+pyx_rd_set_error_factory(_reader_error)
 
 cdef extern from "Python.h":
     object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)
@@ -85,6 +102,8 @@ def get_max_decompressed_size() -> int:
 # --------------------------------------------------------------------------- ConsumerRecord
 
 @cython.final
+@cython.no_gc          # no cycles through a record (its fields are str/bytes/list of tuples):
+                       # keeping it out of the cyclic GC saves a collection every 700 records
 @cython.freelist(512)   # a poll hands out max.poll.records (500 by default) then drops them
 cdef class ConsumerRecord:
     """One record as poll() hands it out (immutable)."""
@@ -299,7 +318,21 @@ cdef class _ArrowBuilder:
         if self.include_headers:
             self.h_valid.ensure(total // 8 + 1)
             self.h_offs.ensure((total + 1) * 4)
+        self.sync()
         return 0
+
+    cdef void sync(self) noexcept:
+        self.p_off = <int64_t*>self.offsets.ptr
+        self.p_ts = <int64_t*>self.timestamps.ptr
+        self.p_tt = <int32_t*>self.ts_types.ptr
+        self.p_kv = self.key_valid.ptr
+        self.p_ko = <int32_t*>self.key_offs.ptr
+        self.p_kd = self.key_data.ptr
+        self.kd_cap = self.key_data.cap
+        self.p_vv = self.val_valid.ptr
+        self.p_vo = <int32_t*>self.val_offs.ptr
+        self.p_vd = self.val_data.ptr
+        self.vd_cap = self.val_data.cap
 
     cdef int add(self, RecView* v, int32_t ts_type) except -1 nogil:
         cdef Py_ssize_t i = self.n
@@ -307,28 +340,30 @@ cdef class _ArrowBuilder:
                 or (v.value_len > 0 and self.val_used + v.value_len > INT32_MAX)):
             self.full = True     # Arrow binary offsets are int32: end this RecordBatch here
             return 0
-        if (self.key_used + v.key_len > self.key_data.cap
-                or self.val_used + v.value_len > self.val_data.cap):
+        cdef Py_ssize_t ku = self.key_used, vu = self.val_used
+        if ku + v.key_len > self.kd_cap or vu + v.value_len > self.vd_cap:
             self.need_key = v.key_len if v.key_len > 0 else 0
             self.need_val = v.value_len if v.value_len > 0 else 0
             return 2             # the caller grows the data buffers (needs the GIL) and retries
-        (<int64_t*>self.offsets.ptr)[i] = v.offset
-        (<int64_t*>self.timestamps.ptr)[i] = v.timestamp * 1000
-        (<int32_t*>self.ts_types.ptr)[i] = ts_type
+        self.p_off[i] = v.offset
+        self.p_ts[i] = v.timestamp * 1000
+        self.p_tt[i] = ts_type
         if v.key_len >= 0:
-            memcpy(self.key_data.ptr + self.key_used, v.key, v.key_len)
-            self.key_used += v.key_len
-            _set_bit(self.key_valid.ptr, i)
+            memcpy(self.p_kd + ku, v.key, v.key_len)
+            ku += v.key_len
+            self.key_used = ku
+            _set_bit(self.p_kv, i)
         else:
             self.key_nulls += 1
-        (<int32_t*>self.key_offs.ptr)[i + 1] = <int32_t>self.key_used
+        self.p_ko[i + 1] = <int32_t>ku
         if v.value_len >= 0:
-            memcpy(self.val_data.ptr + self.val_used, v.value, v.value_len)
-            self.val_used += v.value_len
-            _set_bit(self.val_valid.ptr, i)
+            memcpy(self.p_vd + vu, v.value, v.value_len)
+            vu += v.value_len
+            self.val_used = vu
+            _set_bit(self.p_vv, i)
         else:
             self.val_nulls += 1
-        (<int32_t*>self.val_offs.ptr)[i + 1] = <int32_t>self.val_used
+        self.p_vo[i + 1] = <int32_t>vu
         if self.include_headers:
             self.add_headers(v)
         self.n = i + 1
@@ -881,22 +916,22 @@ cdef class _Walker:
     # ---------------------------------------------------------------- records
 
     cdef int read_v2(self, RecView* v) except -1 nogil:
-        cdef Reader* r = &self.rr
+        # Works on a local copy of the reader so the compiler keeps it in registers.
+        cdef Reader rl = self.rr
+        cdef Reader* r = &rl
         cdef int32_t length, odelta, klen, vlen, hcount, hk, hv, j
-        cdef int64_t tdelta
-        cdef int8_t attr
+        cdef int64_t tdelta, off
         cdef Py_ssize_t start, hstart
         r.offset = self.base_offset
         rd_varint(r, &length)
         if length < 0 or length > r.end - r.pos:
             return rd_fail_nogil(r, 0 if length >= 0 else 2, length)
         start = r.pos
-        rd_i8(r, &attr)
+        r.pos += 1                             # record attributes: unused
         rd_varlong(r, &tdelta)
         rd_varint(r, &odelta)
-        v.offset = self.base_offset + odelta
-        r.offset = v.offset
-        v.timestamp = self.max_ts if self.ts_type == 1 else self.base_ts + tdelta
+        off = self.base_offset + odelta
+        r.offset = off
         rd_varint(r, &klen)
         if klen >= 0:
             v.key = rd_bytes(r, klen)
@@ -904,7 +939,6 @@ cdef class _Walker:
             v.key = NULL
         else:
             return rd_fail_nogil(r, 2, klen)
-        v.key_len = klen
         rd_varint(r, &vlen)
         if vlen >= 0:
             v.value = rd_bytes(r, vlen)
@@ -912,26 +946,32 @@ cdef class _Walker:
             v.value = NULL
         else:
             return rd_fail_nogil(r, 2, vlen)
-        v.value_len = vlen
         rd_varint(r, &hcount)
-        if hcount < 0:
-            return rd_fail_nogil(r, 2, hcount)
-        hstart = r.pos
-        for j in range(hcount):
-            rd_varint(r, &hk)
-            rd_skip(r, hk)
-            rd_varint(r, &hv)
-            if hv >= 0:
-                rd_skip(r, hv)
-            elif hv != -1:
-                return rd_fail_nogil(r, 2, hv)
-        v.headers = r.buf + hstart
-        v.headers_len = r.pos - hstart
+        if hcount != 0:
+            if hcount < 0:
+                return rd_fail_nogil(r, 2, hcount)
+            hstart = r.pos
+            for j in range(hcount):
+                rd_varint(r, &hk)
+                rd_skip(r, hk)
+                rd_varint(r, &hv)
+                if hv >= 0:
+                    rd_skip(r, hv)
+                elif hv != -1:
+                    return rd_fail_nogil(r, 2, hv)
+            v.headers = r.buf + hstart
+            v.headers_len = r.pos - hstart
         v.header_count = hcount
         if r.pos - start != length:
+            self.rr = rl
             with gil:
                 self.fail(f"Record length {length} does not match its fields "
-                          f"({r.pos - start} bytes)", v.offset)
+                          f"({r.pos - start} bytes)", off)
+        v.offset = off
+        v.timestamp = self.max_ts if self.ts_type == 1 else self.base_ts + tdelta
+        v.key_len = klen
+        v.value_len = vlen
+        self.rr.pos = r.pos
         return 0
 
     cdef int read_legacy(self, RecView* v) except -1 nogil:

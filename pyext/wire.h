@@ -6,6 +6,7 @@
 #ifndef PYEXT_WIRE_H
 #define PYEXT_WIRE_H
 
+#include <Python.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
@@ -91,6 +92,37 @@ static inline int pyx_utf8_valid(const uint8_t *s, size_t n) {
         i += need + 1;
     }
     return 1;
+}
+
+/* ---------------------------------------------------------------- reader errors
+ * The reader's failure path lives here, out of line and cold, so that the inline readers
+ * stay small enough to be inlined into the record loops. It calls a Python callable that
+ * the extension module registers at import (it raises CorruptRecordError); the GIL is
+ * taken for the call, so readers may run in nogil blocks. */
+static PyObject *pyx_rd_error_factory = NULL;
+
+static void pyx_rd_set_error_factory(PyObject *f) {
+    Py_XINCREF(f);
+    Py_XSETREF(pyx_rd_error_factory, f);
+}
+
+static __attribute__((noinline, cold)) int pyx_rd_raise(
+        PyObject *topic, int32_t partition, int64_t offset, Py_ssize_t pos, Py_ssize_t end,
+        int code, Py_ssize_t n) {
+    PyGILState_STATE st = PyGILState_Ensure();
+    if (pyx_rd_error_factory == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "record reader error factory not registered");
+    } else {
+        PyObject *r = PyObject_CallFunction(pyx_rd_error_factory, "innOiL", code, n, pos,
+                                            topic ? topic : Py_None, (int)partition,
+                                            (long long)offset);
+        Py_XDECREF(r);
+        (void)end;
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "record reader error factory did not raise");
+    }
+    PyGILState_Release(st);
+    return -1;
 }
 
 #endif
