@@ -792,8 +792,6 @@ cdef class _Walker:
         val = rd_bytes(&r, vlen)
         if r.pos != r.end:
             self.fail("Message size does not match its key and value lengths", base)
-        if base < self.next_fetch_offset:
-            return 0                           # the wrapper's offset is its last inner offset
         self.decompress(codec, val, vlen, base)
         # Walk the inner set's headers: count messages and find the last inner offset.
         count = 0
@@ -810,10 +808,12 @@ cdef class _Walker:
         if count == 0:
             return 0
         self.legacy_inner = True
-        self.legacy_relative = magic == 1
-        self.legacy_adjust = base - last_rel if magic == 1 else 0
-        if self.legacy_relative and self.legacy_adjust < 0:
-            self.fail("Inner message offsets are inconsistent with the wrapper offset", base)
+        # v1 inner offsets are relative to (wrapper offset - last inner offset); like Java and
+        # kafka-python, a negative base (a wrapper not offset-assigned by a broker) means the
+        # inner offsets are taken as they are, which is also what v0 does.
+        self.legacy_adjust = base - last_rel if magic == 1 else -1
+        self.legacy_relative = self.legacy_adjust >= 0
+        self.batch_next_offset = (base if self.legacy_relative else last_rel) + 1
         self.remaining = count
         return 1
 
