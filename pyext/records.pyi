@@ -1,0 +1,102 @@
+"""Type stubs for the compiled pyext.records module."""
+from collections.abc import Buffer, Callable, Iterable
+from typing import Any, Final, final
+
+import pyarrow as pa
+
+@final
+class ConsumerRecord:
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def timestamp_type(self) -> int: ...
+    @property
+    def key(self) -> Any: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]]: ...
+    @property
+    def leader_epoch(self) -> int | None: ...
+    @property
+    def serialized_key_size(self) -> int: ...
+    @property
+    def serialized_value_size(self) -> int: ...
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        timestamp_type: int,
+        key: Any,
+        value: Any,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        leader_epoch: int | None = None,
+        serialized_key_size: int = -1,
+        serialized_value_size: int = -1,
+    ) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+
+@final
+class CompletedFetch:
+    def __init__(
+        self,
+        record_set: Buffer | None,
+        topic: str,
+        partition: int,
+        fetch_offset: int,
+        *,
+        check_crcs: bool = True,
+        isolation_level: str = "read_uncommitted",
+        aborted_transactions: Iterable[tuple[int, int]] | None = None,
+        include_headers: bool = False,
+        key_deserializer: Callable[[bytes | None], Any] | None = None,
+        value_deserializer: Callable[[bytes | None], Any] | None = None,
+    ) -> None: ...
+    def take_records(self, max_records: int) -> list[ConsumerRecord]: ...
+    def take_arrow(self, max_records: int) -> pa.RecordBatch: ...
+    @property
+    def next_fetch_offset(self) -> int: ...
+    @property
+    def is_drained(self) -> bool: ...
+    @property
+    def last_epoch(self) -> int | None: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    def discard(self) -> None: ...
+
+def decode_records(
+    record_set: Buffer | None,
+    topic: str,
+    partition: int,
+    *,
+    check_crcs: bool = True,
+    fetch_offset: int = 0,
+    isolation_level: str = "read_uncommitted",
+    aborted_transactions: Iterable[tuple[int, int]] | None = None,
+    key_deserializer: Callable[[bytes | None], Any] | None = None,
+    value_deserializer: Callable[[bytes | None], Any] | None = None,
+) -> list[ConsumerRecord]: ...
+def decode_arrow(
+    record_set: Buffer | None,
+    topic: str,
+    partition: int,
+    *,
+    check_crcs: bool = True,
+    include_headers: bool = False,
+    fetch_offset: int = 0,
+    isolation_level: str = "read_uncommitted",
+    aborted_transactions: Iterable[tuple[int, int]] | None = None,
+) -> pa.RecordBatch: ...
+def kafka_arrow_schema(include_headers: bool = False) -> pa.Schema: ...
+def set_max_decompressed_size(nbytes: int) -> None: ...
+def get_max_decompressed_size() -> int: ...
