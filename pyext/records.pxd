@@ -159,6 +159,7 @@ cdef class _Walker:
     cdef int read_record(self, RecView* v) except -1 nogil   # 1 handed out, 0 skipped
     cdef void undo(self) noexcept nogil          # forget the last read_record
     cdef int fill_arrow(self, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil  # 1/0 full/2 grow
+    cdef int fill_arrow_v2(self, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil  # fast v2 path
     cdef list take_records(self, Py_ssize_t max_records, object key_des, object value_des)
     cdef object take_arrow(self, Py_ssize_t max_rows, bint include_headers)
 

@@ -1100,6 +1100,121 @@ cdef class _Walker:
                     return r
         return 1
 
+    cdef int fill_arrow_v2(self, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil:
+        """fill_arrow for a magic-2 batch without headers: parse and write in one loop,
+        with the cursor and the column state in locals (registers). Same checks as read_v2."""
+        cdef Reader rl = self.rr
+        cdef Reader* r = &rl
+        cdef int32_t remaining = self.remaining, length, odelta, klen, vlen, hcount, hk, hv, j
+        cdef int64_t nfo = self.next_fetch_offset, base_off = self.base_offset, off, tdelta
+        cdef int64_t base_ts = self.base_ts, max_ts = self.max_ts
+        cdef bint log_append = self.ts_type == 1
+        cdef int32_t ts_type = self.ts_type
+        cdef Py_ssize_t n = b.n, n0 = b.n, ku = b.key_used, vu = b.val_used
+        cdef Py_ssize_t kcap = b.kd_cap, vcap = b.vd_cap, knull = 0, vnull = 0, start, rec_at
+        cdef const uint8_t* kp
+        cdef const uint8_t* vp
+        cdef int64_t* p_off = b.p_off
+        cdef int64_t* p_ts = b.p_ts
+        cdef int32_t* p_tt = b.p_tt
+        cdef uint8_t* p_kv = b.p_kv
+        cdef int32_t* p_ko = b.p_ko
+        cdef uint8_t* p_kd = b.p_kd
+        cdef uint8_t* p_vv = b.p_vv
+        cdef int32_t* p_vo = b.p_vo
+        cdef uint8_t* p_vd = b.p_vd
+        cdef int result = 1
+        while remaining > 0 and n < max_rows:
+            rec_at = r.pos
+            r.offset = base_off
+            rd_varint(r, &length)
+            if length < 0 or length > r.end - r.pos:
+                return rd_fail_nogil(r, 0 if length >= 0 else 2, length)
+            start = r.pos
+            r.pos += 1                         # record attributes: unused
+            rd_varlong(r, &tdelta)
+            rd_varint(r, &odelta)
+            off = base_off + odelta
+            r.offset = off
+            rd_varint(r, &klen)
+            if klen >= 0:
+                kp = rd_bytes(r, klen)
+            elif klen == -1:
+                kp = NULL
+            else:
+                return rd_fail_nogil(r, 2, klen)
+            rd_varint(r, &vlen)
+            if vlen >= 0:
+                vp = rd_bytes(r, vlen)
+            elif vlen == -1:
+                vp = NULL
+            else:
+                return rd_fail_nogil(r, 2, vlen)
+            rd_varint(r, &hcount)
+            if hcount != 0:
+                if hcount < 0:
+                    return rd_fail_nogil(r, 2, hcount)
+                for j in range(hcount):
+                    rd_varint(r, &hk)
+                    rd_skip(r, hk)
+                    rd_varint(r, &hv)
+                    if hv >= 0:
+                        rd_skip(r, hv)
+                    elif hv != -1:
+                        return rd_fail_nogil(r, 2, hv)
+            if r.pos - start != length:
+                with gil:
+                    self.fail(f"Record length {length} does not match its fields "
+                              f"({r.pos - start} bytes)", off)
+            if remaining == 1 and r.pos != r.end:
+                with gil:
+                    self.fail(f"Incorrect declared batch size: {r.end - r.pos} bytes "
+                              f"remain after the last record", base_off)
+            if off < nfo:
+                remaining -= 1
+                continue                       # below the fetch position
+            if ku + klen > kcap or vu + vlen > vcap:
+                r.pos = rec_at                 # not taken: grow (or end the batch) first
+                if ku + klen > INT32_MAX or vu + vlen > INT32_MAX:
+                    b.full = True
+                    result = 0
+                else:
+                    b.need_key = klen if klen > 0 else 0
+                    b.need_val = vlen if vlen > 0 else 0
+                    result = 2
+                break
+            remaining -= 1
+            p_off[n] = off
+            p_ts[n] = (max_ts if log_append else base_ts + tdelta) * 1000
+            p_tt[n] = ts_type
+            if klen >= 0:
+                memcpy(p_kd + ku, kp, klen)
+                ku += klen
+                _set_bit(p_kv, n)
+            else:
+                knull += 1
+            p_ko[n + 1] = <int32_t>ku
+            if vlen >= 0:
+                memcpy(p_vd + vu, vp, vlen)
+                vu += vlen
+                _set_bit(p_vv, n)
+            else:
+                vnull += 1
+            p_vo[n + 1] = <int32_t>vu
+            nfo = off + 1
+            n += 1
+        self.rr.pos = r.pos
+        self.remaining = remaining
+        self.next_fetch_offset = nfo
+        if n > n0:
+            self.last_epoch = self.epoch
+        b.n = n
+        b.key_used = ku
+        b.val_used = vu
+        b.key_nulls += knull
+        b.val_nulls += vnull
+        return result
+
     cdef list take_records(self, Py_ssize_t max_records, object key_des, object value_des):
         cdef list out = []
         cdef RecView v
@@ -1175,8 +1290,12 @@ cdef class _Walker:
                     break
                 continue
             b.reserve(min(<Py_ssize_t>self.remaining, max_rows - b.n))
-            with nogil:
-                self.fill_arrow(b, max_rows)
+            if self.magic == 2 and not include_headers:
+                with nogil:
+                    self.fill_arrow_v2(b, max_rows)
+            else:
+                with nogil:
+                    self.fill_arrow(b, max_rows)
         self.maybe_finish()
         return b.finish(self.topic, self.partition)
 
