@@ -346,7 +346,7 @@ cdef class _ArrowBuilder:
             self.need_val = v.value_len if v.value_len > 0 else 0
             return 2             # the caller grows the data buffers (needs the GIL) and retries
         self.p_off[i] = v.offset
-        self.p_ts[i] = v.timestamp * 1000
+        self.p_ts[i] = <int64_t>(<uint64_t>v.timestamp * 1000)
         self.p_tt[i] = ts_type
         if v.key_len >= 0:
             memcpy(self.p_kd + ku, v.key, v.key_len)
@@ -473,29 +473,54 @@ cdef class _ArrowBuilder:
 
 
 cdef Py_ssize_t _utf8_replace(const uint8_t* s, Py_ssize_t n, uint8_t* out) noexcept nogil:
-    """Copy s to out replacing each byte of an invalid sequence by U+FFFD (out has 3n bytes)."""
+    """Copy s to out, replacing each maximal invalid subsequence by U+FFFD, as Python's
+    bytes.decode("utf-8", "replace") does (the ConsumerRecord path); out has room for 3n."""
     cdef Py_ssize_t i = 0, o = 0, k, need
+    cdef uint8_t c, b, lo, hi
     while i < n:
-        need = 0
-        if s[i] < 0x80:
+        c = s[i]
+        if c < 0x80:
+            out[o] = c
+            o += 1
+            i += 1
+            continue
+        lo = 0x80
+        hi = 0xBF
+        if 0xC2 <= c <= 0xDF:
             need = 1
-        elif s[i] >= 0xC2 and s[i] <= 0xDF:
+        elif 0xE0 <= c <= 0xEF:
             need = 2
-        elif s[i] >= 0xE0 and s[i] <= 0xEF:
+            if c == 0xE0:
+                lo = 0xA0
+            elif c == 0xED:
+                hi = 0x9F
+        elif 0xF0 <= c <= 0xF4:
             need = 3
-        elif s[i] >= 0xF0 and s[i] <= 0xF4:
-            need = 4
-        if need and i + need <= n and pyx_utf8_valid(s + i, need):
-            for k in range(need):
-                out[o + k] = s[i + k]
-            o += need
-            i += need
+            if c == 0xF0:
+                lo = 0x90
+            elif c == 0xF4:
+                hi = 0x8F
+        else:
+            need = 0
+        k = 1
+        if need:
+            while k <= need and i + k < n:
+                b = s[i + k]
+                if k == 1:
+                    if b < lo or b > hi:
+                        break
+                elif b < 0x80 or b > 0xBF:
+                    break
+                k += 1
+        if need and k == need + 1:
+            memcpy(out + o, s + i, k)
+            o += k
         else:
             out[o] = 0xEF
             out[o + 1] = 0xBF
             out[o + 2] = 0xBD
             o += 3
-            i += 1
+        i += k
     return o
 
 
@@ -930,7 +955,7 @@ cdef class _Walker:
         r.pos += 1                             # record attributes: unused
         rd_varlong(r, &tdelta)
         rd_varint(r, &odelta)
-        off = self.base_offset + odelta
+        off = <int64_t>(<uint64_t>self.base_offset + <uint64_t><int64_t>odelta)
         r.offset = off
         rd_varint(r, &klen)
         if klen >= 0:
@@ -968,7 +993,8 @@ cdef class _Walker:
                 self.fail(f"Record length {length} does not match its fields "
                           f"({r.pos - start} bytes)", off)
         v.offset = off
-        v.timestamp = self.max_ts if self.ts_type == 1 else self.base_ts + tdelta
+        v.timestamp = (self.max_ts if self.ts_type == 1
+                       else <int64_t>(<uint64_t>self.base_ts + <uint64_t>tdelta))
         v.key_len = klen
         v.value_len = vlen
         self.rr.pos = r.pos
@@ -1134,7 +1160,7 @@ cdef class _Walker:
             r.pos += 1                         # record attributes: unused
             rd_varlong(r, &tdelta)
             rd_varint(r, &odelta)
-            off = base_off + odelta
+            off = <int64_t>(<uint64_t>base_off + <uint64_t><int64_t>odelta)
             r.offset = off
             rd_varint(r, &klen)
             if klen >= 0:
@@ -1185,7 +1211,9 @@ cdef class _Walker:
                 break
             remaining -= 1
             p_off[n] = off
-            p_ts[n] = (max_ts if log_append else base_ts + tdelta) * 1000
+            # unsigned arithmetic: a hostile timestamp wraps instead of being undefined
+            p_ts[n] = <int64_t>((<uint64_t>max_ts if log_append
+                                 else <uint64_t>base_ts + <uint64_t>tdelta) * 1000)
             p_tt[n] = ts_type
             if klen >= 0:
                 memcpy(p_kd + ku, kp, klen)
@@ -1379,7 +1407,12 @@ def decode_records(record_set, str topic, int32_t partition, *, bint check_crcs=
     """Every record of a record set as ConsumerRecords, in offset order."""
     cdef _Walker w = _Walker(record_set, topic, partition, fetch_offset, check_crcs,
                              isolation_level, aborted_transactions)
-    return w.take_records(_NO_LIMIT, key_deserializer, value_deserializer)
+    cdef list out = w.take_records(_NO_LIMIT, key_deserializer, value_deserializer)
+    while not w.finished:
+        # take_records stops early only before a record whose deserializer failed (it hands
+        # out what it has first); taking again raises that RecordDeserializationError.
+        out += w.take_records(_NO_LIMIT, key_deserializer, value_deserializer)
+    return out
 
 
 def decode_arrow(record_set, str topic, int32_t partition, *, bint check_crcs=True,

@@ -294,6 +294,10 @@ def test_deserializer_error_keeps_position() -> None:
         cf.take_records(10)
     assert (e.value.topic, e.value.partition, e.value.offset) == ("t", 0, 3)
     assert cf.next_fetch_offset == 3
+    with pytest.raises(RecordDeserializationError, match="value of the record at offset 3"):
+        decode_records(data, "t", 0, value_deserializer=lambda v: int(v))
+    keys = decode_records(data, "t", 0, key_deserializer=bytes.decode)
+    assert [r.key for r in keys] == ["k"] * 6 and keys[0].serialized_key_size == 1
 
 
 def test_accepts_memoryview_slices_and_bytearray() -> None:
@@ -302,3 +306,18 @@ def test_accepts_memoryview_slices_and_bytearray() -> None:
     assert [r.offset for r in decode_records(view, "t", 0)] == [0, 1, 2, 3]
     assert decode_arrow(bytearray(view), "t", 0).num_rows == 4
     assert decode_records(b"", "t", 0) == [] and decode_arrow(b"", "t", 0).num_rows == 0
+
+
+@pytest.mark.parametrize("raw", [b"\xc3(", b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf0\x9f\x98",
+                                 b"\xf4\x90\x80\x80", b"a\xffb", b"\xe2\x82\xac", b"\xc3\xbc"])
+def test_invalid_utf8_header_keys_replaced_like_python(raw: bytes) -> None:
+    marker = "Q" * len(raw)
+    buf = bytearray(v2_batch([(0, 0, None, b"v", [(marker, b"x")])], 0))
+    at = bytes(buf).index(marker.encode())
+    buf[at:at + len(raw)] = raw
+    refresh_crc(buf)
+    expected = raw.decode("utf-8", "replace")
+    assert decode_records(bytes(buf), "t", 0)[0].headers == [(expected, b"x")]
+    batch = decode_arrow(bytes(buf), "t", 0, include_headers=True)
+    batch.validate(full=True)
+    assert batch.column("headers").to_pylist() == [[{"key": expected, "value": b"x"}]]
