@@ -18,11 +18,13 @@ ctypedef struct RecView:
 
 
 cdef class ConsumerRecord:
-    cdef readonly str topic                 # topic name
-    cdef readonly int32_t partition         # partition id
-    cdef readonly int64_t offset            # record offset
-    cdef readonly int64_t timestamp         # ms since epoch (-1 for magic v0)
-    cdef readonly int32_t timestamp_type    # -1 none, 0 CreateTime, 1 LogAppendTime
+    # Python-visible fields are objects exposed through member descriptors (set up at
+    # import), which CPython's specializing interpreter reads as direct slot loads.
+    cdef readonly object topic              # str: topic name
+    cdef readonly object partition          # int: partition id
+    cdef readonly object offset             # int: record offset
+    cdef readonly object timestamp          # int: ms since epoch (-1 for magic v0)
+    cdef readonly object timestamp_type     # int: -1 none, 0 CreateTime, 1 LogAppendTime
     cdef readonly object key                # bytes | None, or what the key deserializer returned
     cdef readonly object value              # bytes | None, or what the value deserializer returned
     cdef object _headers                    # list[tuple[str, bytes | None]], None when no headers
@@ -110,6 +112,7 @@ cdef class _Walker:
     cdef Py_ssize_t pos              # start of the next batch
     cdef str topic                   # for records and errors
     cdef int32_t partition           # for records and errors
+    cdef object partition_obj        # partition as a Python int (shared by the records)
     cdef bint check_crcs             # verify CRC32C (v2) / CRC32 (v0/v1)
     cdef bint read_committed         # isolation.level=read_committed
     cdef list aborted                # [(first_offset, producer_id)] sorted by first offset

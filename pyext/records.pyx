@@ -162,6 +162,73 @@ cdef class ConsumerRecord:
                 f"serialized_value_size={self.serialized_value_size})")
 
 
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char* doc
+    int T_OBJECT_EX
+    int READONLY
+
+cdef extern from "Python.h":
+    object PyDescr_NewMember(object type, PyMemberDef* member)
+    void PyType_Modified(object type)
+
+cdef extern from *:
+    """
+    #define PYX_CR_OFF_topic ((Py_ssize_t)offsetof(struct __pyx_obj_5pyext_7records_ConsumerRecord, topic))
+    #define PYX_CR_OFF_partition ((Py_ssize_t)offsetof(struct __pyx_obj_5pyext_7records_ConsumerRecord, partition))
+    #define PYX_CR_OFF_offset ((Py_ssize_t)offsetof(struct __pyx_obj_5pyext_7records_ConsumerRecord, offset))
+    #define PYX_CR_OFF_timestamp ((Py_ssize_t)offsetof(struct __pyx_obj_5pyext_7records_ConsumerRecord, timestamp))
+    #define PYX_CR_OFF_timestamp_type ((Py_ssize_t)offsetof(struct __pyx_obj_5pyext_7records_ConsumerRecord, timestamp_type))
+    #define PYX_CR_OFF_key ((Py_ssize_t)offsetof(struct __pyx_obj_5pyext_7records_ConsumerRecord, key))
+    #define PYX_CR_OFF_value ((Py_ssize_t)offsetof(struct __pyx_obj_5pyext_7records_ConsumerRecord, value))
+    #define PYX_TYPE_DICT(t) (((PyTypeObject *)(t))->tp_dict)
+    """
+    Py_ssize_t PYX_CR_OFF_topic
+    Py_ssize_t PYX_CR_OFF_partition
+    Py_ssize_t PYX_CR_OFF_offset
+    Py_ssize_t PYX_CR_OFF_timestamp
+    Py_ssize_t PYX_CR_OFF_timestamp_type
+    Py_ssize_t PYX_CR_OFF_key
+    Py_ssize_t PYX_CR_OFF_value
+    PyObject* PYX_TYPE_DICT(object t)
+
+# Member descriptors for the object fields (static: descriptors keep pointers to them).
+cdef PyMemberDef _record_members[7]
+
+
+cdef _install_member_descriptors():
+    """Replace Cython's getset properties of ConsumerRecord's object fields by member
+    descriptors: CPython 3.11+ specializes attribute loads of those into slot reads."""
+    cdef const char* names[7]
+    cdef Py_ssize_t offsets[7]
+    names[:] = [b"topic", b"partition", b"offset", b"timestamp", b"timestamp_type", b"key",
+                 b"value"]
+    offsets[0] = PYX_CR_OFF_topic
+    offsets[1] = PYX_CR_OFF_partition
+    offsets[2] = PYX_CR_OFF_offset
+    offsets[3] = PYX_CR_OFF_timestamp
+    offsets[4] = PYX_CR_OFF_timestamp_type
+    offsets[5] = PYX_CR_OFF_key
+    offsets[6] = PYX_CR_OFF_value
+    tp_dict = <object>PYX_TYPE_DICT(ConsumerRecord)
+    for i in range(7):
+        _record_members[i].name = names[i]
+        _record_members[i].type = T_OBJECT_EX
+        _record_members[i].offset = offsets[i]
+        _record_members[i].flags = READONLY
+        _record_members[i].doc = NULL
+        tp_dict[names[i].decode()] = PyDescr_NewMember(ConsumerRecord, &_record_members[i])
+    PyType_Modified(ConsumerRecord)
+
+
+_install_member_descriptors()
+
+
+
 # --------------------------------------------------------------------------- buffers
 
 @cython.final
@@ -548,7 +615,7 @@ cdef list _headers_list(_Walker w, RecView* v):
 cdef inline ConsumerRecord _make_record(_Walker w, RecView* v):
     cdef ConsumerRecord rec = ConsumerRecord.__new__(ConsumerRecord)
     rec.topic = w.topic
-    rec.partition = w.partition
+    rec.partition = w.partition_obj
     rec.offset = v.offset
     rec.timestamp = v.timestamp
     rec.timestamp_type = w.ts_type
@@ -600,6 +667,7 @@ cdef class _Walker:
         self.pos = 0
         self.topic = topic
         self.partition = partition
+        self.partition_obj = partition
         self.check_crcs = check_crcs
         if isolation_level == "read_committed":
             self.read_committed = True
