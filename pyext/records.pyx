@@ -927,6 +927,8 @@ cdef class _Walker:
                     if n >= 18:    # gzip trailer ISIZE: uncompressed size mod 2^32, little-endian
                         guess = (<Py_ssize_t>src[n - 4] | (<Py_ssize_t>src[n - 3] << 8)
                                  | (<Py_ssize_t>src[n - 2] << 16) | (<Py_ssize_t>src[n - 1] << 24))
+                        if guess > n * 1032:   # deflate cannot expand more than 1032:1
+                            guess = 0
                     guess += 64
                 elif codec == 3:
                     mod = cramjam.lz4
@@ -986,10 +988,14 @@ cdef class _Walker:
                 at = r.pos
                 rd_skip(&r, bl)
                 blen = _snappy_len(&r, at, bl)
+                if blen > 64 * <Py_ssize_t>bl + 64:   # snappy expands at most ~22:1
+                    self.fail(f"Snappy block claims {blen} bytes from {bl} compressed", off)
                 blocks.append((at, bl, blen))
                 total += blen
         else:
             blen = _snappy_len(&r, 0, n)
+            if blen > 64 * n + 64:
+                self.fail(f"Snappy block claims {blen} bytes from {n} compressed", off)
             blocks.append((0, n, blen))
             total = blen
         if total > _max_decompressed:
@@ -1365,15 +1371,13 @@ cdef class _Walker:
             count = <int32_t>pyx_be32(self.data + at + V2_COUNT_AT)
             if count < 0:
                 break
-            if count > (length - V2_MIN_LENGTH) * 64:
-                break                          # implausible even compressed: let decoding say so
             if attrs & ATTR_CODEC == 0:
                 if count > (length - V2_MIN_LENGTH) // V2_MIN_RECORD:
                     break
                 rows_est += count
                 bytes_est += length - V2_MIN_LENGTH - count * V2_MIN_RECORD
-            else:                              # a guess; buffers grow if it is short
-                rows_est += count
+            else:                              # a guess (never trusting count): buffers grow
+                rows_est += min(count, (length - V2_MIN_LENGTH) // 2)
                 bytes_est += (length - V2_MIN_LENGTH) * 3
             at += LOG_OVERHEAD + length
         if rows_est > max_rows:

@@ -321,3 +321,49 @@ def test_invalid_utf8_header_keys_replaced_like_python(raw: bytes) -> None:
     batch = decode_arrow(bytes(buf), "t", 0, include_headers=True)
     batch.validate(full=True)
     assert batch.column("headers").to_pylist() == [[{"key": expected, "value": b"x"}]]
+
+
+def recompress(batch: bytes, codec: int, compress: Any) -> bytes:
+    """The same v2 batch with its records section compressed by another library."""
+    records = compress(batch[61:])
+    buf = bytearray(batch[:61]) + bytearray(records)
+    struct.pack_into(">i", buf, 8, len(buf) - 12)
+    attrs = struct.unpack_from(">h", buf, 21)[0]
+    struct.pack_into(">h", buf, 21, (attrs & ~7) | codec)
+    refresh_crc(buf)
+    return bytes(buf)
+
+
+def _compressors() -> dict[str, tuple[int, Any]]:
+    import gzip
+
+    import cramjam
+    import lz4.frame
+    import zstandard
+    return {
+        "snappy-raw": (2, lambda b: bytes(cramjam.snappy.compress_raw(b))),
+        "gzip-stdlib": (1, gzip.compress),
+        "lz4-frame-content-size": (3, lambda b: lz4.frame.compress(b, store_size=True)),
+        "zstd-zstandard": (4, lambda b: zstandard.ZstdCompressor().compress(b)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_compressors()))
+def test_other_writers_compressions(name: str) -> None:
+    codec, fn = _compressors()[name]
+    rows = sample_rows(20)
+    data = recompress(v2_batch(rows, 7), codec, fn)
+    assert [(r.offset, r.key, r.value, r.headers) for r in decode_records(data, "t", 0)] == [
+        (7 + d, k, v, h) for d, _, k, v, h in rows]
+    assert decode_arrow(data, "t", 0).column("value").to_pylist() == [r[3] for r in rows]
+
+
+def test_hostile_count_in_compressed_batch_is_corruption() -> None:
+    import cramjam
+    buf = bytearray(recompress(v2_batch(sample_rows(3), 0), 3,
+                               lambda b: bytes(cramjam.lz4.compress(b))))
+    struct.pack_into(">i", buf, 57, 2_000_000_000)
+    refresh_crc(buf)
+    for decode in (decode_records, decode_arrow):
+        with pytest.raises(CorruptRecordError, match="Record count"):
+            decode(bytes(buf), "t", 0)
