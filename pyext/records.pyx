@@ -21,6 +21,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBuffer_FillInfo
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.ref cimport PyObject
+from cpython.object cimport PyTypeObject
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t,
                           uintptr_t, INT32_MAX)
 from libc.string cimport memcpy, memset
@@ -173,8 +174,8 @@ cdef extern from "structmember.h":
     int READONLY
 
 cdef extern from "Python.h":
-    object PyDescr_NewMember(object type, PyMemberDef* member)
-    void PyType_Modified(object type)
+    object PyDescr_NewMember(PyTypeObject* type, PyMemberDef* member)
+    void PyType_Modified(PyTypeObject* type)
 
 cdef extern from *:
     """
@@ -221,8 +222,9 @@ cdef _install_member_descriptors():
         _record_members[i].offset = offsets[i]
         _record_members[i].flags = READONLY
         _record_members[i].doc = NULL
-        tp_dict[names[i].decode()] = PyDescr_NewMember(ConsumerRecord, &_record_members[i])
-    PyType_Modified(ConsumerRecord)
+        tp_dict[names[i].decode()] = PyDescr_NewMember(<PyTypeObject*>ConsumerRecord,
+                                                       &_record_members[i])
+    PyType_Modified(<PyTypeObject*>ConsumerRecord)
 
 
 _install_member_descriptors()
