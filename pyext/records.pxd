@@ -123,6 +123,8 @@ cdef class _Walker:
     cdef bint have_batch             # some batch was read (Java's currentBatch != null)
     cdef int64_t batch_next_offset   # last offset + 1 of the latest batch read
     cdef bint finished               # no more records in this record set
+    cdef object error                # CorruptRecordError met after records were handed out:
+                                     # raised by every later take (Java's cachedRecordException)
     cdef int magic                   # current batch magic
     cdef int64_t base_offset         # current batch base offset (v0/v1: wrapper offset)
     cdef int64_t base_ts             # current batch base timestamp
@@ -164,7 +166,11 @@ cdef class _Walker:
     cdef int fill_arrow(self, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil  # 1/0 full/2 grow
     cdef int fill_arrow_v2(self, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil  # fast v2 path
     cdef list take_records(self, Py_ssize_t max_records, object key_des, object value_des)
+    cdef int _take_records(self, list out, Py_ssize_t max_records, object key_des,
+                           object value_des, bint des) except -1  # the loop of take_records
     cdef object take_arrow(self, Py_ssize_t max_rows, bint include_headers)
+    cdef int _take_arrow(self, _ArrowBuilder b, Py_ssize_t max_rows,
+                         bint include_headers) except -1          # the loop of take_arrow
 
 
 cdef class CompletedFetch:

@@ -687,6 +687,7 @@ cdef class _Walker:
         self.have_batch = False
         self.batch_next_offset = -1
         self.finished = False
+        self.error = None
         self.remaining = 0
         self.epoch = -1
         self.ts_type = -1
@@ -1321,9 +1322,25 @@ cdef class _Walker:
 
     cdef list take_records(self, Py_ssize_t max_records, object key_des, object value_des):
         cdef list out = []
+        cdef bint des = key_des is not None or value_des is not None
+        if self.error is not None:
+            raise self.error
+        try:
+            self._take_records(out, max_records, key_des, value_des, des)
+        except CorruptRecordError as e:
+            # Hand out what was read before the bad data; the error comes with the next take
+            # and the position stays right after the last record handed out.
+            self.error = e
+            if out:
+                return out
+            raise
+        self.maybe_finish()
+        return out
+
+    cdef int _take_records(self, list out, Py_ssize_t max_records, object key_des,
+                           object value_des, bint des) except -1:
         cdef RecView v
         cdef ConsumerRecord rec
-        cdef bint des = key_des is not None or value_des is not None
         while len(out) < max_records:
             if self.remaining == 0:
                 if not self.advance():
@@ -1343,14 +1360,13 @@ cdef class _Walker:
                 except Exception as e:
                     self.undo()                # the position stays at the failing record
                     if out:
-                        return out             # hand out what we have; the next take raises
+                        return 0               # hand out what we have; the next take raises
                     raise RecordDeserializationError(
                         f"Error deserializing the {stage} of the record at offset {v.offset}: "
                         f"{e!r}", topic=self.topic, partition=self.partition,
                         offset=v.offset) from e
             out.append(rec)
-        self.maybe_finish()
-        return out
+        return 0
 
     cdef object take_arrow(self, Py_ssize_t max_rows, bint include_headers):
         cdef Py_ssize_t rows_est = 0, bytes_est = 0, left, at
@@ -1386,6 +1402,20 @@ cdef class _Walker:
             bytes_est = <Py_ssize_t>(bytes_est * (<double>max_rows / rows_est))
             rows_est = max_rows
         b = _ArrowBuilder(rows_est, min(bytes_est, rows_est * 16), bytes_est, include_headers)
+        if self.error is not None:
+            raise self.error
+        try:
+            self._take_arrow(b, max_rows, include_headers)
+        except CorruptRecordError as e:
+            self.error = e                     # as in take_records: rows first, error next
+            if b.n == 0:
+                raise
+        else:
+            self.maybe_finish()
+        return b.finish(self.topic, self.partition)
+
+    cdef int _take_arrow(self, _ArrowBuilder b, Py_ssize_t max_rows,
+                         bint include_headers) except -1:
         while b.n < max_rows and not b.full:
             if self.remaining == 0:
                 if not self.advance():
@@ -1398,8 +1428,7 @@ cdef class _Walker:
             else:
                 with nogil:
                     self.fill_arrow(b, max_rows)
-        self.maybe_finish()
-        return b.finish(self.topic, self.partition)
+        return 0
 
 
 # --------------------------------------------------------------------------- public API
@@ -1496,6 +1525,8 @@ def decode_arrow(record_set, str topic, int32_t partition, *, bint check_crcs=Tr
     cdef _Walker w = _Walker(record_set, topic, partition, fetch_offset, check_crcs,
                              isolation_level, aborted_transactions)
     batch = w.take_arrow(_NO_LIMIT, include_headers)
+    if w.error is not None:
+        raise w.error
     if not w.finished:
         raise OverflowError(
             f"record set of {topic}-{partition} has more than 2 GiB of keys or values, more than "

@@ -367,3 +367,20 @@ def test_hostile_count_in_compressed_batch_is_corruption() -> None:
     for decode in (decode_records, decode_arrow):
         with pytest.raises(CorruptRecordError, match="Record count"):
             decode(bytes(buf), "t", 0)
+
+
+def test_corruption_after_good_records_is_deferred_and_sticky() -> None:
+    good, bad = v2_batch(sample_rows(4), 0), bytearray(v2_batch(sample_rows(4), 4))
+    bad[70] ^= 0x01
+    for take in ("take_records", "take_arrow"):
+        cf = CompletedFetch(good + bytes(bad), "t", 0, 0)
+        first = getattr(cf, take)(100)
+        assert len(first) == 4 and cf.next_fetch_offset == 4
+        for _ in range(2):
+            with pytest.raises(CorruptRecordError, match="CRC32C") as e:
+                getattr(cf, take)(100)
+            assert e.value.offset == 4 and cf.next_fetch_offset == 4
+    with pytest.raises(CorruptRecordError):
+        decode_records(good + bytes(bad), "t", 0)
+    with pytest.raises(CorruptRecordError):
+        decode_arrow(good + bytes(bad), "t", 0)
