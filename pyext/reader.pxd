@@ -14,6 +14,7 @@ cdef extern from "wire.h" nogil:
     uint32_t pyx_crc32(const uint8_t* p, size_t n)
     uint32_t pyx_xxh32_short(const uint8_t* p, size_t n)
     int pyx_utf8_valid(const uint8_t* s, size_t n)
+    void pyx_copy(uint8_t* dst, const uint8_t* src, size_t n)
     int pyx_rd_raise(PyObject* topic, int32_t partition, int64_t offset, Py_ssize_t pos,
                      Py_ssize_t end, int code, Py_ssize_t n) except -1
     void pyx_rd_set_error_factory(object factory) noexcept with gil

@@ -28,7 +28,7 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
 
 from pyext.reader cimport (Reader, rd_init, rd_fail, rd_fail_nogil, rd_need, rd_i8, rd_i16, rd_i32,
-                     rd_i64, rd_varint, rd_varlong, rd_skip, rd_bytes, pyx_be16, pyx_be32,
+                     rd_i64, rd_varint, rd_varlong, rd_skip, rd_bytes, pyx_be16, pyx_be32, pyx_copy,
                      pyx_be64, pyx_crc32, pyx_xxh32_short, pyx_utf8_valid)
 
 import pyarrow as pa
@@ -418,7 +418,7 @@ cdef class _ArrowBuilder:
         self.p_ts[i] = <int64_t>(<uint64_t>v.timestamp * 1000)
         self.p_tt[i] = ts_type
         if v.key_len >= 0:
-            memcpy(self.p_kd + ku, v.key, v.key_len)
+            pyx_copy(self.p_kd + ku, v.key, v.key_len)
             ku += v.key_len
             self.key_used = ku
             _set_bit(self.p_kv, i)
@@ -426,7 +426,7 @@ cdef class _ArrowBuilder:
             self.key_nulls += 1
         self.p_ko[i + 1] = <int32_t>ku
         if v.value_len >= 0:
-            memcpy(self.p_vd + vu, v.value, v.value_len)
+            pyx_copy(self.p_vd + vu, v.value, v.value_len)
             vu += v.value_len
             self.val_used = vu
             _set_bit(self.p_vv, i)
@@ -1293,14 +1293,14 @@ cdef class _Walker:
                                  else <uint64_t>base_ts + <uint64_t>tdelta) * 1000)
             p_tt[n] = ts_type
             if klen >= 0:
-                memcpy(p_kd + ku, kp, klen)
+                pyx_copy(p_kd + ku, kp, klen)
                 ku += klen
                 _set_bit(p_kv, n)
             else:
                 knull += 1
             p_ko[n + 1] = <int32_t>ku
             if vlen >= 0:
-                memcpy(p_vd + vu, vp, vlen)
+                pyx_copy(p_vd + vu, vp, vlen)
                 vu += vlen
                 _set_bit(p_vv, n)
             else:

@@ -20,6 +20,24 @@ static inline uint64_t pyx_be64(const uint8_t *p) {
 }
 static inline uint32_t pyx_le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 
+/* memcpy for short keys/values without a libc call: overlapping head/tail moves that stay
+ * inside both ranges; longer copies go to memcpy. */
+static inline void pyx_copy(uint8_t *dst, const uint8_t *src, size_t n) {
+    if (n <= 16) {
+        if (n >= 8) {
+            uint64_t a, b; memcpy(&a, src, 8); memcpy(&b, src + n - 8, 8);
+            memcpy(dst, &a, 8); memcpy(dst + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b; memcpy(&a, src, 4); memcpy(&b, src + n - 4, 4);
+            memcpy(dst, &a, 4); memcpy(dst + n - 4, &b, 4);
+        } else if (n > 0) {
+            dst[0] = src[0]; dst[n / 2] = src[n / 2]; dst[n - 1] = src[n - 1];
+        }
+        return;
+    }
+    memcpy(dst, src, n);
+}
+
 /* ---------------------------------------------------------------- CRC32 (IEEE 802.3) */
 static uint32_t pyx_crc32_tab[8][256];
 static int pyx_crc32_ready = 0;
