@@ -40,6 +40,7 @@ cdef class _PBuf:
     cdef Py_ssize_t cap          # its size in bytes
     cdef bint zero               # zero new bytes on growth (validity bitmaps)
     cdef int ensure(self, Py_ssize_t nbytes) except -1   # grow (x1.5) to at least nbytes
+    cdef int ensure_to(self, Py_ssize_t nbytes) except -1  # grow to exactly nbytes if larger
     cdef object finish(self, Py_ssize_t nbytes)          # shrink to nbytes, return the buffer
 
 
@@ -57,6 +58,7 @@ cdef class _ArrowBuilder:
     cdef Py_ssize_t n            # rows written
     cdef bint include_headers    # build the headers column
     cdef bint full               # a binary column would pass 2 GiB: stop this batch here
+    cdef Py_ssize_t rows_target  # rows this batch is expected to reach (from batch headers)
     cdef Py_ssize_t need_key     # key bytes of a row refused for lack of room
     cdef Py_ssize_t need_val     # value bytes of a row refused for lack of room
     cdef _PBuf offsets           # int64 offsets

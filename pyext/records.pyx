@@ -259,6 +259,17 @@ cdef class _PBuf:
             memset(self.ptr + old, 0, new - old)
         return 0
 
+    cdef int ensure_to(self, Py_ssize_t nbytes) except -1:
+        cdef Py_ssize_t old = self.cap
+        if nbytes <= old:
+            return 0
+        self.obj.resize(nbytes)
+        self.ptr = <uint8_t*><uintptr_t>self.obj.address
+        self.cap = nbytes
+        if self.zero:
+            memset(self.ptr + old, 0, nbytes - old)
+        return 0
+
     cdef object finish(self, Py_ssize_t nbytes):
         if nbytes < self.cap:
             self.obj.resize(nbytes, shrink_to_fit=True)
@@ -340,6 +351,7 @@ cdef class _ArrowBuilder:
         if rows < 16:
             rows = 16
         self.n = 0
+        self.rows_target = rows
         self.include_headers = include_headers
         self.full = False
         self.offsets = _PBuf(rows * 8)
@@ -381,8 +393,16 @@ cdef class _ArrowBuilder:
         self.val_valid.ensure(total // 8 + 1)
         self.key_offs.ensure((total + 1) * 4)
         self.val_offs.ensure((total + 1) * 4)
-        self.key_data.ensure(self.key_used + self.need_key)
-        self.val_data.ensure(self.val_used + self.need_val)
+        if self.need_key or self.need_val:
+            if self.n > 0 and self.rows_target > self.n:
+                # grow once to the size projected from the rows written so far (compressed
+                # batches: the upfront estimate is a guess), not by repeated x1.5 steps
+                self.key_data.ensure_to(self.key_used + self.need_key + <Py_ssize_t>(
+                    self.key_used * 1.03 * (self.rows_target - self.n) / self.n))
+                self.val_data.ensure_to(self.val_used + self.need_val + <Py_ssize_t>(
+                    self.val_used * 1.03 * (self.rows_target - self.n) / self.n))
+            self.key_data.ensure(self.key_used + self.need_key)
+            self.val_data.ensure(self.val_used + self.need_val)
         self.need_key = self.need_val = 0
         if self.include_headers:
             self.h_valid.ensure(total // 8 + 1)
