@@ -397,10 +397,10 @@ cdef class _ArrowBuilder:
             if self.n > 0 and self.rows_target > self.n:
                 # grow once to the size projected from the rows written so far (compressed
                 # batches: the upfront estimate is a guess), not by repeated x1.5 steps
-                self.key_data.ensure_to(self.key_used + self.need_key + <Py_ssize_t>(
-                    self.key_used * 1.03 * (self.rows_target - self.n) / self.n))
-                self.val_data.ensure_to(self.val_used + self.need_val + <Py_ssize_t>(
-                    self.val_used * 1.03 * (self.rows_target - self.n) / self.n))
+                self.key_data.ensure_to(_projected(self.key_used, self.need_key, self.n,
+                                                   self.rows_target))
+                self.val_data.ensure_to(_projected(self.val_used, self.need_val, self.n,
+                                                   self.rows_target))
             self.key_data.ensure(self.key_used + self.need_key)
             self.val_data.ensure(self.val_used + self.need_val)
         self.need_key = self.need_val = 0
@@ -411,17 +411,19 @@ cdef class _ArrowBuilder:
         return 0
 
     cdef void sync(self) noexcept:
+        # capacities seen by the row loops stop at 2 GiB so the int32 offset check fires
+        # even when a buffer is larger
         self.p_off = <int64_t*>self.offsets.ptr
         self.p_ts = <int64_t*>self.timestamps.ptr
         self.p_tt = <int32_t*>self.ts_types.ptr
         self.p_kv = self.key_valid.ptr
         self.p_ko = <int32_t*>self.key_offs.ptr
         self.p_kd = self.key_data.ptr
-        self.kd_cap = self.key_data.cap
+        self.kd_cap = min(self.key_data.cap, <Py_ssize_t>INT32_MAX)
         self.p_vv = self.val_valid.ptr
         self.p_vo = <int32_t*>self.val_offs.ptr
         self.p_vd = self.val_data.ptr
-        self.vd_cap = self.val_data.cap
+        self.vd_cap = min(self.val_data.cap, <Py_ssize_t>INT32_MAX)
 
     cdef int add(self, RecView* v, int32_t ts_type) except -1 nogil:
         cdef Py_ssize_t i = self.n
@@ -559,6 +561,21 @@ cdef class _ArrowBuilder:
             _HEADERS_TYPE, n,
             [pa.py_buffer(self.h_valid) if self.h_nulls else None, pa.py_buffer(self.h_offs)],
             null_count=self.h_nulls, children=[entries])
+
+
+cdef inline Py_ssize_t _projected(Py_ssize_t used, Py_ssize_t need, Py_ssize_t rows,
+                                   Py_ssize_t rows_target) noexcept:
+    """Bytes a column will need for rows_target rows at the average row size so far, capped
+    at 4x what is known to be needed (row counts are untrusted) and at 2 GiB."""
+    cdef double p = used + need + used * 1.03 * (rows_target - rows) / rows
+    cdef double cap = 4.0 * (used + need) + 64
+    if p > cap:
+        p = cap
+    if p > INT32_MAX:
+        p = INT32_MAX
+    if p < used + need:
+        p = used + need
+    return <Py_ssize_t>p
 
 
 cdef Py_ssize_t _utf8_replace(const uint8_t* s, Py_ssize_t n, uint8_t* out) noexcept nogil:
