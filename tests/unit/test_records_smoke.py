@@ -384,3 +384,21 @@ def test_corruption_after_good_records_is_deferred_and_sticky() -> None:
         decode_records(good + bytes(bad), "t", 0)
     with pytest.raises(CorruptRecordError):
         decode_arrow(good + bytes(bad), "t", 0)
+
+
+def test_legacy_v1_log_append_time_wrapper_stamps_inner_records() -> None:
+    data = bytearray(legacy_set(1, 1, n=3, base=0))
+    # wrapper: offset(8) size(4) crc(4) magic(1) attributes(1) timestamp(8)
+    data[17] |= 0x08
+    struct.pack_into(">q", data, 18, 777)
+    size = struct.unpack_from(">i", data, 8)[0]
+    struct.pack_into(">I", data, 12, zlib.crc32(bytes(data[16:12 + size])))
+    recs = decode_records(bytes(data), "t", 0)
+    assert [(r.offset, r.timestamp, r.timestamp_type) for r in recs] == [
+        (0, 777, 1), (1, 777, 1), (2, 777, 1)]
+    bad = bytearray(data)
+    bad[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError, match="CRC32 mismatch"):
+        decode_records(bytes(bad), "t", 0)
+    with pytest.raises(CorruptRecordError, match="Cannot decompress gzip"):
+        decode_records(bytes(bad), "t", 0, check_crcs=False)   # gzip's own trailer check
