@@ -3,6 +3,8 @@
 # past the end or a malformed varint raises pyconsumer.errors.CorruptRecordError naming
 # the topic, partition and the best known offset (batch base offset or record offset).
 # Values come back through out-parameters so that -1 stays free as the error signal.
+# A module that cimports this must register its error factory once at import with
+# pyx_rd_set_error_factory(callable) (pyext.records does); the factory raises.
 from cpython.ref cimport PyObject
 from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t,
                           uint32_t, uint64_t)

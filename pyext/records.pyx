@@ -689,6 +689,15 @@ cdef Py_ssize_t _snappy_len(Reader* r, Py_ssize_t at, Py_ssize_t n) except -1:
             return <Py_ssize_t>v
 
 
+def _aborted_entry(t):
+    """(first_offset, producer_id) from a (producer_id, first_offset) pair or an object with
+    producer_id / first_offset attributes (a FetchResponse AbortedTransaction)."""
+    if hasattr(t, "producer_id"):
+        return (int(t.first_offset), int(t.producer_id))
+    pid, first = t
+    return (int(first), int(pid))
+
+
 # --------------------------------------------------------------------------- the walker
 
 @cython.final
@@ -716,7 +725,7 @@ cdef class _Walker:
             raise ValueError(f"isolation_level must be 'read_uncommitted' or 'read_committed', "
                              f"got {isolation_level!r}")
         # Java: a priority queue by first offset; a sorted list consumed from the front.
-        self.aborted = sorted(((int(f), int(p)) for p, f in (aborted_transactions or ())))
+        self.aborted = sorted(_aborted_entry(t) for t in (aborted_transactions or ()))
         self.aborted_idx = 0
         self.aborted_pids = set()
         self.next_fetch_offset = fetch_offset
