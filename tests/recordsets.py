@@ -81,3 +81,17 @@ def reference(data: bytes) -> list[dict[str, Any]]:
             out.append(dict(offset=r.offset, timestamp=r.timestamp, timestamp_type=r.timestamp_type,
                             key=r.key, value=r.value, headers=list(r.headers)))
     return out
+
+
+def control_batch(base_offset: int, producer_id: int, commit: bool, epoch: int = 0) -> bytes:
+    """A transaction marker: transactional + control attribute bits, key = version int16 + type int16."""
+    import crc32c
+
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, 0)  # version, coordinator epoch
+    buf = bytearray(aio_v2([(0, 0, key, value, [])], "none", base_offset,
+                           producer_id=producer_id, epoch=epoch, seq=-1, transactional=True))
+    attrs = struct.unpack_from(">h", buf, 21)[0] | 0x20
+    struct.pack_into(">h", buf, 21, attrs)
+    struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+    return bytes(buf)
