@@ -1,0 +1,129 @@
+"""Side-by-side decode benchmark, one process, interleaved rounds (decode-performance.md §0 noise handling)."""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).parent))
+import gen_data  # noqa: E402
+
+from aiokafka.consumer.fetcher import PartitionRecords  # noqa: E402
+from aiokafka.record._crecords import MemoryRecords as AioMR  # noqa: E402
+from aiokafka.structs import TopicPartition  # noqa: E402
+from kafka.record.memory_records import MemoryRecords as KpMR  # noqa: E402
+
+from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402
+
+
+def aio_raw(data: bytes, crc: bool) -> int:
+    n, mr = 0, AioMR(data)
+    while True:
+        b = mr.next_batch()
+        if b is None:
+            return n
+        if crc:
+            b.validate_crc()
+        for r in b:
+            r.key; r.value; r.offset; r.timestamp  # noqa: B018
+            n += 1
+
+
+def aio_client(data: bytes, crc: bool) -> int:
+    pr = PartitionRecords(TopicPartition("t", 0), AioMR(data), None, 0, None, None, crc, 0)
+    n = 0
+    for r in pr:  # yields ConsumerRecord objects
+        r.key; r.value; r.offset; r.timestamp  # noqa: B018
+        n += 1
+    return n
+
+
+def kp_raw(data: bytes, crc: bool) -> int:
+    n, mr = 0, KpMR(data)
+    while True:
+        b = mr.next_batch()
+        if b is None:
+            return n
+        if crc:
+            b.validate_crc()
+        for r in b:
+            r.key; r.value; r.offset; r.timestamp  # noqa: B018
+            n += 1
+
+
+def pc_arrow(data: bytes, crc: bool) -> int:
+    return decode_arrow(data, "t", 0, check_crcs=crc).num_rows
+
+
+def pc_records(data: bytes, crc: bool) -> int:
+    n = 0
+    for r in decode_records(data, "t", 0, check_crcs=crc):
+        r.key; r.value; r.offset; r.timestamp  # noqa: B018
+        n += 1
+    return n
+
+
+def pc_fetch(data: bytes, crc: bool) -> int:
+    f, n = CompletedFetch(data, "t", 0, 0, check_crcs=crc), 0
+    while not f.is_drained:
+        recs = f.take_records(500)
+        if not recs:
+            break
+        for r in recs:
+            r.key; r.value; r.offset; r.timestamp  # noqa: B018
+        n += len(recs)
+    return n
+
+
+SLOW = {"aio_client", "kp_raw"}  # run on a slice, rates stay per-record comparable
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--kind", nargs="*", default=["v100"])
+    ap.add_argument("--codec", nargs="*", default=["none", "lz4", "zstd"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mb", type=int, default=100)
+    a = ap.parse_args()
+    mb = 20 if a.quick else a.mb
+    contenders: dict[str, Callable[[bytes, bool], int]] = {
+        "aio_c": aio_raw, "pc_arrow": pc_arrow, "pc_records": pc_records, "pc_fetch500": pc_fetch,
+        "aio_client": aio_client, "kp_raw": kp_raw}
+    print(f"{'dataset':14} crc {'contender':12} {'krec/s best':>12} {'x aio_c (median)':>17}")
+    for kind in a.kind:
+        for codec in a.codec:
+            data = gen_data.build(kind, codec, mb).read_bytes()
+            small = data[: 4 << 20]
+            for crc in (True, False):
+                best: dict[str, float] = {}
+                ratios: dict[str, list[float]] = {k: [] for k in contenders}
+                for _ in range(a.rounds):
+                    rates = {}
+                    for name, fn in contenders.items():
+                        d = small if name in SLOW else data
+                        t = time.perf_counter()
+                        n = fn(d, crc)
+                        rates[name] = n / (time.perf_counter() - t)
+                        best[name] = max(best.get(name, 0.0), rates[name])
+                    for k in contenders:
+                        ratios[k].append(rates[k] / rates["aio_c"])
+                for k in contenders:
+                    print(f"{kind + '_' + codec:14} {int(crc):3} {k:12} {best[k] / 1e3:12,.0f} "
+                          f"{statistics.median(ratios[k]):17.2f}", flush=True)
+            if codec == "none":
+                pool = pa.default_memory_pool()
+                before = pool.bytes_allocated()
+                b = decode_arrow(data, "t", 0)
+                print(f"{kind + '_' + codec:14} decode_arrow pool max {pool.max_memory() / 1e6:.0f} MB, "
+                      f"batch.nbytes {b.nbytes / 1e6:.0f} MB, held {(pool.bytes_allocated() - before) / 1e6:.0f} MB "
+                      f"(pool max is process-wide)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
