@@ -1,0 +1,47 @@
+"""Header fields the broker rewrites: LogAppendTime and lastOffsetDelta past the last record (compaction)."""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+
+import crc32c
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+import recordsets as rs  # noqa: E402
+
+from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402
+
+
+def _patch(data: bytes, *, attrs_or: int = 0, last_delta: int | None = None, max_ts: int | None = None) -> bytes:
+    buf = bytearray(data)
+    struct.pack_into(">h", buf, 21, struct.unpack_from(">h", buf, 21)[0] | attrs_or)
+    if last_delta is not None:
+        struct.pack_into(">i", buf, 23, last_delta)
+    if max_ts is not None:
+        struct.pack_into(">q", buf, 35, max_ts)
+    struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+    return bytes(buf)
+
+
+def test_log_append_time() -> None:
+    data = _patch(rs.aio_v2(rs.sample_records(4), "gzip", 10), attrs_or=0x08, max_ts=1_700_000_000_123)
+    got = decode_records(data, "t", 0)
+    assert [(r.timestamp, r.timestamp_type) for r in got] == [(1_700_000_000_123, 1)] * 4
+    assert [(r["timestamp"], r["timestamp_type"]) for r in rs.reference(data)] == [(1_700_000_000_123, 1)] * 4
+    assert decode_arrow(data, "t", 0).column("timestampType").to_pylist() == [1] * 4
+
+
+def test_compaction_gap_next_fetch_offset() -> None:
+    # records at deltas 0 and 3; the compacted batch still covers deltas up to 9
+    data = _patch(rs.aio_v2([(0, 1, b"a", b"1", []), (3, 2, b"b", b"2", [])], "none", 100), last_delta=9)
+    data += rs.aio_v2([(0, 3, b"c", b"3", [])], "none", 110)
+    f = CompletedFetch(data, "t", 0, 100)
+    assert [r.offset for r in f.take_records(2)] == [100, 103]
+    assert f.next_fetch_offset == 104  # like Java: the batch end is applied when the next take passes it
+    assert [r.offset for r in f.take_records(5)] == [110]
+    assert f.next_fetch_offset == 111
+    # a batch whose records were all compacted away still advances the position
+    empty = _patch(rs.aio_v2([(0, 1, b"a", b"1", [])], "none", 200), last_delta=4)
+    f = CompletedFetch(empty, "t", 0, 201)
+    assert f.take_records(5) == [] and f.next_fetch_offset == 205
