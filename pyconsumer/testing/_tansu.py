@@ -121,6 +121,8 @@ class TansuBroker:
     ) -> None:
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
+        # an auto-picked port may be taken between free_port() and Tansu's bind: pick again
+        self._may_repick_port = port is None
         self.cluster_id = cluster_id or f"pyconsumer-test-{uuid.uuid4().hex[:8]}"
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -161,6 +163,18 @@ class TansuBroker:
     def start(self) -> "TansuBroker":
         if self.is_running():
             return self
+        for attempt in range(5):
+            try:
+                self._start_once()
+                break
+            except BrokerStartError as exc:
+                if not (self._may_repick_port and "AddrInUse" in str(exc) and attempt < 4):
+                    raise
+                self.port = free_port(self.host)
+        self._may_repick_port = False  # restart() must keep the port clients know
+        return self
+
+    def _start_once(self) -> None:
         url = f"tcp://{self.host}:{self.port}"
         cmd = [
             str(self.binary),
@@ -174,7 +188,9 @@ class TansuBroker:
         env = {k: v for k, v in os.environ.items()
                if k not in ("CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE",
                             "SCHEMA_REGISTRY", "OTEL_EXPORTER_OTLP_ENDPOINT")}
+        env["NO_COLOR"] = "1"  # plain log lines in error messages
         self._log_file = open(self.log_path, "ab")
+        self._log_start = self._log_file.tell()
         self._log_file.write(f"\n=== start {' '.join(cmd)}\n".encode())
         self._log_file.flush()
         self._proc = subprocess.Popen(
@@ -187,7 +203,6 @@ class TansuBroker:
         except BaseException:
             self.stop()
             raise
-        return self
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -200,16 +215,29 @@ class TansuBroker:
                     f"Tansu exited with code {code} while starting on {self.bootstrap}; "
                     f"log {self.log_path}:\n{self.log_tail()}"
                 )
-            try:
-                self.api_versions = probe_api_versions(self.host, self.port, timeout=1.0)
-                return
-            except (OSError, ConnectionError, struct.error) as exc:
-                last_error = exc
-                time.sleep(0.05)
+            # "ready in" is Tansu's last startup line; requiring it (and our process alive after
+            # the probe) keeps another process listening on the port from passing for Tansu.
+            if self._logged_ready():
+                try:
+                    versions = probe_api_versions(self.host, self.port, timeout=1.0)
+                    if self._proc.poll() is None:
+                        self.api_versions = versions
+                        return
+                except (OSError, ConnectionError, struct.error) as exc:
+                    last_error = exc
+            time.sleep(0.02)
         raise BrokerStartError(
             f"Tansu on {self.bootstrap} did not answer ApiVersions within {self.start_timeout} s "
             f"(last error: {last_error!r}); log {self.log_path}:\n{self.log_tail()}"
         )
+
+    def _logged_ready(self) -> bool:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
+                return b"ready in" in f.read()
+        except OSError:
+            return False
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None

