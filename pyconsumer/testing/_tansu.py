@@ -319,6 +319,12 @@ class TansuBroker:
         wait_for_topic(admin, name, partitions, timeout)
         return name
 
+    def delete_topic(self, name: str, *, timeout: float = 15.0) -> None:
+        from confluent_kafka.admin import AdminClient  # test dependency only
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin.delete_topics([name], operation_timeout=timeout, request_timeout=timeout)[name].result(timeout=timeout)
+
 
 def wait_for_topic(admin: object, name: str, partitions: int, timeout: float) -> None:
     """Poll metadata (``admin.list_topics``) until ``name`` has ``partitions`` leaders."""

@@ -148,6 +148,13 @@ def test_make_tansu_topic_names_are_unique(make_tansu_topic: Any) -> None:
     assert a != b
 
 
+def test_tansu_delete_topic(tansu: TansuBroker, make_tansu_topic: Any) -> None:
+    name = make_tansu_topic(2)
+    tansu.delete_topic(name)
+    md = metadata(tansu.bootstrap, name)
+    assert md.topics[name].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
 def test_tansu_restart_same_port_memory_storage() -> None:
     with TansuBroker() as broker:
         port, pid = broker.port, broker.pid
@@ -305,6 +312,23 @@ def test_mock_set_rtt_slows_responses(mock_cluster: MockCluster) -> None:
         mock_cluster.set_rtt(leader, 0)
     finally:
         del producer
+
+
+def test_mock_request_tracking(mock_cluster: MockCluster) -> None:
+    mock_cluster.create_topic("tracked", 1)
+    leader = leaders(mock_cluster.bootstrap, "tracked")[0]
+    mock_cluster.start_request_tracking()
+    assert produce(mock_cluster.bootstrap, "tracked", [TestRecord(b"k", b"v", partition=0)]) == [(0, 0)]
+    requests = mock_cluster.get_requests()
+    produce_requests = [r for r in requests if r.api_key == 0]
+    assert [r.broker_id for r in produce_requests] == [leader]
+    assert {r.api_key for r in requests} >= {0, 3, 18}  # Produce, Metadata, ApiVersions
+    assert all(r.broker_id in (1, 2, 3) for r in requests)
+    stamps = [r.timestamp_us for r in requests]
+    assert stamps == sorted(stamps)
+    mock_cluster.clear_requests()
+    assert mock_cluster.get_requests() == []
+    mock_cluster.stop_request_tracking()
 
 
 def test_mock_cluster_close_is_idempotent_and_frees_ports() -> None:
