@@ -308,6 +308,13 @@ class MockCluster:
             self._lib.rd_kafka_destroy(rk)
         _live.discard(self)
 
+    def __del__(self) -> None:
+        # a forgotten cluster would keep its broker threads and ports until exit
+        try:
+            self.close()
+        except Exception:
+            pass
+
     @property
     def closed(self) -> bool:
         return self._mc is None
