@@ -1,0 +1,342 @@
+"""The one engine that encodes and decodes every declared message, at every version.
+
+For a (message, version) pair the declarations are compiled once into a list of per-field
+reader and writer functions (fields absent at that version are filled with their defaults on
+decode and ignored on encode); flexible versions use compact lengths and tagged fields.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from pyconsumer.errors import KafkaProtocolError
+from pyconsumer.protocol.primitives import ZERO_UUID, DecodeError, Reader, Writer
+from pyconsumer.protocol.schema import Field, Message, in_range
+
+ReadFn = Callable[[Reader], Any]
+WriteFn = Callable[[Writer, Any], None]
+DefaultFn = Callable[[], Any]
+
+_MISSING = object()
+
+
+class EncodeError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str] = []
+
+
+_FIXED: dict[str, tuple[str, Any]] = {
+    "int8": ("int8", 0), "int16": ("int16", 0), "int32": ("int32", 0), "int64": ("int64", 0),
+    "uint16": ("uint16", 0), "float64": ("float64", 0.0), "bool": ("boolean", False),
+    "uuid": ("uuid", ZERO_UUID),
+}
+_RANGES: dict[str, tuple[int, int]] = {
+    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, 0xFFFF),
+}
+
+
+class StructCodec:
+    """Readers/writers for one struct's fields at one version."""
+
+    __slots__ = ("regular", "tagged", "absent", "flexible")
+
+    def __init__(self, fields: list[Field], version: int, flexible: bool) -> None:
+        self.flexible = flexible
+        self.regular: list[tuple[str, ReadFn, WriteFn, DefaultFn, bool]] = []
+        self.tagged: dict[int, tuple[str, ReadFn, WriteFn, DefaultFn]] = {}
+        self.absent: list[tuple[str, DefaultFn]] = []
+        for f in fields:
+            read, write, default = _field_codec(f, version, flexible)
+            if not in_range(version, f.versions):
+                self.absent.append((f.key, default))
+            elif f.tag is not None and flexible and in_range(version, f.tagged):
+                self.tagged[f.tag] = (f.key, read, write, default)
+            else:
+                self.regular.append((f.key, read, write, default, f.is_struct or f.is_array))
+
+    def read(self, r: Reader) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        key = "?"
+        try:
+            for key, read, _w, _d, _c in self.regular:
+                out[key] = read(r)
+            if self.flexible:
+                key = "_tagged_fields"
+                self._read_tags(r, out)
+        except DecodeError as e:
+            e.path.append(key)
+            raise
+        for key, default in self.absent:
+            out[key] = default()
+        return out
+
+    def _read_tags(self, r: Reader, out: dict[str, Any]) -> None:
+        count = r.unsigned_varint()
+        if count > r.remaining:
+            raise DecodeError(f"{count} tagged fields in {r.remaining} bytes", r.pos)
+        last = -1
+        for _ in range(count):
+            tag = r.unsigned_varint()
+            if tag <= last:
+                raise DecodeError(f"tagged field {tag} out of order (after {last})", r.pos)
+            last = tag
+            size = r.unsigned_varint()
+            data = r.raw(size, f"tagged field {tag}")
+            known = self.tagged.get(tag)
+            if known is not None:      # unknown tags are skipped, as Kafka's readers do
+                sub = Reader(data)
+                try:
+                    out[known[0]] = known[1](sub)
+                except DecodeError as e:
+                    e.path.append(known[0])
+                    raise
+        for key, _r, _w, default in self.tagged.values():
+            if key not in out:
+                out[key] = default()
+
+    def write(self, w: Writer, value: Any) -> None:
+        if not isinstance(value, dict):
+            raise EncodeError(f"expected a dict, got {type(value).__name__}")
+        key = "?"
+        try:
+            for key, _r, write, default, _c in self.regular:
+                v = value.get(key, _MISSING)
+                write(w, default() if v is _MISSING else v)
+            if self.flexible:
+                key = "_tagged_fields"
+                present = []
+                for tag in sorted(self.tagged):
+                    key, _r, write, default = self.tagged[tag]
+                    v = value.get(key, _MISSING)
+                    if v is _MISSING or v == default():
+                        continue               # tagged fields at their default are left out
+                    sub = Writer()
+                    write(sub, v)
+                    present.append((tag, sub.out))
+                w.unsigned_varint(len(present))
+                for tag, data in present:
+                    w.unsigned_varint(tag)
+                    w.unsigned_varint(len(data))
+                    w.raw(data)
+        except EncodeError as e:
+            e.path.append(key)
+            raise
+
+    def defaults(self) -> dict[str, Any]:
+        out = {key: d() for key, _r, _w, d, _c in self.regular}
+        out.update({key: d() for key, _r, _w, d in self.tagged.values()})
+        out.update({key: d() for key, d in self.absent})
+        return out
+
+
+def _field_codec(f: Field, version: int, flexible: bool) -> tuple[ReadFn, WriteFn, DefaultFn]:
+    nullable = in_range(version, f.nullable)
+    if f.is_array:
+        elem_read, elem_write, _ = _element_codec(f, version, flexible)
+        read = _array_reader(elem_read, flexible, nullable)
+        write = _array_writer(elem_write, flexible, nullable)
+        if f.has_default and f.default is None:
+            return read, write, lambda: None
+        return read, write, list
+    read, write, default = _element_codec(f, version, flexible, nullable)
+    if f.has_default:
+        value = f.default
+        if f.type == "uuid" and value is not None:
+            value = uuid.UUID(value)
+        return read, write, (lambda v=value: v)
+    return read, write, default
+
+
+def _element_codec(
+    f: Field, version: int, flexible: bool, nullable: bool = False
+) -> tuple[ReadFn, WriteFn, DefaultFn]:
+    t = f.element
+    if f.is_struct:
+        codec = StructCodec(f.fields, version, flexible)
+        return codec.read, codec.write, codec.defaults
+    if t in _FIXED:
+        method, zero = _FIXED[t]
+        return _fixed_reader(method), _fixed_writer(method, t), (lambda z=zero: z)
+    if t == "string":
+        return _string_reader(flexible, nullable), _string_writer(flexible, nullable), str
+    if t == "bytes":
+        return _bytes_reader(flexible, nullable, False), _bytes_writer(flexible, nullable), bytes
+    if t == "records":
+        return _bytes_reader(flexible, True, True), _bytes_writer(flexible, True), lambda: None
+    raise ValueError(f"unknown type {t!r} of field {f.name}")
+
+
+def _fixed_reader(method: str) -> ReadFn:
+    unbound = getattr(Reader, method)
+    return unbound  # type: ignore[no-any-return]
+
+
+def _fixed_writer(method: str, t: str) -> WriteFn:
+    unbound = getattr(Writer, method)
+    bounds = _RANGES.get(t)
+
+    def write(w: Writer, v: Any) -> None:
+        if v is None:
+            raise EncodeError(f"{t} cannot be null")
+        if bounds is not None:
+            if not isinstance(v, int):
+                raise EncodeError(f"{t} needs an int, got {type(v).__name__}")
+            if not bounds[0] <= v <= bounds[1]:
+                raise EncodeError(f"{v} out of range for {t}")
+        elif t == "uuid" and not isinstance(v, uuid.UUID):
+            raise EncodeError(f"uuid needs uuid.UUID, got {type(v).__name__}")
+        unbound(w, v)
+
+    return write
+
+
+def _string_reader(flexible: bool, nullable: bool) -> ReadFn:
+    def read(r: Reader) -> str | None:
+        n = r.length(flexible, "string")
+        if n < 0:
+            if n == -1 and nullable:
+                return None
+            raise DecodeError(f"string length {n}" + ("" if nullable else " (not nullable)"),
+                              r.pos)
+        return r.text(n)
+
+    return read
+
+
+def _string_writer(flexible: bool, nullable: bool) -> WriteFn:
+    def write(w: Writer, v: Any) -> None:
+        if v is None:
+            if not nullable:
+                raise EncodeError("string is not nullable at this version")
+            w.length(-1, flexible, "string")
+            return
+        if not isinstance(v, str):
+            raise EncodeError(f"string needs str, got {type(v).__name__}")
+        data = v.encode("utf-8")
+        if not flexible and len(data) > 0x7FFF:
+            raise EncodeError(f"string of {len(data)} bytes is longer than 32767")
+        w.length(len(data), flexible, "string")
+        w.raw(data)
+
+    return write
+
+
+def _bytes_reader(flexible: bool, nullable: bool, zero_copy: bool) -> ReadFn:
+    def read(r: Reader) -> Any:
+        n = r.length(flexible, "bytes")
+        if n < 0:
+            if n == -1 and nullable:
+                return None
+            raise DecodeError(f"bytes length {n}" + ("" if nullable else " (not nullable)"),
+                              r.pos)
+        view = r.raw(n)
+        return view if zero_copy else bytes(view)
+
+    return read
+
+
+def _bytes_writer(flexible: bool, nullable: bool) -> WriteFn:
+    def write(w: Writer, v: Any) -> None:
+        if v is None:
+            if not nullable:
+                raise EncodeError("bytes are not nullable at this version")
+            w.length(-1, flexible, "bytes")
+            return
+        if not isinstance(v, (bytes, bytearray, memoryview)):
+            raise EncodeError(f"bytes needs a bytes-like object, got {type(v).__name__}")
+        n = v.nbytes if isinstance(v, memoryview) else len(v)
+        w.length(n, flexible, "bytes")
+        w.raw(v)
+
+    return write
+
+
+def _array_reader(elem: ReadFn, flexible: bool, nullable: bool) -> ReadFn:
+    def read(r: Reader) -> list[Any] | None:
+        n = r.length(flexible, "array")
+        if n < 0:
+            if n == -1 and nullable:
+                return None
+            raise DecodeError(f"array length {n}" + ("" if nullable else " (not nullable)"),
+                              r.pos)
+        if n > r.remaining:        # every element takes at least one byte: refuse, don't allocate
+            raise DecodeError(f"array of {n} elements in {r.remaining} bytes", r.pos)
+        out = []
+        for i in range(n):
+            try:
+                out.append(elem(r))
+            except DecodeError as e:
+                e.path.append(f"[{i}]")
+                raise
+        return out
+
+    return read
+
+
+def _array_writer(elem: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
+    def write(w: Writer, v: Any) -> None:
+        if v is None:
+            if not nullable:
+                raise EncodeError("array is not nullable at this version")
+            w.length(-1, flexible, "array")
+            return
+        if isinstance(v, (str, bytes, dict)):
+            raise EncodeError(f"array needs a sequence, got {type(v).__name__}")
+        items = list(v)
+        w.length(len(items), flexible, "array")
+        for i, item in enumerate(items):
+            try:
+                elem(w, item)
+            except EncodeError as e:
+                e.path.append(f"[{i}]")
+                raise
+
+    return write
+
+
+@lru_cache(maxsize=None)
+def compiled(message: Message, version: int) -> StructCodec:
+    return StructCodec(message.fields, version, in_range(version, message.flexible))
+
+
+def _where(path: list[str]) -> str:
+    out = ""
+    for part in reversed(path):
+        out += part if part.startswith("[") or not out else "." + part
+    return out or "<message>"
+
+
+def decode_body(message: Message, version: int, r: Reader) -> dict[str, Any]:
+    try:
+        body = compiled(message, version).read(r)
+    except DecodeError as e:
+        raise KafkaProtocolError(
+            f"Malformed {message.name} v{version}: {e.message} at field {_where(e.path)} "
+            f"(byte {e.pos})"
+        ) from None
+    if r.remaining:
+        raise KafkaProtocolError(
+            f"Malformed {message.name} v{version}: {r.remaining} unexpected bytes after the body"
+        )
+    return body
+
+
+def encode_body(message: Message, version: int, body: dict[str, Any], w: Writer) -> None:
+    try:
+        compiled(message, version).write(w, body)
+    except EncodeError as e:
+        raise KafkaProtocolError(
+            f"Cannot encode {message.name} v{version}: {e.message} at field {_where(e.path)}"
+        ) from None
+    except (ValueError, OverflowError) as e:
+        raise KafkaProtocolError(f"Cannot encode {message.name} v{version}: {e}") from None
+
+
+def default_body(message: Message, version: int) -> dict[str, Any]:
+    return compiled(message, version).defaults()
