@@ -155,6 +155,7 @@ def test_tansu_delete_topic(tansu: TansuBroker, make_tansu_topic: Any) -> None:
     assert md.topics[name].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
+@pytest.mark.tansu
 def test_tansu_restart_same_port_memory_storage() -> None:
     with TansuBroker() as broker:
         port, pid = broker.port, broker.pid
@@ -182,6 +183,7 @@ def test_tansu_restart_same_port_memory_storage() -> None:
         probe_api_versions("127.0.0.1", port, timeout=1.0)
 
 
+@pytest.mark.tansu
 def test_tansu_stop_kills_stubborn_process() -> None:
     broker = TansuBroker(stop_timeout=0.5).start()
     try:
@@ -196,6 +198,7 @@ def test_tansu_stop_kills_stubborn_process() -> None:
         broker.close()
 
 
+@pytest.mark.tansu
 def test_tansu_port_taken_is_a_clear_error() -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
@@ -211,6 +214,7 @@ def test_tansu_port_taken_is_a_clear_error() -> None:
             broker.close()
 
 
+@pytest.mark.tansu
 def test_tansu_missing_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     real_find_spec = importlib.util.find_spec
 
@@ -331,6 +335,7 @@ def test_mock_request_tracking(mock_cluster: MockCluster) -> None:
     mock_cluster.stop_request_tracking()
 
 
+@pytest.mark.mock
 def test_mock_cluster_close_is_idempotent_and_frees_ports() -> None:
     cluster = MockCluster(2)
     ports = [int(a.rsplit(":", 1)[1]) for a in cluster.bootstrap.split(",")]

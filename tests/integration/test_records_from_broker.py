@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient  # noqa: E402
 from kafka.record.memory_records import MemoryRecords  # noqa: E402
 
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request  # noqa: E402
@@ -32,7 +33,6 @@ from pyconsumer.testing import (  # noqa: E402
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 CREATE_TIME = 0
-pytestmark = pytest.mark.tansu
 
 
 # ---------------------------------------------------------------------------- raw client
@@ -229,6 +229,7 @@ def test_fetched_records_match_produced(
     p = fetch(conn, v, topic, 0, 0, topic_id=tid)
     assert p["high_watermark"] == 45
     record_set = p["records"]
+    assert isinstance(record_set, memoryview)  # a zero-copy slice of the response frame
     layout = batch_layout(record_set)
     assert len(layout) >= 3 and layout[0][0] == 0 and layout[-1][1] == 44
 
@@ -355,3 +356,64 @@ def test_read_committed_with_the_brokers_aborted_transactions(conn: RawConnectio
     aborted = [(a["producer_id"], a["first_offset"]) for a in (p["aborted_transactions"] or [])]
     rows = decoded_rows(p["records"], txn_topic, 0, isolation_level="read_committed", aborted_transactions=aborted)
     assert _values(rows) == COMMITTED
+
+
+# ---------------------------------------------------------------------------- fetch loops
+
+
+def fetch_all(
+    conn: RawConnection, version: int, topic: str, partition: int, end: int, *, max_bytes: int, topic_id: Any = None,
+) -> tuple[list[tuple[Any, ...]], list[int], int]:
+    """Fetch from 0 until ``end`` the way a consumer does: each response decoded by a
+    CompletedFetch, the next fetch at its next_fetch_offset. Returns (rows, fetch offsets, arrow rows)."""
+    rows: list[tuple[Any, ...]] = []
+    arrow_count = 0
+    positions: list[int] = []
+    position = 0
+    while position < end:
+        assert len(positions) < 1000, "fetch loop does not advance"
+        positions.append(position)
+        p = fetch(conn, version, topic, partition, position, max_bytes=max_bytes, topic_id=topic_id)
+        cf = CompletedFetch(p["records"], topic, partition, position, include_headers=True)
+        got = cf.take_records(1 << 30)
+        assert cf.is_drained
+        rows += [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers)) for r in got]
+        arrow_count += decode_arrow(p["records"], topic, partition, fetch_offset=position).num_rows
+        assert cf.next_fetch_offset > position
+        position = cf.next_fetch_offset
+    return rows, positions, arrow_count
+
+
+def test_tansu_fetch_loop_with_small_max_bytes(tansu: TansuBroker, conn: RawConnection, tansu_topic: str) -> None:
+    records = sample_records(300, partitions=[0], seed=12, value_size=2000)
+    offsets: list[int] = []
+    for i in range(0, 300, 50):  # six batches of ~45 KB
+        offsets += [o for _, o in produce(tansu.bootstrap, tansu_topic, records[i:i + 50], linger_ms=50)]
+    assert offsets == list(range(300))
+    # Tansu hands out whole batches: at least one, and it stops once max_bytes is exceeded
+    rows, positions, arrow_count = fetch_all(conn, 12, tansu_topic, 0, 300, max_bytes=60_000)
+    assert rows == expected_rows(records, offsets)
+    assert arrow_count == 300
+    assert positions == [0, 100, 200]
+
+
+@pytest.mark.mock
+@pytest.mark.parametrize("version", [12, 16])
+def test_mock_fetch_loop_one_batch_per_response(mock_cluster: Any, version: int) -> None:
+    """The mock serves one batch per partition per Fetch, and does not rewrite batches."""
+    topic = mock_cluster.create_topic("loop", 1)
+    records = sample_records(40, partitions=[0], seed=13)
+    offsets: list[int] = []
+    for i, codec in zip(range(0, 40, 10), ("none", "gzip", "lz4", "zstd")):
+        offsets += [o for _, o in produce(mock_cluster.bootstrap, topic, records[i:i + 10], compression=codec,
+                                          linger_ms=50)]
+    assert offsets == list(range(40))
+    md = AdminClient({"bootstrap.servers": mock_cluster.bootstrap}).list_topics(topic, timeout=10)
+    leader = md.topics[topic].partitions[0].leader
+    b = md.brokers[leader]
+    with RawConnection(f"{b.host}:{b.port}") as conn:
+        tid = topic_id_of(conn, topic) if version >= 13 else None
+        rows, positions, arrow_count = fetch_all(conn, version, topic, 0, 40, max_bytes=1 << 20, topic_id=tid)
+    assert positions == [0, 10, 20, 30]
+    assert rows == expected_rows(records, offsets)
+    assert arrow_count == 40
