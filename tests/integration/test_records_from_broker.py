@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient  # noqa: E402
+from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords  # noqa: E402
 from kafka.record.memory_records import MemoryRecords  # noqa: E402
 
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request  # noqa: E402
@@ -185,6 +186,23 @@ def kafka_python_rows(record_set: bytes, fetch_offset: int = 0) -> list[tuple[An
     return rows
 
 
+def aiokafka_rows(record_set: bytes, fetch_offset: int = 0) -> list[tuple[Any, ...]]:
+    """The same bytes read by aiokafka's (C-accelerated when built) reader."""
+    rows = []
+    mr = AioMemoryRecords(bytes(record_set))
+    while mr.has_next():
+        batch = mr.next_batch()
+        if batch is None:
+            break
+        if batch.is_control_batch:
+            continue
+        for rec in batch:
+            if rec.offset < fetch_offset:
+                continue
+            rows.append((rec.offset, rec.timestamp, rec.timestamp_type, rec.key, rec.value, list(rec.headers)))
+    return rows
+
+
 def batch_layout(record_set: bytes) -> list[tuple[int, int, bool, bool, int]]:
     """(base_offset, last_offset, is_control, is_transactional, producer_id) per batch, via kafka-python."""
     out = []
@@ -237,6 +255,7 @@ def test_fetched_records_match_produced(
     assert decoded_rows(record_set, topic, 0) == want
     assert arrow_rows(record_set, topic, 0) == want
     assert kafka_python_rows(record_set) == want
+    assert aiokafka_rows(record_set) == want
 
     cf = CompletedFetch(record_set, topic, 0, 0, include_headers=True)
     taken = cf.take_records(7) + cf.take_records(100)
@@ -258,11 +277,28 @@ def test_fetch_from_mid_batch_skips_lower_offsets(
     assert decoded_rows(record_set, tansu_topic, 0, fetch_offset=6) == want
     assert arrow_rows(record_set, tansu_topic, 0, fetch_offset=6) == want
     assert kafka_python_rows(record_set, fetch_offset=6) == want
+    assert aiokafka_rows(record_set, fetch_offset=6) == want
     cf = CompletedFetch(record_set, tansu_topic, 0, 6)
     assert [r.offset for r in cf.take_records(3)] == [6, 7, 8]
     assert cf.next_fetch_offset == 9
     assert cf.take_arrow(10).column("offset").to_pylist() == [9]
     assert cf.next_fetch_offset == 10 and cf.is_drained
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_large_batches(tansu: TansuBroker, conn: RawConnection, tansu_topic: str, codec: str) -> None:
+    """A few big batches (thousands of records, ~1 MB) that the broker re-encoded."""
+    records = sample_records(6000, partitions=[0], seed=20 + CODECS.index(codec), value_size=300)
+    offsets = [o for _, o in produce(tansu.bootstrap, tansu_topic, records, compression=codec, linger_ms=200,
+                                     batch_size=1_000_000, batch_num_messages=100_000)]
+    assert offsets == list(range(6000))
+    p = fetch(conn, 12, tansu_topic, 0, 0)
+    layout = batch_layout(p["records"])
+    assert layout[-1][1] == 5999 and len(layout) < 20  # big batches, not thousands of small ones
+    want = expected_rows(records, offsets)
+    assert decoded_rows(p["records"], tansu_topic, 0) == want
+    assert arrow_rows(p["records"], tansu_topic, 0) == want
+    assert aiokafka_rows(p["records"]) == want
 
 
 def test_every_flexible_version_returns_the_same_bytes(
@@ -417,3 +453,38 @@ def test_mock_fetch_loop_one_batch_per_response(mock_cluster: Any, version: int)
     assert positions == [0, 10, 20, 30]
     assert rows == expected_rows(records, offsets)
     assert arrow_count == 40
+
+
+def test_open_transaction_is_cut_at_the_last_stable_offset(
+    tansu: TansuBroker, conn: RawConnection, tansu_topic: str,
+) -> None:
+    """read_committed Fetch during an open transaction stops at the LSO; read_uncommitted does not."""
+    from confluent_kafka import Producer
+
+    produce(tansu.bootstrap, tansu_topic, [TestRecord(b"k", b"plain0", partition=0), TestRecord(b"k", b"plain1",
+                                                                                              partition=0)])
+    producer = Producer({"bootstrap.servers": tansu.bootstrap, "transactional.id": f"open-{tansu_topic}",
+                         "linger.ms": 0})
+    try:
+        producer.init_transactions(10)
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(tansu_topic, b"open%d" % i, b"k", partition=0)
+        assert producer.flush(10) == 0
+        committed = fetch(conn, 12, tansu_topic, 0, 0, isolation_level=READ_COMMITTED)
+        uncommitted = fetch(conn, 12, tansu_topic, 0, 0, isolation_level=READ_UNCOMMITTED)
+        assert committed["high_watermark"] == uncommitted["high_watermark"] == 5
+        assert committed["last_stable_offset"] == 2  # the open transaction's first offset
+        rc = decode_records(committed["records"], tansu_topic, 0, isolation_level="read_committed",
+                            aborted_transactions=[])
+        assert [(r.offset, r.value) for r in rc] == [(0, b"plain0"), (1, b"plain1")]
+        ru = decode_records(uncommitted["records"], tansu_topic, 0)
+        assert [(r.offset, r.value) for r in ru] == [
+            (0, b"plain0"), (1, b"plain1"), (2, b"open0"), (3, b"open1"), (4, b"open2")]
+        producer.commit_transaction(10)
+        after = fetch(conn, 12, tansu_topic, 0, 0, isolation_level=READ_COMMITTED)
+        assert after["last_stable_offset"] == after["high_watermark"] == 6
+        assert [r.offset for r in decode_records(after["records"], tansu_topic, 0,
+                                                 isolation_level="read_committed")] == [0, 1, 2, 3, 4]
+    finally:
+        del producer
