@@ -305,7 +305,7 @@ class TansuBroker:
         timeout: float = 15.0,
     ) -> str:
         """Create a topic with confluent-kafka's AdminClient; wait until metadata shows it."""
-        from confluent_kafka.admin import AdminClient, NewTopic  # test dependency only
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # test dependency only
 
         if not self.is_running():
             raise BrokerStartError(f"Tansu on {self.bootstrap} is not running")

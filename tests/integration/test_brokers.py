@@ -361,7 +361,7 @@ TXNS = [
 ]
 
 
-def read_all(bootstrap: str, topic: str, isolation_level: str, timeout: float = 5.0) -> list[tuple[int, bytes]]:
+def read_all(bootstrap: str, topic: str, isolation_level: str, timeout: float = 5.0) -> list[tuple[Any, Any]]:
     """(offset, value) of partition 0 up to the end, read by confluent-kafka."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
@@ -370,7 +370,7 @@ def read_all(bootstrap: str, topic: str, isolation_level: str, timeout: float = 
         "enable.partition.eof": True,
         "fetch.wait.max.ms": 100,
     })
-    out: list[tuple[int, bytes]] = []
+    out: list[tuple[Any, Any]] = []
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         deadline = time.monotonic() + timeout
@@ -378,8 +378,9 @@ def read_all(bootstrap: str, topic: str, isolation_level: str, timeout: float = 
             msg = consumer.poll(0.2)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+            error = msg.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
                 return out
             out.append((msg.offset(), msg.value()))
     finally:

@@ -169,7 +169,7 @@ def arrow_rows(record_set: Any, topic: str, partition: int, **kw: Any) -> list[t
     return rows
 
 
-def kafka_python_rows(record_set: bytes, fetch_offset: int = 0) -> list[tuple[Any, ...]]:
+def kafka_python_rows(record_set: Any, fetch_offset: int = 0) -> list[tuple[Any, ...]]:
     """The same bytes read by kafka-python (skipping control batches and records below fetch_offset)."""
     rows = []
     mr = MemoryRecords(bytes(record_set))
@@ -186,7 +186,7 @@ def kafka_python_rows(record_set: bytes, fetch_offset: int = 0) -> list[tuple[An
     return rows
 
 
-def aiokafka_rows(record_set: bytes, fetch_offset: int = 0) -> list[tuple[Any, ...]]:
+def aiokafka_rows(record_set: Any, fetch_offset: int = 0) -> list[tuple[Any, ...]]:
     """The same bytes read by aiokafka's (C-accelerated when built) reader."""
     rows = []
     mr = AioMemoryRecords(bytes(record_set))
@@ -203,9 +203,9 @@ def aiokafka_rows(record_set: bytes, fetch_offset: int = 0) -> list[tuple[Any, .
     return rows
 
 
-def batch_layout(record_set: bytes) -> list[tuple[int, int, bool, bool, int]]:
+def batch_layout(record_set: Any) -> list[tuple[int, int, bool, bool, int]]:
     """(base_offset, last_offset, is_control, is_transactional, producer_id) per batch, via kafka-python."""
-    out = []
+    out: list[tuple[int, int, bool, bool, int]] = []
     mr = MemoryRecords(bytes(record_set))
     while True:
         b = mr.next_batch()
@@ -375,7 +375,7 @@ def test_read_committed_with_the_aborted_range(conn: RawConnection, txn_topic: s
     p = fetch(conn, 12, txn_topic, 0, 0, isolation_level=READ_COMMITTED)
     pid = batch_layout(p["records"])[0][4]
     aborted = [(pid, 3)]
-    kw = {"isolation_level": "read_committed", "aborted_transactions": aborted}
+    kw: dict[str, Any] = {"isolation_level": "read_committed", "aborted_transactions": aborted}
     assert _values(decoded_rows(p["records"], txn_topic, 0, **kw)) == COMMITTED
     assert _values(arrow_rows(p["records"], txn_topic, 0, **kw)) == COMMITTED
     cf = CompletedFetch(p["records"], txn_topic, 0, 0, **kw)
