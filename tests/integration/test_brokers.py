@@ -318,6 +318,37 @@ def test_mock_set_rtt_slows_responses(mock_cluster: MockCluster) -> None:
         del producer
 
 
+def subscribe_first_record_seconds(bootstrap: str, topic: str, group: str, limit: float) -> float:
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": 50,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+    })
+    t0 = time.monotonic()
+    try:
+        consumer.subscribe([topic])
+        while time.monotonic() - t0 < limit:
+            msg = consumer.poll(0.1)
+            if msg is not None and msg.error() is None:
+                return time.monotonic() - t0
+    finally:
+        consumer.close()
+    return float("inf")
+
+
+def test_mock_initial_rebalance_delay(mock_cluster: MockCluster) -> None:
+    """The fixture's cluster has no initial rebalance delay; setting one delays the first join."""
+    mock_cluster.create_topic("grp", 1)
+    produce(mock_cluster.bootstrap, "grp", [TestRecord(b"k", b"v", partition=0)])
+    assert subscribe_first_record_seconds(mock_cluster.bootstrap, "grp", "g1", 5) < 1.5
+    mock_cluster.set_group_initial_rebalance_delay_ms(2000)
+    delayed = subscribe_first_record_seconds(mock_cluster.bootstrap, "grp", "g2", 6)
+    assert 2.0 <= delayed < 4.0
+
+
 def test_mock_request_tracking(mock_cluster: MockCluster) -> None:
     mock_cluster.create_topic("tracked", 1)
     leader = leaders(mock_cluster.bootstrap, "tracked")[0]
