@@ -79,7 +79,8 @@ def produce(
     try:
         for i, rec in enumerate(recs):
             _produce_one(producer, topic, rec, on_delivery(i))
-        remaining = producer.flush(timeout)
+        # message.timeout.ms = timeout fails stuck records first, so flush reports their real error
+        remaining = producer.flush(timeout + 5)
     finally:
         # drop the handle now, not at some later GC: it owns threads and sockets
         del producer
@@ -157,7 +158,8 @@ def produce_transactions(
             producer.begin_transaction()
             for i, rec in enumerate(recs):
                 _produce_one(producer, topic, rec, on_delivery(i))
-            remaining = producer.flush(timeout)
+            # message.timeout.ms = timeout fails stuck records first, so flush reports their real error
+            remaining = producer.flush(timeout + 5)
             if errors or remaining or any(r is None for r in results):
                 producer.abort_transaction(timeout)
                 raise ProduceError(
