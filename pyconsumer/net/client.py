@@ -1,0 +1,434 @@
+"""The network client: connections to every broker, one selector loop, the metadata cache.
+
+Single-threaded by design, like Java's ``NetworkClient``: requests are queued with
+:meth:`NetworkClient.send` (which returns a :class:`~pyconsumer.net.future.Future`) and
+completed inside :meth:`NetworkClient.poll`. A re-entrant lock lets a heartbeat thread share
+the client; :meth:`NetworkClient.wakeup` interrupts a blocking poll from any thread.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pyconsumer.config import ConsumerConfig
+from pyconsumer.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoBrokersAvailable,
+)
+from pyconsumer.net.connection import (
+    BrokerConnection,
+    ConnectionSettings,
+    ConnectionState,
+    RequestBody,
+    Response,
+)
+from pyconsumer.net.future import Future
+from pyconsumer.net.metadata import ClusterMetadata
+from pyconsumer.protocol import ApiKey
+from pyconsumer.structs import BrokerInfo
+
+log = logging.getLogger(__name__)
+
+SOFTWARE_NAME = "pyconsumer"
+
+
+def _software_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pyconsumer")
+    except Exception:  # not installed (running from a source tree)
+        return "0"
+
+
+def metadata_request_body(version: int, topics: Iterable[str] | None,
+                          allow_auto_create: bool) -> dict[str, Any]:
+    """A Metadata request for ``topics`` (None: every topic) at ``version``."""
+    if topics is None:
+        # "all topics" is a null array from v1 on; v0 could only say it with an empty one
+        listed: list[dict[str, Any]] | None = None if version >= 1 else []
+    else:
+        listed = [{"name": t} for t in topics]
+    return {"topics": listed, "allow_auto_topic_creation": allow_auto_create,
+            "include_topic_authorized_operations": False}
+
+
+class NetworkClient:
+    """Connections to the cluster's brokers; see the module doc."""
+
+    def __init__(self, config: ConsumerConfig, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self._clock = clock
+        self.settings = ConnectionSettings(
+            client_id=config.client_id,
+            request_timeout_ms=config.request_timeout_ms,
+            connection_setup_timeout_ms=config.socket_connection_setup_timeout_ms,
+            max_in_flight=config.max_in_flight_requests_per_connection,
+            max_response_size=config.max_response_size,
+            reconnect_backoff_ms=config.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=config.reconnect_backoff_max_ms,
+            send_buffer_bytes=config.send_buffer_bytes,
+            receive_buffer_bytes=config.receive_buffer_bytes,
+            software_name=SOFTWARE_NAME,
+            software_version=_software_version(),
+        )
+        self.metadata = ClusterMetadata(config.bootstrap_servers, config.metadata_max_age_ms,
+                                        clock=clock)
+        #: topics the periodic refresh asks for; None: every topic; empty: no periodic refresh
+        self.metadata_topics: set[str] | None = set()
+        self._conns: dict[int, BrokerConnection] = {}
+        self._selector = selectors.DefaultSelector()
+        self._registered: dict[int, tuple[int, int]] = {}   # node -> (fd, events)
+        self._lock = threading.RLock()
+        self._metadata_future: Future[Response] | None = None
+        self._closed = False
+        self._waker_r, self._waker_w = socket.socketpair()
+        self._waker_r.setblocking(False)
+        self._waker_w.setblocking(False)
+        self._selector.register(self._waker_r, selectors.EVENT_READ, None)
+        self._wakeup_requested = False
+
+    # ------------------------------------------------------------------ connections
+
+    def _connection(self, node_id: int) -> BrokerConnection:
+        node = self.metadata.node(node_id)
+        if node is None:
+            raise KafkaConnectionError(f"node {node_id} is not a known broker")
+        conn = self._conns.get(node_id)
+        if conn is not None and (conn.node.host, conn.node.port) != (node.host, node.port):
+            # the broker moved: the old socket speaks to the wrong place
+            conn.close(KafkaConnectionError(f"{conn.describe} moved to {node.host}:{node.port}"))
+            self._unregister(node_id)
+            conn = None
+        if conn is None:
+            conn = BrokerConnection(node, self.settings, clock=self._clock)
+            self._conns[node_id] = conn
+        return conn
+
+    def connection_state(self, node_id: int) -> ConnectionState:
+        conn = self._conns.get(node_id)
+        return ConnectionState.DISCONNECTED if conn is None else conn.state
+
+    def is_ready(self, node_id: int) -> bool:
+        conn = self._conns.get(node_id)
+        return conn is not None and conn.is_ready()
+
+    def connection(self, node_id: int) -> BrokerConnection | None:
+        """The connection object for a node, if one was ever opened (for inspection)."""
+        return self._conns.get(node_id)
+
+    def api_version(self, node_id: int, api_key: int) -> int:
+        """The negotiated version of ``api_key`` on a READY connection to ``node_id``."""
+        conn = self._conns.get(node_id)
+        if conn is None or not conn.is_ready():
+            raise KafkaConnectionError(f"node {node_id} is not connected")
+        return conn.version_for(api_key)
+
+    def negotiated_versions(self, node_id: int) -> dict[str, int]:
+        conn = self._conns.get(node_id)
+        return {} if conn is None or not conn.is_ready() else conn.negotiated_versions()
+
+    def in_flight_count(self, node_id: int | None = None) -> int:
+        if node_id is not None:
+            conn = self._conns.get(node_id)
+            return 0 if conn is None else conn.in_flight_count + conn.pending_count
+        return sum(c.in_flight_count + c.pending_count for c in self._conns.values())
+
+    def ready(self, node_id: int) -> bool:
+        """True when ``node_id`` can take a request now; otherwise start connecting to it
+        (unless it is in reconnect backoff)."""
+        with self._lock:
+            conn = self._connection(node_id)
+            if conn.state is ConnectionState.DISCONNECTED and not conn.in_backoff():
+                self._initiate(conn)
+            return conn.can_send_more()
+
+    def _initiate(self, conn: BrokerConnection) -> None:
+        conn.connect(self._clock())
+        self._update_registration(conn)
+
+    def connection_delay_ms(self, node_id: int) -> float:
+        """How long until ``node_id`` may be tried again (0: now)."""
+        conn = self._conns.get(node_id)
+        if conn is None or conn.state is not ConnectionState.DISCONNECTED:
+            return 0.0
+        return max(0.0, (conn.backoff_until - self._clock()) * 1000.0)
+
+    def least_loaded_node(self) -> int | None:
+        """The known broker with the fewest outstanding requests (Java leastLoadedNode): a
+        ready idle node at once; else the least busy ready node; else one that is connecting;
+        else one that may be connected without waiting for its backoff. None if every node
+        is backing off."""
+        nodes = self.metadata.nodes()
+        if not nodes:
+            return None
+        offset = random.randrange(len(nodes))
+        best_ready: tuple[int, int] | None = None
+        connecting: int | None = None
+        idle: int | None = None
+        now = self._clock()
+        for i in range(len(nodes)):
+            node = nodes[(offset + i) % len(nodes)]
+            conn = self._conns.get(node.node_id)
+            if conn is not None and conn.is_ready():
+                load = conn.in_flight_count + conn.pending_count
+                if load == 0:
+                    return node.node_id
+                if conn.can_send_more() and (best_ready is None or load < best_ready[0]):
+                    best_ready = (load, node.node_id)
+            elif conn is not None and conn.state is not ConnectionState.DISCONNECTED:
+                connecting = node.node_id if connecting is None else connecting
+            elif conn is None or not conn.in_backoff(now):
+                idle = node.node_id if idle is None else idle
+        if best_ready is not None:
+            return best_ready[1]
+        return connecting if connecting is not None else idle
+
+    # ------------------------------------------------------------------ requests
+
+    def send(self, node_id: int, api_key: int, body: RequestBody, version: int | None = None,
+             timeout_ms: float | None = None) -> Future[Response]:
+        """Queue a request to ``node_id``, connecting first if needed. ``body`` is a dict, or a
+        function of the version (chosen when the request goes on the wire) returning one. The
+        future completes inside :meth:`poll`; it fails at once if the node is in reconnect
+        backoff."""
+        with self._lock:
+            if self._closed:
+                fut: Future[Response] = Future()
+                fut.failure(KafkaConnectionError("the network client is closed"))
+                return fut
+            conn = self._connection(node_id)
+            if conn.state is ConnectionState.DISCONNECTED:
+                if conn.in_backoff():
+                    fut = Future()
+                    fut.failure(KafkaConnectionError(
+                        f"{conn.describe} is in reconnect backoff for another "
+                        f"{self.connection_delay_ms(node_id):.0f} ms"
+                        + (f" after: {conn.last_error}" if conn.last_error else "")))
+                    return fut
+                self._initiate(conn)
+            fut = conn.send(api_key, body, version, timeout_ms, now=self._clock())
+            self._update_registration(conn)
+            return fut
+
+    def request(self, node_id: int, api_key: int, body: RequestBody,
+                version: int | None = None, timeout_ms: float | None = None) -> Response:
+        """Send and wait: the response, or the request's error raised."""
+        fut = self.send(node_id, api_key, body, version, timeout_ms)
+        limit = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms)
+        # the request's own deadline fires first; the margin only covers scheduling
+        self.poll(timeout_ms=limit + 1000, future=fut)
+        if not fut.done:
+            raise KafkaTimeoutError(
+                f"{ApiKey(api_key).name} to node {node_id} not answered within {limit} ms")
+        return fut.result()
+
+    # ------------------------------------------------------------------ poll
+
+    def poll(self, timeout_ms: float | None = 0, future: Future[Any] | None = None) -> None:
+        """Do network I/O for up to ``timeout_ms`` (None: until ``future`` completes), returning
+        early when ``future`` completes or :meth:`wakeup` is called."""
+        deadline = None if timeout_ms is None else self._clock() + timeout_ms / 1000.0
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                self._maybe_update_metadata()
+                now = self._clock()
+                wait = self._poll_wait(now, deadline, future)
+                self._poll_once(wait)
+            if future is not None and future.done:
+                return
+            if self._wakeup_requested:
+                self._wakeup_requested = False
+                return
+            if deadline is not None and self._clock() >= deadline:
+                return
+
+    def _poll_wait(self, now: float, deadline: float | None, future: Future[Any] | None) -> float:
+        if future is not None and future.done:
+            return 0.0
+        limits = [] if deadline is None else [deadline - now]
+        for conn in self._conns.values():
+            d = conn.next_deadline()
+            if d is not None:
+                limits.append(d - now)
+        if self.metadata_topics is None or self.metadata_topics:
+            limits.append(self.metadata.time_to_next_update_ms(now) / 1000.0)
+        if not limits:
+            return 1.0   # nothing scheduled: wake now and then to re-check (wakeups interrupt)
+        return min(max(0.0, min(limits)), 1.0)
+
+    def _poll_once(self, wait: float) -> None:
+        for key, events in self._selector.select(wait):
+            if key.data is None:
+                try:
+                    while self._waker_r.recv(1024):
+                        pass
+                except (BlockingIOError, InterruptedError):
+                    pass
+                continue
+            conn: BrokerConnection = key.data
+            now = self._clock()
+            if events & selectors.EVENT_WRITE:
+                conn.on_writable(now)
+            if events & selectors.EVENT_READ and conn.sock is not None:
+                conn.on_readable(now)
+        now = self._clock()
+        for conn in list(self._conns.values()):
+            conn.check_timeouts(now)
+            self._update_registration(conn)
+
+    def _update_registration(self, conn: BrokerConnection) -> None:
+        node_id = conn.node.node_id
+        fd = conn.fileno()
+        if fd < 0:
+            self._unregister(node_id)
+            return
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wants_write() else 0)
+        current = self._registered.get(node_id)
+        if current == (fd, events):
+            return
+        if current is not None and current[0] == fd:
+            self._selector.modify(conn.sock, events, conn)  # type: ignore[arg-type]
+        else:
+            self._unregister(node_id)
+            self._selector.register(conn.sock, events, conn)  # type: ignore[arg-type]
+        self._registered[node_id] = (fd, events)
+
+    def _unregister(self, node_id: int) -> None:
+        current = self._registered.pop(node_id, None)
+        if current is None:
+            return
+        try:
+            self._selector.unregister(current[0])
+        except (KeyError, ValueError):
+            pass
+
+    def wakeup(self) -> None:
+        """Make a blocking :meth:`poll` (in any thread) return soon."""
+        self._wakeup_requested = True
+        try:
+            self._waker_w.send(b"\x00")
+        except (BlockingIOError, OSError):
+            pass
+
+    # ------------------------------------------------------------------ metadata
+
+    def _maybe_update_metadata(self) -> None:
+        """Send a Metadata request in the background when one is due (age or request)."""
+        if self.metadata_topics is not None and not self.metadata_topics:
+            return
+        if self._metadata_future is not None and not self._metadata_future.done:
+            return
+        if self.metadata.time_to_next_update_ms() > 0:
+            return
+        node_id = self.least_loaded_node()
+        if node_id is None:
+            return
+        self._metadata_future = self._send_metadata(node_id, self.metadata_topics)
+
+    def _send_metadata(self, node_id: int, topics: Iterable[str] | None) -> Future[Response]:
+        listed = None if topics is None else sorted(topics)
+        allow = self.config.allow_auto_create_topics
+        # the body's shape depends on the version, known once the connection negotiated
+        fut = self.send(node_id, ApiKey.METADATA,
+                        lambda version: metadata_request_body(version, listed, allow))
+        def apply(f: Future[Response]) -> None:
+            if f.succeeded():
+                assert f.value is not None
+                try:
+                    self.metadata.update(f.value.body, listed)
+                except KafkaError as e:
+                    log.warning("metadata from node %d refused: %s", node_id, e)
+                    self.metadata.failed_update()
+            else:
+                self.metadata.failed_update()
+        fut.add_callback(apply)
+        return fut
+
+    def update_metadata(self, topics: Iterable[str] | None = None,
+                        timeout_ms: float | None = None) -> ClusterMetadata:
+        """Fetch metadata now (``topics`` None: every topic), trying brokers in turn until one
+        answers; raises :class:`KafkaTimeoutError` (or :class:`NoBrokersAvailable` when no
+        broker could even be reached) after ``timeout_ms`` (default.api.timeout.ms)."""
+        timeout_ms = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = self._clock() + timeout_ms / 1000.0
+        listed = None if topics is None else list(topics)
+        errors: dict[int, KafkaError] = {}
+        reached = False
+        while True:
+            with self._lock:
+                node_id = self.least_loaded_node()
+                if node_id is not None:
+                    fut = self._send_metadata(node_id, listed)
+            if node_id is None:
+                # every broker is backing off: wait for the first to come out of it
+                delays = [self.connection_delay_ms(n.node_id) for n in self.metadata.nodes()]
+                self.poll(timeout_ms=max(1.0, min(delays, default=50.0)))
+            else:
+                self.poll(timeout_ms=max(0.0, (deadline - self._clock()) * 1000.0), future=fut)
+                if fut.succeeded() and fut.value is not None:
+                    if self.metadata.last_refresh is not None:
+                        return self.metadata
+                elif fut.done:
+                    assert fut.exception is not None
+                    err = fut.exception
+                    if isinstance(err, KafkaError):
+                        errors[node_id] = err
+                    if not isinstance(err, KafkaConnectionError):
+                        reached = True
+                    if isinstance(err, KafkaError) and not err.retriable:
+                        raise err
+            if self._clock() >= deadline:
+                detail = "; ".join(f"node {n}: {e}" for n, e in errors.items()) or "no answer"
+                if not reached and errors:
+                    raise NoBrokersAvailable(
+                        f"no broker of {self._bootstrap_text()} could be reached within "
+                        f"{timeout_ms:.0f} ms ({detail})")
+                raise KafkaTimeoutError(
+                    f"metadata not received within {timeout_ms:.0f} ms ({detail})")
+            if self._closed:
+                raise KafkaConnectionError("the network client is closed")
+
+    def _bootstrap_text(self) -> str:
+        return ", ".join(f"{b.host}:{b.port}" for b in self.metadata.bootstrap_nodes)
+
+    # ------------------------------------------------------------------ close
+
+    def close(self) -> None:
+        """Close every connection; outstanding requests fail with a connection error."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for node_id, conn in list(self._conns.items()):
+                self._unregister(node_id)
+                conn.close(KafkaConnectionError("the network client is closed"))
+            self._conns.clear()
+            self._selector.close()
+            self._waker_r.close()
+            self._waker_w.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def known_nodes(self) -> list[BrokerInfo]:
+        return self.metadata.nodes()
+
+    def ready_nodes(self) -> list[BrokerInfo]:
+        """The nodes with a READY connection (bootstrap ones, with negative ids, included)."""
+        return [c.node for c in self._conns.values() if c.is_ready()]
+
+
+__all__ = ["NetworkClient", "metadata_request_body", "SOFTWARE_NAME"]

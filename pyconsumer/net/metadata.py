@@ -1,0 +1,174 @@
+"""The cluster metadata cache: brokers, topics, partitions, leaders and leader epochs.
+
+Filled from Metadata responses (Java ``Metadata`` + ``MetadataCache``). A partition whose new
+leader epoch is older than the cached one is kept as it was: the answering broker has not yet
+heard of the newer leader (KIP-320), and trusting it would send fetches back to a stale leader.
+The cache is refreshed when older than ``metadata.max.age.ms`` or when someone asked for an
+update (a NOT_LEADER error, a disconnect, a new subscription).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pyconsumer.errors import KafkaError, error_for_code
+from pyconsumer.structs import BrokerInfo, PartitionInfo, TopicPartition
+
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+class TopicMetadata:
+    __slots__ = ("name", "topic_id", "is_internal", "partitions")
+
+    def __init__(self, name: str, topic_id: uuid.UUID | None, is_internal: bool,
+                 partitions: dict[int, PartitionInfo]) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = partitions
+
+    def __repr__(self) -> str:
+        return f"TopicMetadata({self.name!r}, {len(self.partitions)} partitions)"
+
+
+class ClusterMetadata:
+    """What the client knows of the cluster. Times are monotonic seconds."""
+
+    def __init__(self, bootstrap: Iterable[tuple[str, int]], max_age_ms: int = 300_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        #: bootstrap servers as nodes -1, -2, ... (Java's convention), used until the first
+        #: Metadata response names the real brokers
+        self.bootstrap_nodes = [BrokerInfo(-(i + 1), host, port)
+                                for i, (host, port) in enumerate(bootstrap)]
+        self.max_age_ms = max_age_ms
+        self._clock = clock
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        #: topic -> error code of the last response that named it (UNKNOWN_TOPIC..., auth...)
+        self.topic_errors: dict[str, int] = {}
+        self.cluster_id: str | None = None
+        self.controller_id: int = -1
+        self.last_refresh: float | None = None
+        self.update_version = 0               # bumped on every response applied
+        self._update_requested = True
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def bootstrapped(self) -> bool:
+        return self.last_refresh is not None
+
+    def nodes(self) -> list[BrokerInfo]:
+        """The brokers to talk to: the known ones, or the bootstrap list before the first
+        response."""
+        return list(self.brokers.values()) if self.brokers else list(self.bootstrap_nodes)
+
+    def node(self, node_id: int) -> BrokerInfo | None:
+        if node_id in self.brokers:
+            return self.brokers[node_id]
+        for b in self.bootstrap_nodes:
+            if b.node_id == node_id:
+                return b
+        return None
+
+    def partitions_for(self, topic: str) -> list[PartitionInfo] | None:
+        t = self.topics.get(topic)
+        return None if t is None else [t.partitions[p] for p in sorted(t.partitions)]
+
+    def partition(self, tp: TopicPartition) -> PartitionInfo | None:
+        t = self.topics.get(tp.topic)
+        return None if t is None else t.partitions.get(tp.partition)
+
+    def leader_for(self, tp: TopicPartition) -> int | None:
+        """The leader's node id, or None when unknown or there is no leader."""
+        p = self.partition(tp)
+        return None if p is None or p.leader < 0 else p.leader
+
+    def topic_error(self, topic: str) -> KafkaError | None:
+        code = self.topic_errors.get(topic, 0)
+        return error_for_code(code, f"topic {topic!r}") if code else None
+
+    # ------------------------------------------------------------------ refresh policy
+
+    def request_update(self) -> None:
+        self._update_requested = True
+
+    def update_requested(self) -> bool:
+        return self._update_requested
+
+    def time_to_next_update_ms(self, now: float | None = None) -> float:
+        """0 when an update is due (requested or older than metadata.max.age.ms)."""
+        if self._update_requested or self.last_refresh is None:
+            return 0.0
+        now = self._clock() if now is None else now
+        return max(0.0, self.max_age_ms - (now - self.last_refresh) * 1000.0)
+
+    # ------------------------------------------------------------------ update
+
+    def update(self, body: dict[str, Any], requested_topics: Iterable[str] | None,
+               now: float | None = None) -> None:
+        """Apply a Metadata response. ``requested_topics`` None means it lists every topic
+        (topics no longer listed are forgotten); otherwise only those topics are replaced."""
+        now = self._clock() if now is None else now
+        code = body.get("error_code", 0)
+        if code:  # Metadata v13 top-level error (e.g. REBOOTSTRAP_REQUIRED)
+            err = error_for_code(code, "Metadata response")
+            assert err is not None
+            raise err
+        self.brokers = {
+            b["node_id"]: BrokerInfo(b["node_id"], b["host"], b["port"], b.get("rack"))
+            for b in body["brokers"]
+        }
+        self.cluster_id = body.get("cluster_id")
+        self.controller_id = body.get("controller_id", -1)
+        seen: set[str] = set()
+        stale = False
+        for t in body["topics"]:
+            name = t["name"]
+            if name is None:  # v12+ may answer by id only; we always ask by name
+                continue
+            seen.add(name)
+            if t["error_code"]:
+                self.topic_errors[name] = t["error_code"]
+                if t["error_code"] == _UNKNOWN_TOPIC_OR_PARTITION:
+                    self.topics.pop(name, None)
+                continue
+            self.topic_errors.pop(name, None)
+            old = self.topics.get(name)
+            partitions: dict[int, PartitionInfo] = {}
+            for p in t["partitions"]:
+                epoch = p.get("leader_epoch", -1)
+                info = PartitionInfo(
+                    name, p["partition_index"], p["leader_id"],
+                    tuple(p["replica_nodes"]), tuple(p["isr_nodes"]),
+                    tuple(p.get("offline_replicas", ())), None if epoch < 0 else epoch,
+                )
+                if old is not None:
+                    prev = old.partitions.get(info.partition)
+                    if (prev is not None and prev.leader_epoch is not None
+                            and info.leader_epoch is not None
+                            and info.leader_epoch < prev.leader_epoch):
+                        info = prev              # stale answer: keep the newer leader
+                        stale = True
+                partitions[info.partition] = info
+            topic_id = t.get("topic_id")
+            self.topics[name] = TopicMetadata(
+                name, None if topic_id in (None, _ZERO_UUID) else topic_id,
+                t.get("is_internal", False), partitions)
+        if requested_topics is None:
+            for name in list(self.topics):
+                if name not in seen:
+                    del self.topics[name]
+        self.last_refresh = now
+        self.update_version += 1
+        self._update_requested = stale   # a stale answer: ask again (another broker may know)
+
+    def failed_update(self, now: float | None = None) -> None:
+        """A Metadata request failed; keep the cache and ask again."""
+        self._update_requested = True
+
+
+__all__ = ["ClusterMetadata", "TopicMetadata"]

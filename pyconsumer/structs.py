@@ -1,0 +1,53 @@
+"""Small value types of the public API (the Java client's TopicPartition, PartitionInfo...)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    """A topic and a partition number."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed (or to-be-committed) offset: the next record to read, its metadata string
+    and, when known, the leader epoch of the last record read."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+class PartitionInfo(NamedTuple):
+    """What the cluster metadata says of one partition (Java ``PartitionInfo``).
+
+    ``leader`` is the leader's node id or -1 when there is none; ``leader_epoch`` is None
+    when the broker does not send it (Metadata < v7)."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    leader_epoch: int | None = None
+
+
+class BrokerInfo(NamedTuple):
+    """A broker of the cluster (Java ``Node``); bootstrap entries have negative ids."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    def __str__(self) -> str:
+        return f"node {self.node_id} ({self.host}:{self.port})"
+
+
+__all__ = ["TopicPartition", "OffsetAndMetadata", "PartitionInfo", "BrokerInfo"]
