@@ -206,7 +206,12 @@ class NetworkClient:
                 fut: Future[Response] = Future()
                 fut.failure(KafkaConnectionError("the network client is closed"))
                 return fut
-            conn = self._connection(node_id)
+            try:
+                conn = self._connection(node_id)
+            except KafkaConnectionError as e:   # the node left the cluster metadata
+                fut = Future()
+                fut.failure(e)
+                return fut
             if conn.state is ConnectionState.DISCONNECTED:
                 if conn.in_backoff():
                     fut = Future()
