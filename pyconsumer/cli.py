@@ -103,7 +103,7 @@ def _demo(args: argparse.Namespace) -> int:
         if broker is not None:
             broker.create_topic(args.topic, partitions=args.partitions)
         else:
-            from confluent_kafka.admin import AdminClient, NewTopic
+            from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
             admin = AdminClient({"bootstrap.servers": bootstrap})
             for fut in admin.create_topics(

@@ -1,6 +1,12 @@
 """Type stubs for the compiled pyext.records module."""
-from collections.abc import Buffer, Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any, Final, final
+
+if sys.version_info >= (3, 12):
+    from collections.abc import Buffer
+else:
+    Buffer = bytes | bytearray | memoryview
 
 import pyarrow as pa
 

@@ -12,14 +12,13 @@ from types import TracebackType
 from typing import Any
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.errors import IllegalStateError, KafkaTimeoutError
+from pyconsumer.errors import BrokerResponseError, IllegalStateError, KafkaTimeoutError
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.structs import PartitionInfo
 
 log = logging.getLogger(__name__)
 
 _UNKNOWN_TOPIC_OR_PARTITION = 3
-_INVALID_TOPIC = 17
 
 
 class KafkaConsumer:
@@ -70,7 +69,8 @@ class KafkaConsumer:
                         parts = metadata.partitions_for(name)
                         if parts is not None:
                             result[name] = parts
-                    elif error.errno == _UNKNOWN_TOPIC_OR_PARTITION:
+                    elif (isinstance(error, BrokerResponseError)
+                          and error.errno == _UNKNOWN_TOPIC_OR_PARTITION):
                         continue
                     elif error.retriable:
                         retry.append(name)

@@ -33,7 +33,7 @@ class ExponentialBackoff:
         if self._exp_max <= 0:
             return self.initial_ms
         exp = min(float(max(attempts, 0)), self._exp_max)
-        term = self.initial_ms * self.multiplier ** exp
+        term: float = self.initial_ms * self.multiplier ** exp
         if self.jitter:
             term *= self._rng.uniform(1 - self.jitter, 1 + self.jitter)
         return min(term, self.max_ms)

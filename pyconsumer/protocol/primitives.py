@@ -59,25 +59,32 @@ class Reader:
         return pos
 
     def int8(self) -> int:
-        return _I8.unpack_from(self.buf, self._need(1, "int8"))[0]
+        value: int = _I8.unpack_from(self.buf, self._need(1, "int8"))[0]
+        return value
 
     def int16(self) -> int:
-        return _I16.unpack_from(self.buf, self._need(2, "int16"))[0]
+        value: int = _I16.unpack_from(self.buf, self._need(2, "int16"))[0]
+        return value
 
     def uint16(self) -> int:
-        return _U16.unpack_from(self.buf, self._need(2, "uint16"))[0]
+        value: int = _U16.unpack_from(self.buf, self._need(2, "uint16"))[0]
+        return value
 
     def int32(self) -> int:
-        return _I32.unpack_from(self.buf, self._need(4, "int32"))[0]
+        value: int = _I32.unpack_from(self.buf, self._need(4, "int32"))[0]
+        return value
 
     def uint32(self) -> int:
-        return _U32.unpack_from(self.buf, self._need(4, "uint32"))[0]
+        value: int = _U32.unpack_from(self.buf, self._need(4, "uint32"))[0]
+        return value
 
     def int64(self) -> int:
-        return _I64.unpack_from(self.buf, self._need(8, "int64"))[0]
+        value: int = _I64.unpack_from(self.buf, self._need(8, "int64"))[0]
+        return value
 
     def float64(self) -> float:
-        return _F64.unpack_from(self.buf, self._need(8, "float64"))[0]
+        value: float = _F64.unpack_from(self.buf, self._need(8, "float64"))[0]
+        return value
 
     def boolean(self) -> bool:
         return self.buf[self._need(1, "boolean")] != 0
