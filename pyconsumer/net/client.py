@@ -111,6 +111,8 @@ class NetworkClient:
             conn = None
         if conn is None:
             conn = BrokerConnection(node, self.settings, clock=self._clock)
+            # a broker that fails may have lost its partitions: learn who leads them now
+            conn.on_failure = lambda _: self.metadata.request_update()
             self._conns[node_id] = conn
         return conn
 

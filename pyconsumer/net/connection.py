@@ -128,6 +128,8 @@ class BrokerConnection:
         self.broker_versions: dict[int, tuple[int, int]] = {}
         #: the ApiVersions version the broker answered without error
         self.api_versions_version: int | None = None
+        #: called after a failure closed the connection (the client refreshes metadata)
+        self.on_failure: Callable[[BrokerConnection], None] | None = None
 
     # ------------------------------------------------------------------ status
 
@@ -509,6 +511,8 @@ class BrokerConnection:
                                    KafkaConnectionError(f"{self.describe} disconnected: {error}"))
         self.fail_pending(error if isinstance(error, KafkaConnectionError) else
                           KafkaConnectionError(f"{self.describe} disconnected: {error}"))
+        if self.on_failure is not None:
+            self.on_failure(self)
 
     def fail_pending(self, error: KafkaError) -> None:
         """Fail the requests not yet sent (the client gives up on a node)."""

@@ -370,3 +370,22 @@ def test_pipelined_requests_respect_the_in_flight_limit() -> None:
             assert seen_in_flight == [2, 2, 2]
         finally:
             client.close()
+
+
+def test_a_disconnect_requests_a_metadata_update() -> None:
+    def closes_after_metadata(conn: PeerConnection) -> None:
+        conn.answer_api_versions()
+        conn.answer_metadata(conn.peer.port, [("t", 1)])
+        conn.read_request()          # the next request: hang up instead of answering
+
+    with ScriptedPeer([closes_after_metadata]) as peer:
+        client = make_client(peer.bootstrap)
+        try:
+            client.update_metadata(["t"])
+            assert not client.metadata.update_requested()
+            fut, _ = metadata(client)
+            assert isinstance(fut.exception, KafkaConnectionError)
+            assert "closed the connection with 1 request(s) unanswered" in str(fut.exception)
+            assert client.metadata.update_requested()
+        finally:
+            client.close()
