@@ -65,22 +65,8 @@ def produce(
     }
     conf.update({_conf_key(k): v for k, v in producer_conf.items()})
     producer = Producer(conf)
-    results: list[tuple[int, int] | None] = [None] * len(recs)
-    errors: list[str] = []
-
-    def on_delivery(index: int) -> Any:
-        def cb(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append(f"record {index}: {err}")
-            else:
-                results[index] = (msg.partition(), msg.offset())
-        return cb
-
     try:
-        for i, rec in enumerate(recs):
-            _produce_one(producer, topic, rec, on_delivery(i))
-        # message.timeout.ms = timeout fails stuck records first, so flush reports their real error
-        remaining = producer.flush(timeout + 5)
+        remaining, results, errors = _send_all(producer, topic, recs, timeout)
     finally:
         # drop the handle now, not at some later GC: it owns threads and sockets
         del producer
@@ -92,6 +78,28 @@ def produce(
     if missing:
         raise ProduceError(f"no delivery report for records {missing[:10]} to {topic!r}")
     return [r for r in results if r is not None]
+
+
+def _send_all(producer: Any, topic: str, recs: list[TestRecord], timeout: float
+              ) -> tuple[int, list[tuple[int, int] | None], list[str]]:
+    """Produce and flush ``recs``: (records still queued, (partition, offset) per record or
+    None, delivery errors)."""
+    results: list[tuple[int, int] | None] = [None] * len(recs)
+    errors: list[str] = []
+
+    def on_delivery(index: int) -> Any:
+        def cb(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(f"record {index}: {err}")
+            else:
+                results[index] = (msg.partition(), msg.offset())
+        return cb
+
+    for i, rec in enumerate(recs):
+        _produce_one(producer, topic, rec, on_delivery(i))
+    # message.timeout.ms = timeout fails stuck records first, so flush reports their real error
+    remaining: int = producer.flush(timeout + 5)
+    return remaining, results, errors
 
 
 def _produce_one(producer: Any, topic: str, rec: TestRecord, callback: Any) -> None:
@@ -143,23 +151,8 @@ def produce_transactions(
     try:
         producer.init_transactions(timeout)
         for records, commit in transactions:
-            recs = list(records)
-            results: list[tuple[int, int] | None] = [None] * len(recs)
-            errors: list[str] = []
-
-            def on_delivery(index: int) -> Any:
-                def cb(err: Any, msg: Any) -> None:
-                    if err is not None:
-                        errors.append(f"record {index}: {err}")
-                    else:
-                        results[index] = (msg.partition(), msg.offset())
-                return cb
-
             producer.begin_transaction()
-            for i, rec in enumerate(recs):
-                _produce_one(producer, topic, rec, on_delivery(i))
-            # message.timeout.ms = timeout fails stuck records first, so flush reports their real error
-            remaining = producer.flush(timeout + 5)
+            remaining, results, errors = _send_all(producer, topic, list(records), timeout)
             if errors or remaining or any(r is None for r in results):
                 producer.abort_transaction(timeout)
                 raise ProduceError(
