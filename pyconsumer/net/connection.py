@@ -113,8 +113,13 @@ class BrokerConnection:
                                            settings.reconnect_backoff_max_ms)
         self.failures = 0                    # consecutive failed attempts, for the backoff
         self.backoff_until = 0.0             # monotonic seconds; no reconnect before this
+        #: the last error that closed this connection (kept after a reconnect, for diagnosis)
         self.last_error: KafkaError | None = None
         self._setup_deadline = 0.0
+        #: resolved addresses of the host, tried in turn; index of the one in use
+        self._addresses: list[tuple[int, int, int, Any]] = []
+        self._address_index = 0
+        self._address: Any = None
         self._next_correlation_id = 0
         self._pending: collections.deque[_Request] = collections.deque()   # not yet sent
         self._in_flight: collections.deque[_Request] = collections.deque()  # sent, in order
@@ -215,14 +220,19 @@ class BrokerConnection:
         if self.state is not ConnectionState.DISCONNECTED:
             return
         now = self._clock() if now is None else now
-        self.last_error = None
-        try:
-            infos = socket.getaddrinfo(self.node.host, self.node.port, type=socket.SOCK_STREAM)
-        except OSError as e:
-            self._fail(KafkaConnectionError(
-                f"cannot resolve {self.describe}: {e.strerror or e}"), now)
-            return
-        family, kind, proto, _, address = infos[0]
+        if self._address_index >= len(self._addresses):
+            # (re)resolve once every address of the last lookup has been tried: DNS may
+            # have changed (client.dns.lookup=use_all_dns_ips)
+            try:
+                self._addresses = [(i[0], i[1], i[2], i[4]) for i in socket.getaddrinfo(
+                    self.node.host, self.node.port, type=socket.SOCK_STREAM)]
+            except OSError as e:
+                self._fail(KafkaConnectionError(
+                    f"cannot resolve {self.describe}: {e.strerror or e}"), now)
+                return
+            self._address_index = 0
+        family, kind, proto, address = self._addresses[self._address_index]
+        self._address = address
         sock = socket.socket(family, kind, proto)
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -238,8 +248,12 @@ class BrokerConnection:
         code = sock.connect_ex(address)
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
             self._fail(KafkaConnectionError(
-                f"cannot connect to {self.describe}: {errno.errorcode.get(code, code)} "
-                f"({_strerror(code)})"), now)
+                f"cannot connect to {self.describe} at {self._address_text()}: "
+                f"{errno.errorcode.get(code, code)} ({_strerror(code)})"), now)
+
+    def _address_text(self) -> str:
+        a = self._address
+        return "?" if a is None else (f"[{a[0]}]:{a[1]}" if ":" in str(a[0]) else f"{a[0]}:{a[1]}")
 
     def _connected(self, now: float) -> None:
         """TCP is up: negotiate versions with ApiVersions at our highest version."""
@@ -315,8 +329,8 @@ class BrokerConnection:
             code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:
                 self._fail(KafkaConnectionError(
-                    f"cannot connect to {self.describe}: {errno.errorcode.get(code, code)} "
-                    f"({_strerror(code)})"), now)
+                    f"cannot connect to {self.describe} at {self._address_text()}: "
+                    f"{errno.errorcode.get(code, code)} ({_strerror(code)})"), now)
                 return
             self._connected(now)
         while self._out_pos < len(self._out):
@@ -499,9 +513,15 @@ class BrokerConnection:
         disconnected node too); the backoff before the next attempt grows."""
         log.info("%s: %s", self.describe, error)
         self.last_error = error
+        was_connecting = self.state is ConnectionState.CONNECTING
         self._close_socket()
-        self.failures += 1
-        self.backoff_until = now + self._backoff.backoff_ms(self.failures - 1) / 1000.0
+        if was_connecting:
+            self._address_index += 1
+        if was_connecting and self._address_index < len(self._addresses):
+            self.backoff_until = now   # another address of this host may answer: try it now
+        else:
+            self.failures += 1
+            self.backoff_until = now + self._backoff.backoff_ms(self.failures - 1) / 1000.0
         in_flight, self._in_flight = self._in_flight, collections.deque()
         if first is not None and first.internal is False and not first.future.done:
             first.future.failure(error)

@@ -250,7 +250,8 @@ def test_refused_connection_then_backoff() -> None:
     try:
         fut, _ = metadata(client)
         assert isinstance(fut.exception, KafkaConnectionError)
-        assert f"cannot connect to node -1 (127.0.0.1:{port}): ECONNREFUSED" in str(fut.exception)
+        assert (f"cannot connect to node -1 (127.0.0.1:{port}) at 127.0.0.1:{port}: "
+                f"ECONNREFUSED") in str(fut.exception)
         again = client.send(-1, ApiKey.METADATA, {})
         assert again.failed() and "reconnect backoff" in str(again.exception)
         assert 600 < client.connection_delay_ms(-1) <= 1200
@@ -387,5 +388,34 @@ def test_a_disconnect_requests_a_metadata_update() -> None:
             assert isinstance(fut.exception, KafkaConnectionError)
             assert "closed the connection with 1 request(s) unanswered" in str(fut.exception)
             assert client.metadata.update_requested()
+        finally:
+            client.close()
+
+
+def test_every_address_of_a_host_is_tried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """client.dns.lookup=use_all_dns_ips: a host name resolving to a dead address and a live
+    one connects through the live one without waiting for a backoff."""
+    import pyconsumer.net.connection as connection_module
+
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_port = dead.getsockname()[1]
+    dead.close()
+    with ScriptedPeer([good]) as peer:
+        def resolve(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+            assert host == "kafka.example"
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", dead_port)),
+                    (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", peer.port))]
+
+        monkeypatch.setattr(connection_module.socket, "getaddrinfo", resolve)
+        client = make_client(f"kafka.example:{peer.port}", reconnect_backoff_ms=5000,
+                             reconnect_backoff_max_ms=5000)
+        try:
+            started = time.monotonic()
+            client.update_metadata(["t"], timeout_ms=3000)
+            assert time.monotonic() - started < 1.0           # no 5 s backoff between addresses
+            conn = client.connection(-1)
+            assert conn is not None and f"127.0.0.1:{dead_port}: ECONNREFUSED" in str(conn.last_error)
+            assert client.is_ready(-1) and conn.failures == 0
         finally:
             client.close()
