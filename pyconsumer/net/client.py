@@ -76,6 +76,7 @@ class NetworkClient:
             max_response_size=config.max_response_size,
             reconnect_backoff_ms=config.reconnect_backoff_ms,
             reconnect_backoff_max_ms=config.reconnect_backoff_max_ms,
+            connections_max_idle_ms=config.connections_max_idle_ms,
             send_buffer_bytes=config.send_buffer_bytes,
             receive_buffer_bytes=config.receive_buffer_bytes,
             software_name=SOFTWARE_NAME,
@@ -293,6 +294,9 @@ class NetworkClient:
         now = self._clock()
         for conn in list(self._conns.values()):
             conn.check_timeouts(now)
+            if conn.is_idle_expired(now):
+                log.debug("closing %s: idle for connections.max.idle.ms", conn.describe)
+                conn.close()
             self._update_registration(conn)
 
     def _update_registration(self, conn: BrokerConnection) -> None:

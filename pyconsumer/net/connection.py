@@ -93,6 +93,7 @@ class ConnectionSettings(NamedTuple):
     max_response_size: int
     reconnect_backoff_ms: int
     reconnect_backoff_max_ms: int
+    connections_max_idle_ms: int = -1
     send_buffer_bytes: int = -1
     receive_buffer_bytes: int = -1
     software_name: str = "pyconsumer"
@@ -131,6 +132,8 @@ class BrokerConnection:
         self._frame_filled = 0
         #: api key -> (min, max) the broker advertises; filled by negotiation
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        #: monotonic time of the last byte sent or received (connections.max.idle.ms)
+        self.last_activity = 0.0
         #: the ApiVersions version the broker answered without error
         self.api_versions_version: int | None = None
         #: called after a failure closed the connection (the client refreshes metadata)
@@ -178,6 +181,8 @@ class BrokerConnection:
             times.append(self._setup_deadline)
         if self._in_flight:
             times.append(min(r.deadline for r in self._in_flight))
+        elif self.is_ready() and self.settings.connections_max_idle_ms >= 0:
+            times.append(self.last_activity + self.settings.connections_max_idle_ms / 1000.0)
         if self._pending:
             times.append(min(r.deadline for r in self._pending))
         return min(times) if times else None
@@ -343,6 +348,7 @@ class BrokerConnection:
                     f"error writing to {self.describe}: {e.strerror or e}"), now)
                 return
             self._out_pos += sent
+            self.last_activity = now
         self._out.clear()
         self._out_pos = 0
 
@@ -376,6 +382,7 @@ class BrokerConnection:
                     self._peer_closed(now)
                     return
                 self._frame_filled += n
+                self.last_activity = now
                 if self._frame_filled == len(self._frame):
                     frame = self._frame
                     self._frame_view.release()
@@ -478,6 +485,12 @@ class BrokerConnection:
         self._flush_pending(now)
 
     # ------------------------------------------------------------------ timeouts, close
+
+    def is_idle_expired(self, now: float) -> bool:
+        """READY, nothing outstanding and silent for longer than connections.max.idle.ms."""
+        limit = self.settings.connections_max_idle_ms
+        return (limit >= 0 and self.is_ready() and not self._in_flight and not self._pending
+                and (now - self.last_activity) * 1000.0 > limit)
 
     def check_timeouts(self, now: float | None = None) -> None:
         now = self._clock() if now is None else now

@@ -419,3 +419,22 @@ def test_every_address_of_a_host_is_tried(monkeypatch: pytest.MonkeyPatch) -> No
             assert client.is_ready(-1) and conn.failures == 0
         finally:
             client.close()
+
+
+def test_idle_connections_are_closed() -> None:
+    with ScriptedPeer([good]) as peer:
+        client = make_client(peer.bootstrap, connections_max_idle_ms=300,
+                             max_poll_interval_ms=300, session_timeout_ms=300,
+                             heartbeat_interval_ms=100)
+        try:
+            fut, _ = metadata(client)
+            assert fut.succeeded() and client.is_ready(-1)
+            client.poll(timeout_ms=150)
+            assert client.is_ready(-1)               # not idle long enough yet
+            client.poll(timeout_ms=400)
+            assert client.connection_state(-1) is ConnectionState.DISCONNECTED
+            assert client.connection_delay_ms(-1) == 0   # an idle close is no failure
+            fut, _ = metadata(client)                # and the next request reconnects
+            assert fut.succeeded() and peer.connections == 2
+        finally:
+            client.close()
