@@ -116,6 +116,20 @@ class WakeupError(KafkaClientError):
     """``wakeup()`` interrupted a blocking call."""
 
 
+class NoOffsetForPartitionError(KafkaClientError):
+    """A partition has no position and ``auto.offset.reset`` is ``none`` (Java
+    NoOffsetForPartitionException). ``partitions`` lists them."""
+
+    def __init__(self, message: str, partitions: Any = ()) -> None:
+        super().__init__(message)
+        self.partitions = set(partitions)
+
+
+class FetchProgressError(KafkaClientError):
+    """A fetch response held bytes for a partition but no complete record batch, so the
+    consumer cannot move forward (a batch larger than the broker would send whole)."""
+
+
 # --------------------------------------------------------------------------- broker errors
 
 # Every error code of the Kafka protocol, as Apache Kafka's
@@ -596,6 +610,8 @@ __all__ = [
     "UnsupportedVersionError",
     "IllegalStateError",
     "WakeupError",
+    "NoOffsetForPartitionError",
+    "FetchProgressError",
     "BrokerResponseError",
     "BROKER_ERRORS",
     "ERRORS_BY_CODE",

@@ -1,7 +1,11 @@
 """KafkaConsumer: the public entry point (Java ``KafkaConsumer`` semantics).
 
-At this layer it connects lazily, lists topics and partitions from the cluster metadata and
-closes cleanly; group membership, fetching and offsets build on the same network client.
+It connects lazily; lists topics and partitions; reads manually assigned partitions with
+``poll()`` (ConsumerRecords) or ``poll_arrow()`` (one Arrow batch in Spark's Kafka schema),
+pipelining the next Fetch before it returns; moves positions with seek/seek_to_beginning/
+seek_to_end (resets resolved with ListOffsets, ``auto.offset.reset`` when a partition has no
+position); looks up beginning/end offsets and offsets by time. Group membership (subscribe,
+committed offsets) builds on the same network client and subscription state.
 """
 from __future__ import annotations
 
@@ -11,10 +15,31 @@ import time
 from types import TracebackType
 from typing import Any
 
-from pyconsumer.config import ConsumerConfig
-from pyconsumer.errors import BrokerResponseError, IllegalStateError, KafkaTimeoutError
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TypeVar
+
+import pyarrow as pa
+
+from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
+from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.consumer.offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    OffsetAndTimestamp,
+    OffsetsClient,
+)
+from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.errors import (
+    BrokerResponseError,
+    IllegalStateError,
+    KafkaTimeoutError,
+    WakeupError,
+)
 from pyconsumer.net.client import NetworkClient
-from pyconsumer.structs import PartitionInfo
+from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
+from pyconsumer.structs import OffsetAndMetadata, PartitionInfo, TopicPartition
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +57,10 @@ class KafkaConsumer:
         self._client: NetworkClient | None = None
         self._closed = False
         self._lock = threading.RLock()
+        self._subscriptions = SubscriptionState(self.config.offset_reset_strategy)
+        self._fetcher: Fetcher | None = None
+        self._offsets: OffsetsClient | None = None
+        self._wakeup = threading.Event()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -40,7 +69,14 @@ class KafkaConsumer:
             raise IllegalStateError("this consumer is closed")
         if self._client is None:
             self._client = NetworkClient(self.config)
+            self._fetcher = Fetcher(self._client, self.config, self._subscriptions)
+            self._offsets = OffsetsClient(self._client, self.config, self._subscriptions)
         return self._client
+
+    def _parts(self) -> tuple[NetworkClient, Fetcher, OffsetsClient]:
+        client = self._network()
+        assert self._fetcher is not None and self._offsets is not None
+        return client, self._fetcher, self._offsets
 
     def _timeout(self, timeout_ms: float | None) -> float:
         if timeout_ms is None:
@@ -123,6 +159,264 @@ class KafkaConsumer:
         return {n.node_id: self._client.negotiated_versions(n.node_id)
                 for n in self._client.ready_nodes()}
 
+    # ------------------------------------------------------------------ assignment
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly these partitions (Java ``assign``); an empty list unassigns all.
+        Partitions kept from the previous assignment keep their positions; buffered data of
+        the others is dropped."""
+        parts = [_as_tp(tp) for tp in partitions]
+        with self._lock:
+            client = self._network()
+            if self._subscriptions.assign_from_user(parts):
+                assert self._fetcher is not None
+                assigned = set(parts)
+                self._fetcher.clear_buffered(keep=lambda tp: tp in assigned)
+                topics = {tp.topic for tp in parts}
+                if topics - (client.metadata_topics or set()):
+                    client.metadata.request_update()
+                client.metadata_topics = topics
+
+    def unsubscribe(self) -> None:
+        """Drop the assignment (and, later, the subscription)."""
+        with self._lock:
+            self._subscriptions.unsubscribe()
+            if self._fetcher is not None:
+                self._fetcher.clear_buffered()
+            if self._client is not None:
+                self._client.metadata_topics = set()
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._subscriptions.assigned_partitions())
+
+    # ------------------------------------------------------------------ positions
+
+    def _assigned(self, partition: Any, what: str) -> TopicPartition:
+        tp = _as_tp(partition)
+        if not self._subscriptions.is_assigned(tp):
+            raise IllegalStateError(f"No current assignment for partition {tp} ({what})")
+        return tp
+
+    def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
+        """Fetch ``partition`` from ``offset`` on the next poll (Java ``seek``)."""
+        epoch = None
+        if isinstance(offset, OffsetAndMetadata):
+            epoch = offset.leader_epoch
+            offset = offset.offset
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"seek offset must be an int >= 0, got {offset!r}")
+        with self._lock:
+            tp = self._assigned(partition, "seek")
+            leader_epoch = None
+            if epoch is not None and self._client is not None:
+                info = self._client.metadata.partition(tp)
+                leader_epoch = None if info is None else info.leader_epoch
+            self._subscriptions.seek(tp, offset, epoch, None, leader_epoch)
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Move to the log start offset on the next poll or position() (all assigned
+        partitions when none are given); evaluated lazily, as in Java."""
+        self._seek_to(partitions, OffsetResetStrategy("earliest"))
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Move to the log end offset (the last stable offset under read_committed)."""
+        self._seek_to(partitions, OffsetResetStrategy("latest"))
+
+    def _seek_to(self, partitions: tuple[TopicPartition, ...], strategy: OffsetResetStrategy
+                 ) -> None:
+        with self._lock:
+            parts = ([self._assigned(tp, "seek") for tp in partitions] if partitions
+                     else self._subscriptions.assigned_partitions())
+            for tp in parts:
+                self._subscriptions.request_reset(tp, strategy)
+
+    def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
+        """The offset of the next record poll() will return for ``partition``, resolving a
+        pending reset first (raises KafkaTimeoutError after ``timeout_ms``)."""
+        with self._lock:
+            tp = self._assigned(partition, "position")
+            client, _, _ = self._parts()
+            deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
+            while True:
+                self._update_fetch_positions()
+                st = self._subscriptions.state(tp)
+                if st.has_valid_position and st.position is not None:
+                    return st.position.offset
+                left = (deadline - time.monotonic()) * 1000.0
+                if left <= 0:
+                    raise KafkaTimeoutError(
+                        f"position of {tp} not determined within {self._timeout(timeout_ms):.0f} ms")
+                client.poll(timeout_ms=min(left, self.config.retry_backoff_ms),
+                            until=lambda: st.has_valid_position)
+                self._check_wakeup()
+
+    def current_lag(self, partition: TopicPartition) -> int | None:
+        """Java ``currentLag``: high watermark (last stable offset under read_committed) minus
+        the position, from the last fetch; None when not known yet."""
+        tp = self._assigned(partition, "current_lag")
+        st = self._subscriptions.state(tp)
+        end = (st.last_stable_offset if self.config.isolation_level == "read_committed"
+               else st.high_watermark)
+        if end is None or st.position is None or not st.has_valid_position:
+            return None
+        return end - st.position.offset
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching these partitions until resume(); positions are kept."""
+        with self._lock:
+            for tp in partitions:
+                self._subscriptions.pause(self._assigned(tp, "pause"))
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        with self._lock:
+            for tp in partitions:
+                self._subscriptions.resume(self._assigned(tp, "resume"))
+
+    def paused(self) -> set[TopicPartition]:
+        return self._subscriptions.paused_partitions()
+
+    # ------------------------------------------------------------------ offsets lookups
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition],
+                          timeout_ms: float | None = None) -> dict[TopicPartition, int]:
+        """The log start offset of each partition."""
+        return self._list(partitions, EARLIEST_TIMESTAMP, timeout_ms)
+
+    def end_offsets(self, partitions: Iterable[TopicPartition],
+                    timeout_ms: float | None = None) -> dict[TopicPartition, int]:
+        """The log end offset (high watermark; last stable offset under read_committed)."""
+        return self._list(partitions, LATEST_TIMESTAMP, timeout_ms)
+
+    def _list(self, partitions: Iterable[TopicPartition], ts: int, timeout_ms: float | None
+              ) -> dict[TopicPartition, int]:
+        parts = [_as_tp(tp) for tp in partitions]
+        with self._lock:
+            _, _, offsets = self._parts()
+            found = offsets.list_offsets({tp: ts for tp in parts}, self._timeout(timeout_ms))
+        return {tp: (-1 if found.get(tp) is None else found[tp].offset)  # type: ignore[union-attr]
+                for tp in parts}
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
+                          timeout_ms: float | None = None
+                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is >= the given one (ms since the epoch), per
+        partition; None where no such record exists."""
+        asked = {_as_tp(tp): ts for tp, ts in timestamps.items()}
+        for tp, ts in asked.items():
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"the timestamp for {tp} must be an int >= 0, got {ts!r}")
+        with self._lock:
+            _, _, offsets = self._parts()
+            found = offsets.list_offsets(asked, self._timeout(timeout_ms))
+        return {tp: (None if found.get(tp) is None else
+                     OffsetAndTimestamp(*found[tp]))  # type: ignore[misc]
+                for tp in asked}
+
+    # ------------------------------------------------------------------ poll
+
+    def _update_fetch_positions(self) -> None:
+        _, _, offsets = self._parts()
+        offsets.raise_reset_error()
+        initializing = self._subscriptions.initializing_partitions()
+        if initializing:
+            if self.config.group_id is not None:
+                # committed offsets come from the group coordinator: not wired in yet, and
+                # resetting instead would silently skip or re-read committed data
+                raise IllegalStateError(
+                    "reading assigned partitions with group.id set needs committed offsets, "
+                    "which this version does not fetch yet; seek() each partition first or "
+                    "leave group.id unset")
+            for tp in initializing:
+                self._subscriptions.request_reset(tp)
+        offsets.reset_positions_if_needed()
+
+    def _check_wakeup(self) -> None:
+        if self._wakeup.is_set():
+            self._wakeup.clear()
+            raise WakeupError("the consumer was woken up (wakeup() was called)")
+
+    def wakeup(self) -> None:
+        """Make the current (or next) blocking call raise WakeupError; thread-safe."""
+        self._wakeup.set()
+        if self._client is not None:
+            self._client.wakeup()
+
+    def _poll(self, timeout_ms: float, max_records: int | None,
+              take: Callable[[CompletedFetch, int], T], count: Callable[[T], int]
+              ) -> list[tuple[TopicPartition, T]]:
+        if isinstance(timeout_ms, bool) or timeout_ms < 0:
+            raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms!r}")
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"max_records must be an int >= 1, got {max_records!r}")
+        with self._lock:
+            client, fetcher, offsets = self._parts()
+            if not self._subscriptions.assigned_partitions():
+                raise IllegalStateError(
+                    "Consumer is not subscribed to any topics or assigned any partitions")
+            deadline = time.monotonic() + timeout_ms / 1000.0
+            while True:
+                self._check_wakeup()
+                self._update_fetch_positions()
+                chunks = fetcher.drain(limit, take, count)
+                if chunks:
+                    # pipeline: the next fetch travels while the caller works on these
+                    if fetcher.send_fetches():
+                        client.poll(timeout_ms=0)
+                    return chunks
+                fetcher.send_fetches()
+                left = (deadline - time.monotonic()) * 1000.0
+                if not self._subscriptions.has_all_fetch_positions():
+                    # a reset waits for metadata or a retry backoff: come back to drive it
+                    left = min(left, self.config.retry_backoff_ms)
+                resets = offsets.resets_completed
+                # wake for data, a wakeup(), or a finished reset (fetches can start then)
+                client.poll(timeout_ms=max(0.0, left),
+                            until=lambda: fetcher.has_available() or self._wakeup.is_set()
+                            or offsets.resets_completed != resets)
+                self._check_wakeup()
+                if time.monotonic() >= deadline:
+                    self._update_fetch_positions()
+                    chunks = fetcher.drain(limit, take, count)
+                    if chunks and fetcher.send_fetches():
+                        client.poll(timeout_ms=0)
+                    return chunks
+
+    def poll(self, timeout_ms: float = 0, max_records: int | None = None
+             ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records fetched for the assigned partitions, at most ``max_records``
+        (max.poll.records), waiting up to ``timeout_ms`` for some; in offset order per
+        partition. An empty result means no position moved."""
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        for tp, records in self._poll(timeout_ms, max_records,
+                                      lambda c, n: c.take_records(n), len):
+            out.setdefault(tp, []).extend(records)
+        return out
+
+    def poll_arrow(self, timeout_ms: float = 0, max_records: int | None = None, *,
+                   include_headers: bool = False) -> pa.RecordBatch:
+        """Like poll(), as one pyarrow.RecordBatch in Spark's Kafka source schema (rows of a
+        partition in offset order, partitions one after another); no Python object per
+        record. An empty batch (with the schema) when nothing arrived."""
+        chunks = self._poll(timeout_ms, max_records, lambda c, n: c.take_arrow(n),
+                            lambda b: b.num_rows)
+        batches = [b for _, b in chunks]
+        if not include_headers:
+            batches = [b.drop_columns(["headers"]) for b in batches]
+        if not batches:
+            return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(include_headers))
+        if len(batches) == 1:
+            return batches[0]
+        if hasattr(pa, "concat_batches"):
+            return pa.concat_batches(batches)
+        return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Records forever (until wakeup() or close()), poll by poll."""
+        while not self._closed:
+            for records in self.poll(timeout_ms=self.config.fetch_max_wait_ms).values():
+                yield from records
+
     def close(self, timeout_ms: float | None = None) -> None:
         """Close the consumer and its connections. Idempotent."""
         with self._lock:
@@ -147,3 +441,12 @@ class KafkaConsumer:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<KafkaConsumer client_id={self.config.client_id!r} {state}>"
+
+
+def _as_tp(tp: Any) -> TopicPartition:
+    if isinstance(tp, TopicPartition):
+        return tp
+    if isinstance(tp, tuple) and len(tp) == 2 and isinstance(tp[0], str) \
+            and isinstance(tp[1], int) and not isinstance(tp[1], bool):
+        return TopicPartition(tp[0], tp[1])
+    raise TypeError(f"expected a TopicPartition, got {tp!r}")

@@ -199,7 +199,8 @@ class NetworkClient:
     # ------------------------------------------------------------------ requests
 
     def send(self, node_id: int, api_key: int, body: RequestBody, version: int | None = None,
-             timeout_ms: float | None = None) -> Future[Response]:
+             timeout_ms: float | None = None, max_version: int | None = None
+             ) -> Future[Response]:
         """Queue a request to ``node_id``, connecting first if needed. ``body`` is a dict, or a
         function of the version (chosen when the request goes on the wire) returning one. The
         future completes inside :meth:`poll`; it fails at once if the node is in reconnect
@@ -224,7 +225,8 @@ class NetworkClient:
                         + (f" after: {conn.last_error}" if conn.last_error else "")))
                     return fut
                 self._initiate(conn)
-            fut = conn.send(api_key, body, version, timeout_ms, now=self._clock())
+            fut = conn.send(api_key, body, version, timeout_ms, now=self._clock(),
+                            max_version=max_version)
             self._update_registration(conn)
             return fut
 
@@ -242,9 +244,10 @@ class NetworkClient:
 
     # ------------------------------------------------------------------ poll
 
-    def poll(self, timeout_ms: float | None = 0, future: Future[Any] | None = None) -> None:
+    def poll(self, timeout_ms: float | None = 0, future: Future[Any] | None = None,
+             until: Callable[[], bool] | None = None) -> None:
         """Do network I/O for up to ``timeout_ms`` (None: until ``future`` completes), returning
-        early when ``future`` completes or :meth:`wakeup` is called."""
+        early when ``future`` completes, ``until()`` turns true or :meth:`wakeup` is called."""
         deadline = None if timeout_ms is None else self._clock() + timeout_ms / 1000.0
         while True:
             with self._lock:
@@ -252,9 +255,12 @@ class NetworkClient:
                     return
                 self._maybe_update_metadata()
                 now = self._clock()
-                wait = self._poll_wait(now, deadline, future)
+                wait = (0.0 if until is not None and until()
+                        else self._poll_wait(now, deadline, future))
                 self._poll_once(wait)
             if future is not None and future.done:
+                return
+            if until is not None and until():
                 return
             if self._wakeup_requested:
                 self._wakeup_requested = False

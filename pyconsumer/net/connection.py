@@ -70,11 +70,13 @@ RequestBody = dict[str, Any] | Callable[[int], dict[str, Any]]
 
 class _Request:
     __slots__ = ("api_key", "version", "body", "future", "deadline", "correlation_id",
-                 "internal")
+                 "internal", "max_version")
 
     def __init__(self, api_key: ApiKey, version: int | None, body: RequestBody,
-                 future: Future[Response], deadline: float, internal: bool = False) -> None:
+                 future: Future[Response], deadline: float, internal: bool = False,
+                 max_version: int | None = None) -> None:
         self.api_key = api_key
+        self.max_version = max_version
         self.version = version
         self.body = body
         self.future = future
@@ -278,14 +280,16 @@ class BrokerConnection:
     # ------------------------------------------------------------------ requests
 
     def send(self, api_key: int, body: RequestBody, version: int | None = None,
-             timeout_ms: float | None = None, now: float | None = None) -> Future[Response]:
+             timeout_ms: float | None = None, now: float | None = None,
+             max_version: int | None = None) -> Future[Response]:
         """Queue a request; it goes on the wire when the connection is READY and under the
-        in-flight limit. ``version`` None means the negotiated one. The future completes with a
-        :class:`Response` or fails with a :class:`KafkaError`."""
+        in-flight limit. ``version`` None means the negotiated one (at most ``max_version``).
+        The future completes with a :class:`Response` or fails with a :class:`KafkaError`."""
         now = self._clock() if now is None else now
         timeout = self.settings.request_timeout_ms if timeout_ms is None else timeout_ms
         fut: Future[Response] = Future()
-        self._pending.append(_Request(ApiKey(api_key), version, body, fut, now + timeout / 1000.0))
+        self._pending.append(_Request(ApiKey(api_key), version, body, fut, now + timeout / 1000.0,
+                                      max_version=max_version))
         self._flush_pending(now)
         return fut
 
@@ -294,7 +298,7 @@ class BrokerConnection:
             req = self._pending.popleft()
             try:
                 if req.version is None:
-                    req.version = self.version_for(req.api_key)
+                    req.version = self.version_for(req.api_key, max_version=req.max_version)
                 elif int(req.api_key) in self.broker_versions:
                     lo, hi = self.broker_versions[int(req.api_key)]
                     if not lo <= req.version <= hi:

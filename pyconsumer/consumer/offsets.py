@@ -1,0 +1,280 @@
+"""ListOffsets: offsets by timestamp, log start/end offsets, and position resets.
+
+Java's ``OffsetFetcher``: requests go to each partition's leader, one per leader node; a
+partition whose leader is unknown or whose answer is a retriable error (leader moved, not
+available, unknown topic) is retried after a metadata refresh until the caller's deadline.
+Position resets (``auto.offset.reset``, ``seek_to_beginning``/``seek_to_end``) run in the
+background of ``poll()`` and are applied only if the partition still awaits that very reset.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
+from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    NoOffsetForPartitionError,
+    error_for_code,
+)
+from pyconsumer.net.client import NetworkClient
+from pyconsumer.net.connection import Response
+from pyconsumer.net.future import Future
+from pyconsumer.protocol import ApiKey
+from pyconsumer.structs import TopicPartition
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+_UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+_TOPIC_AUTHORIZATION_FAILED = 29
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """Java ``OffsetAndTimestamp``: the first offset whose timestamp is >= the one asked."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None = None
+
+
+class ListedOffset(NamedTuple):
+    offset: int
+    timestamp: int
+    leader_epoch: int | None
+
+
+def strategy_timestamp(strategy: OffsetResetStrategy, now_ms: int | None = None) -> int:
+    if strategy.kind == "earliest":
+        return EARLIEST_TIMESTAMP
+    if strategy.kind == "latest":
+        return LATEST_TIMESTAMP
+    if strategy.kind == "by_duration":
+        assert strategy.duration_ms is not None
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return now_ms - strategy.duration_ms
+    raise ValueError(f"no timestamp for reset strategy {strategy.kind}")
+
+
+class _Outcome:
+    """What one round of ListOffsets requests gave: offsets, partitions to retry, a fatal error."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[TopicPartition, ListedOffset | None] = {}
+        self.retry: set[TopicPartition] = set()
+        self.error: KafkaError | None = None
+        self.last_retriable: KafkaError | None = None
+
+
+class OffsetsClient:
+    def __init__(self, client: NetworkClient, config: ConsumerConfig,
+                 subscriptions: SubscriptionState) -> None:
+        self.client = client
+        self.config = config
+        self.subscriptions = subscriptions
+        self._isolation = 1 if config.isolation_level == "read_committed" else 0
+        self._resets_in_flight: set[TopicPartition] = set()
+        self._reset_error: KafkaError | None = None
+        #: bumped whenever a background reset round completes (poll waits on it)
+        self.resets_completed = 0
+
+    # ------------------------------------------------------------------ one round
+
+    def _send_round(self, timestamps: Mapping[TopicPartition, int],
+                    on_done: Callable[[_Outcome], None]) -> list[Future[Response]]:
+        """Send one ListOffsets per leader for ``timestamps``; ``on_done`` gets the outcome
+        when every request has completed (or at once if nothing could be sent)."""
+        outcome = _Outcome()
+        by_node: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
+        metadata = self.client.metadata
+        for tp, ts in timestamps.items():
+            leader = metadata.leader_for(tp)
+            if leader is None:
+                outcome.retry.add(tp)
+                metadata.request_update()
+            else:
+                by_node[leader][tp] = ts
+        futures: list[Future[Response]] = []
+        pending = [len(by_node)]
+        if not by_node:
+            on_done(outcome)
+            return futures
+
+        for node, part in by_node.items():
+            fut = self.client.send(node, ApiKey.LIST_OFFSETS, self._body(part))
+
+            def handle(f: Future[Response], part: dict[TopicPartition, int] = part) -> None:
+                if f.failed():
+                    assert f.exception is not None
+                    outcome.retry.update(part)
+                    if isinstance(f.exception, KafkaError):
+                        outcome.last_retriable = f.exception
+                    self.client.metadata.request_update()
+                else:
+                    assert f.value is not None
+                    self._parse(f.value, part, outcome)
+                pending[0] -= 1
+                if pending[0] == 0:
+                    on_done(outcome)
+
+            fut.add_callback(handle)
+            futures.append(fut)
+        return futures
+
+    def _body(self, part: Mapping[TopicPartition, int]) -> Callable[[int], dict[str, Any]]:
+        topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        metadata = self.client.metadata
+        for tp, ts in part.items():
+            info = metadata.partition(tp)
+            epoch = -1 if info is None or info.leader_epoch is None else info.leader_epoch
+            topics[tp.topic].append({"partition_index": tp.partition, "timestamp": ts,
+                                     "current_leader_epoch": epoch, "max_num_offsets": 1})
+        timeout = self.config.request_timeout_ms
+
+        def body(version: int) -> dict[str, Any]:
+            return {"replica_id": -1, "isolation_level": self._isolation, "timeout_ms": timeout,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        return body
+
+    def _parse(self, response: Response, part: Mapping[TopicPartition, int],
+               outcome: _Outcome) -> None:
+        seen: set[TopicPartition] = set()
+        for t in response.body["topics"]:
+            for p in t["partitions"]:
+                tp = TopicPartition(t["name"], p["partition_index"])
+                if tp not in part:
+                    continue
+                seen.add(tp)
+                code = p["error_code"]
+                if code == 0:
+                    if response.version == 0:
+                        olds = p.get("old_style_offsets") or []
+                        offset, ts = (olds[0] if olds else -1), -1
+                    else:
+                        offset, ts = p["offset"], p["timestamp"]
+                    epoch = p.get("leader_epoch", -1)
+                    outcome.offsets[tp] = (None if offset < 0 else
+                                           ListedOffset(offset, ts, None if epoch < 0 else epoch))
+                elif code == _UNSUPPORTED_FOR_MESSAGE_FORMAT:
+                    outcome.offsets[tp] = None   # pre-0.10 data: no timestamp search
+                elif code == _TOPIC_AUTHORIZATION_FAILED:
+                    outcome.error = error_for_code(code, f"topic {tp.topic}")
+                else:
+                    err = error_for_code(code, f"ListOffsets for {tp}")
+                    assert err is not None
+                    log.debug("ListOffsets for %s: %s; retrying", tp, err)
+                    outcome.last_retriable = err
+                    outcome.retry.add(tp)
+                    self.client.metadata.request_update()
+        for tp in part:
+            if tp not in seen:
+                outcome.retry.add(tp)
+
+    # ------------------------------------------------------------------ blocking lookups
+
+    def list_offsets(self, timestamps: Mapping[TopicPartition, int], timeout_ms: float
+                     ) -> dict[TopicPartition, ListedOffset | None]:
+        """Offsets for ``{tp: timestamp}`` (-2 earliest, -1 latest), retried until
+        ``timeout_ms``; raises :class:`KafkaTimeoutError` naming the partitions left."""
+        remaining = dict(timestamps)
+        result: dict[TopicPartition, ListedOffset | None] = {}
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        self._watch_topics(tp.topic for tp in remaining)
+        last_error: KafkaError | None = None
+        while True:
+            done: list[_Outcome] = []
+            futures = self._send_round(remaining, done.append)
+            for fut in futures:
+                left = max(0.0, (deadline - time.monotonic()) * 1000.0)
+                self.client.poll(timeout_ms=left, future=fut)
+            if not done:
+                break
+            outcome = done[0]
+            if outcome.error is not None:
+                raise outcome.error
+            result.update(outcome.offsets)
+            remaining = {tp: remaining[tp] for tp in outcome.retry}
+            last_error = outcome.last_retriable or last_error
+            if not remaining:
+                return result
+            if time.monotonic() >= deadline:
+                break
+            # let the metadata refresh (leader moved...) land, then ask again
+            self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
+                                            max(0.0, (deadline - time.monotonic()) * 1000.0)))
+            if time.monotonic() >= deadline:
+                break
+        names = ", ".join(sorted(str(tp) for tp in remaining))
+        raise KafkaTimeoutError(
+            f"offsets for {names} not received within {timeout_ms:.0f} ms"
+            + (f" (last error: {last_error})" if last_error else ""))
+
+    def _watch_topics(self, topics: Iterable[str]) -> None:
+        watched = self.client.metadata_topics
+        new = set(topics) - (watched or set())
+        if watched is not None and new:
+            watched.update(new)
+            self.client.metadata.request_update()
+
+    # ------------------------------------------------------------------ resets (async)
+
+    def reset_positions_if_needed(self) -> None:
+        """Start ListOffsets for partitions awaiting a reset (raises for strategy none)."""
+        now = time.monotonic()
+        needing = [tp for tp in self.subscriptions.partitions_needing_reset(now)
+                   if tp not in self._resets_in_flight]
+        if not needing:
+            return
+        no_strategy = [tp for tp in needing
+                       if (self.subscriptions.state(tp).reset_strategy
+                           or self.subscriptions.default_reset).kind == "none"]
+        if no_strategy:
+            names = ", ".join(str(tp) for tp in no_strategy)
+            raise NoOffsetForPartitionError(
+                f"Undefined offset with no reset policy for partitions: {names} "
+                "(auto.offset.reset=none)", no_strategy)
+        strategies = {tp: self.subscriptions.state(tp).reset_strategy
+                      or self.subscriptions.default_reset for tp in needing}
+        timestamps = {tp: strategy_timestamp(s) for tp, s in strategies.items()}
+        self._resets_in_flight.update(timestamps)
+
+        def done(outcome: _Outcome) -> None:
+            self.resets_completed += 1
+            self._resets_in_flight.difference_update(timestamps)
+            retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000.0
+            for tp, listed in outcome.offsets.items():
+                strategy = strategies[tp]
+                if listed is None:
+                    if strategy.kind == "by_duration":
+                        # no record at or after that time: Java falls back to latest
+                        self.subscriptions.request_reset(tp, OffsetResetStrategy("latest"))
+                    else:
+                        outcome.retry.add(tp)
+                    continue
+                if self.subscriptions.maybe_seek_unvalidated(tp, listed.offset, strategy,
+                                                             None):
+                    log.info("reset the offset of %s to %d (%s)", tp, listed.offset,
+                             strategy.kind)
+            for tp in outcome.retry:
+                if self.subscriptions.is_assigned(tp):
+                    self.subscriptions.state(tp).next_retry_time = retry_at
+            if outcome.error is not None:
+                self._reset_error = outcome.error
+
+        self._send_round(timestamps, done)
+
+    def raise_reset_error(self) -> None:
+        """A fatal error of a background reset (e.g. authorization), raised once by poll."""
+        err, self._reset_error = self._reset_error, None
+        if err is not None:
+            raise err
+
+
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "ListedOffset", "OffsetAndTimestamp",
+           "OffsetsClient", "strategy_timestamp"]

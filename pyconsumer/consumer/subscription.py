@@ -1,0 +1,225 @@
+"""SubscriptionState: which partitions this consumer reads and where it stands in each.
+
+Mirrors Java's ``SubscriptionState``/``TopicPartitionState``: one state per assigned
+partition, in assignment order (the order fetch requests list them in; a partition that just
+returned data moves to the end, for fairness). A partition's fetch state is one of
+
+* INITIALIZING: assigned, no position yet (committed offset or reset still to come);
+* FETCHING: has a valid position, may be fetched;
+* AWAIT_RESET: needs a ListOffsets reset (``auto.offset.reset``, seek_to_beginning/end);
+* AWAIT_VALIDATION: position to be checked against the leader epoch (KIP-320).
+
+with Java's transition table: from AWAIT_RESET only FETCHING or AWAIT_RESET; an invalid
+transition is ignored. Positions move only forward through :meth:`advance`, which requires
+FETCHING.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from pyconsumer.config import OffsetResetStrategy
+from pyconsumer.errors import IllegalStateError
+from pyconsumer.structs import TopicPartition
+
+
+class FetchState(enum.Enum):
+    INITIALIZING = "initializing"
+    FETCHING = "fetching"
+    AWAIT_RESET = "await_reset"
+    AWAIT_VALIDATION = "await_validation"
+
+
+_VALID = {
+    FetchState.INITIALIZING: {FetchState.FETCHING, FetchState.AWAIT_RESET,
+                              FetchState.AWAIT_VALIDATION},
+    FetchState.FETCHING: {FetchState.FETCHING, FetchState.AWAIT_RESET,
+                          FetchState.AWAIT_VALIDATION},
+    FetchState.AWAIT_RESET: {FetchState.FETCHING, FetchState.AWAIT_RESET},
+    FetchState.AWAIT_VALIDATION: {FetchState.FETCHING, FetchState.AWAIT_RESET,
+                                  FetchState.AWAIT_VALIDATION},
+}
+
+
+class FetchPosition(NamedTuple):
+    """The next offset to fetch, the epoch of the record before it (when known) and the
+    leader (node id, epoch) the position was last checked against."""
+
+    offset: int
+    offset_epoch: int | None = None
+    leader: int | None = None
+    leader_epoch: int | None = None
+
+
+class SubscriptionType(enum.Enum):
+    NONE = "none"
+    AUTO_TOPICS = "auto_topics"
+    AUTO_PATTERN = "auto_pattern"
+    USER_ASSIGNED = "user_assigned"
+
+
+class PartitionState:
+    __slots__ = ("fetch_state", "position", "high_watermark", "log_start_offset",
+                 "last_stable_offset", "paused", "reset_strategy", "next_retry_time",
+                 "preferred_read_replica")
+
+    def __init__(self) -> None:
+        self.fetch_state = FetchState.INITIALIZING
+        self.position: FetchPosition | None = None
+        self.high_watermark: int | None = None
+        self.log_start_offset: int | None = None
+        self.last_stable_offset: int | None = None
+        self.paused = False
+        self.reset_strategy: OffsetResetStrategy | None = None
+        self.next_retry_time: float | None = None      # monotonic seconds
+        self.preferred_read_replica: int | None = None
+
+    def transition(self, to: FetchState) -> bool:
+        if to in _VALID[self.fetch_state]:
+            self.fetch_state = to
+            return True
+        return False
+
+    @property
+    def has_valid_position(self) -> bool:
+        return self.fetch_state is FetchState.FETCHING
+
+    def __repr__(self) -> str:
+        return (f"PartitionState({self.fetch_state.value}, position={self.position}, "
+                f"paused={self.paused})")
+
+
+_EXCLUSIVE = "Subscription to topics, partitions and pattern are mutually exclusive"
+
+
+class SubscriptionState:
+    def __init__(self, default_reset: OffsetResetStrategy) -> None:
+        self.default_reset = default_reset
+        self.subscription_type = SubscriptionType.NONE
+        self._assignment: dict[TopicPartition, PartitionState] = {}
+        #: bumped on every assignment change, so in-flight responses for an older assignment
+        #: can be recognised
+        self.assignment_id = 0
+
+    # ------------------------------------------------------------------ assignment
+
+    def _set_type(self, kind: SubscriptionType) -> None:
+        if self.subscription_type is SubscriptionType.NONE:
+            self.subscription_type = kind
+        elif self.subscription_type is not kind:
+            raise IllegalStateError(_EXCLUSIVE)
+
+    def assign_from_user(self, partitions: Iterable[TopicPartition]) -> bool:
+        """Manual assignment; partitions kept keep their state. True if it changed."""
+        wanted = list(dict.fromkeys(partitions))
+        if not wanted:
+            self.unsubscribe()
+            return True
+        self._set_type(SubscriptionType.USER_ASSIGNED)
+        if list(self._assignment) == wanted:
+            return False
+        self._assignment = {tp: self._assignment.get(tp) or PartitionState() for tp in wanted}
+        self.assignment_id += 1
+        return True
+
+    def unsubscribe(self) -> None:
+        self._assignment = {}
+        self.subscription_type = SubscriptionType.NONE
+        self.assignment_id += 1
+
+    def assigned_partitions(self) -> list[TopicPartition]:
+        return list(self._assignment)
+
+    def is_assigned(self, tp: TopicPartition) -> bool:
+        return tp in self._assignment
+
+    def state(self, tp: TopicPartition) -> PartitionState:
+        st = self._assignment.get(tp)
+        if st is None:
+            raise IllegalStateError(f"No current assignment for partition {tp}")
+        return st
+
+    def move_to_end(self, tp: TopicPartition) -> None:
+        st = self._assignment.pop(tp, None)
+        if st is not None:
+            self._assignment[tp] = st
+
+    # ------------------------------------------------------------------ fetchability
+
+    def is_fetchable(self, tp: TopicPartition) -> bool:
+        st = self._assignment.get(tp)
+        return st is not None and not st.paused and st.has_valid_position
+
+    def fetchable_partitions(self) -> list[TopicPartition]:
+        return [tp for tp, st in self._assignment.items()
+                if not st.paused and st.has_valid_position]
+
+    def position(self, tp: TopicPartition) -> FetchPosition | None:
+        return self.state(tp).position
+
+    # ------------------------------------------------------------------ moves
+
+    def seek(self, tp: TopicPartition, offset: int, offset_epoch: int | None = None,
+             leader: int | None = None, leader_epoch: int | None = None) -> None:
+        """Java seekUnvalidated + validatePosition: FETCHING, or AWAIT_VALIDATION when both
+        the offset's epoch and the leader's epoch are known."""
+        st = self.state(tp)
+        st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
+        st.reset_strategy = None
+        st.next_retry_time = None
+        st.fetch_state = FetchState.FETCHING  # seekValidated, always allowed
+        if offset_epoch is not None and leader_epoch is not None:
+            st.transition(FetchState.AWAIT_VALIDATION)
+
+    def advance(self, tp: TopicPartition, offset: int, offset_epoch: int | None) -> None:
+        """Move the position after records were handed out (FETCHING only)."""
+        st = self.state(tp)
+        if not st.has_valid_position or st.position is None:
+            raise IllegalStateError("Cannot set a new position without a valid current position")
+        st.position = st.position._replace(offset=offset, offset_epoch=offset_epoch)
+
+    def request_reset(self, tp: TopicPartition, strategy: OffsetResetStrategy | None = None
+                      ) -> None:
+        st = self.state(tp)
+        st.fetch_state = FetchState.AWAIT_RESET
+        st.reset_strategy = strategy or self.default_reset
+        st.next_retry_time = None
+
+    def maybe_seek_unvalidated(self, tp: TopicPartition, offset: int,
+                               strategy: OffsetResetStrategy, leader_epoch: int | None) -> bool:
+        """Apply a ListOffsets answer if the partition still waits for that very reset (a user
+        seek in between wins)."""
+        st = self._assignment.get(tp)
+        if st is None or st.fetch_state is not FetchState.AWAIT_RESET \
+                or st.reset_strategy != strategy:
+            return False
+        self.seek(tp, offset, None, None, leader_epoch)
+        return True
+
+    def partitions_needing_reset(self, now: float) -> list[TopicPartition]:
+        return [tp for tp, st in self._assignment.items()
+                if st.fetch_state is FetchState.AWAIT_RESET
+                and (st.next_retry_time is None or now >= st.next_retry_time)]
+
+    def initializing_partitions(self) -> list[TopicPartition]:
+        return [tp for tp, st in self._assignment.items()
+                if st.fetch_state is FetchState.INITIALIZING]
+
+    def has_all_fetch_positions(self) -> bool:
+        return all(st.has_valid_position for st in self._assignment.values())
+
+    # ------------------------------------------------------------------ pause
+
+    def pause(self, tp: TopicPartition) -> None:
+        self.state(tp).paused = True
+
+    def resume(self, tp: TopicPartition) -> None:
+        self.state(tp).paused = False
+
+    def paused_partitions(self) -> set[TopicPartition]:
+        return {tp for tp, st in self._assignment.items() if st.paused}
+
+
+__all__ = ["FetchPosition", "FetchState", "PartitionState", "SubscriptionState",
+           "SubscriptionType"]
