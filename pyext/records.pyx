@@ -18,7 +18,11 @@
 #     are relative in v1 (the wrapper offset is the LAST inner offset), absolute in v0.
 cimport cython
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBuffer_FillInfo
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBuffer_FillInfo,
+                             PyBuffer_IsContiguous)
+from cpython.bytearray cimport PyByteArray_Check
+from cpython.bytes cimport PyBytes_Check
+from cpython.memoryview cimport PyMemoryView_Check, PyMemoryView_GET_BUFFER
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.ref cimport PyObject
 from cpython.object cimport PyTypeObject
@@ -26,6 +30,14 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, 
                           uintptr_t, INT32_MAX)
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
+
+cdef extern from "Python.h":
+    # Py_buffer with ``obj`` as a raw pointer: a memoryview's may be NULL
+    ctypedef struct _RawBuffer "Py_buffer":
+        void* buf
+        PyObject* obj
+        Py_ssize_t len
+
 
 from pyext.reader cimport (Reader, rd_init, rd_fail, rd_fail_nogil, rd_need, rd_i8, rd_i16, rd_i32,
                      rd_i64, rd_varint, rd_varlong, rd_skip, rd_bytes, pyx_be16, pyx_be32, pyx_copy,
@@ -704,14 +716,29 @@ def _aborted_entry(t):
 cdef class _Walker:
     def __cinit__(self, object record_set, str topic, int32_t partition, int64_t fetch_offset,
                   bint check_crcs, str isolation_level, object aborted_transactions):
+        cdef _RawBuffer* mv
         self.has_view = False
         if record_set is None:
             record_set = b""
-        PyObject_GetBuffer(record_set, &self.view, PyBUF_SIMPLE)
-        self.has_view = True
-        self.owner = record_set
-        self.data = <const uint8_t*>self.view.buf
-        self.length = self.view.len
+        if PyMemoryView_Check(record_set):
+            mv = <_RawBuffer*>PyMemoryView_GET_BUFFER(record_set)
+            if (mv.obj != NULL and (PyByteArray_Check(<object>mv.obj) or PyBytes_Check(<object>mv.obj))
+                    and PyBuffer_IsContiguous(<Py_buffer*>mv, b'C')):
+                # A slice of a bytes/bytearray (a Fetch response frame): hold an export of
+                # that object, not of the memoryview. CPython's GC may tp_clear a memoryview
+                # that still has exports (3.11 drops its managed buffer anyway) and then
+                # crash when the memoryview is freed after we release our export.
+                PyObject_GetBuffer(<object>mv.obj, &self.view, PyBUF_SIMPLE)
+                self.has_view = True
+                self.owner = <object>mv.obj
+                self.data = <const uint8_t*>mv.buf
+                self.length = mv.len
+        if not self.has_view:
+            PyObject_GetBuffer(record_set, &self.view, PyBUF_SIMPLE)
+            self.has_view = True
+            self.owner = record_set
+            self.data = <const uint8_t*>self.view.buf
+            self.length = self.view.len
         self.pos = 0
         self.topic = topic
         self.partition = partition

@@ -1,0 +1,111 @@
+"""Bad record data on the wire, served by a scripted broker: the consumer hands out every
+good record before the corrupt batch, then raises CorruptRecordError naming the topic,
+partition and offset, and keeps raising (its position stays at the bad batch) until the user
+seeks past it. Nothing is skipped silently."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import pytest
+
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.errors import CorruptRecordError
+from pyconsumer.protocol import ApiKey, encode_response
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+import recordsets as rs  # noqa: E402
+from peers import PeerConnection, ScriptedPeer  # noqa: E402
+
+TP = TopicPartition("t", 0)
+
+
+def batches(bad_codec: str) -> list[bytes]:
+    recs = rs.sample_records(10)
+    good0 = rs.aio_v2(recs, "none", 0)
+    bad = bytearray(rs.aio_v2(rs.sample_records(10, seed=10), bad_codec, 10))
+    bad[-3] ^= 0x40                              # one bit inside the CRC-covered bytes
+    good2 = rs.aio_v2(rs.sample_records(10, seed=20), "none", 20)
+    return [good0, bytes(bad), good2]
+
+
+def broker(conn: PeerConnection, bad_codec: str = "lz4") -> None:
+    conn.answer_api_versions()
+    sets = batches(bad_codec)
+    starts = [0, 10, 20]
+    while True:
+        request = conn.read_request()
+        if request is None:
+            return
+        api, version, cid, body = request
+        if api == ApiKey.METADATA:
+            out: dict[str, Any] = {
+                "brokers": [{"node_id": 7, "host": "127.0.0.1", "port": conn.peer.port}],
+                "topics": [{"error_code": 0, "name": "t", "partitions": [
+                    {"error_code": 0, "partition_index": 0, "leader_id": 7, "leader_epoch": 0,
+                     "replica_nodes": [7], "isr_nodes": [7]}]}]}
+        elif api == ApiKey.LIST_OFFSETS:
+            out = {"topics": [{"name": "t", "partitions": [
+                {"partition_index": 0, "error_code": 0, "offset": 0, "timestamp": -1}]}]}
+        elif api == ApiKey.FETCH:
+            assert version == 12, "no topic ids in this metadata: Fetch must stay at v12"
+            offset = body["topics"][0]["partitions"][0]["fetch_offset"]
+            data = b"".join(s for s, start in zip(sets, starts) if start + 10 > offset)
+            out = {"responses": [{"topic": "t", "partitions": [
+                {"partition_index": 0, "error_code": 0, "high_watermark": 30,
+                 "last_stable_offset": 30, "records": data}]}]}
+        else:
+            raise AssertionError(f"unexpected {api!r}")
+        conn.send(encode_response(api, version, cid, out))
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_corrupt_batch_stops_the_partition_without_skipping(arrow: bool) -> None:
+    with ScriptedPeer([broker]) as peer:
+        with KafkaConsumer(bootstrap_servers=peer.bootstrap, auto_offset_reset="earliest") as c:
+            c.assign([TP])
+
+            def poll() -> list[int]:
+                if arrow:
+                    return c.poll_arrow(timeout_ms=2000).column("offset").to_pylist()
+                return [r.offset for r in c.poll(timeout_ms=2000).get(TP, [])]
+
+            assert poll() == list(range(10))
+            for _ in range(3):                  # again and again: never past the bad batch
+                with pytest.raises(CorruptRecordError) as info:
+                    poll()
+                err = info.value
+                assert (err.topic, err.partition, err.offset) == ("t", 0, 10)
+                assert "CRC" in str(err)
+                assert c.position(TP) == 10
+            c.seek(TP, 20)                       # the user decides to skip it
+            assert poll() == list(range(20, 30))
+        assert not peer.errors, peer.errors
+
+
+def test_without_crc_checks_a_flipped_bit_is_data_unless_a_codec_notices() -> None:
+    def uncompressed(conn: PeerConnection) -> None:
+        broker(conn, "none")
+
+    with ScriptedPeer([uncompressed]) as peer:
+        with KafkaConsumer(bootstrap_servers=peer.bootstrap, auto_offset_reset="earliest",
+                           check_crcs=False) as c:
+            c.assign([TP])
+            got = []
+            for _ in range(20):
+                got += c.poll(timeout_ms=1000).get(TP, [])
+                if len(got) >= 30:
+                    break
+            assert [r.offset for r in got] == list(range(30))
+            original = rs.sample_records(10, seed=10)[-1][3]
+            assert original is not None and got[19].value != original   # Java: no CRC, no check
+            assert len(got[19].value) == len(original)
+    with ScriptedPeer([broker]) as peer:                                  # lz4: its frame breaks
+        with KafkaConsumer(bootstrap_servers=peer.bootstrap, auto_offset_reset="earliest",
+                           check_crcs=False) as c:
+            c.assign([TP])
+            assert [r.offset for r in c.poll(timeout_ms=2000)[TP]] == list(range(10))
+            with pytest.raises(CorruptRecordError, match="Cannot decompress lz4 batch") as info:
+                c.poll(timeout_ms=2000)
+            assert info.value.offset == 10 and c.position(TP) == 10
