@@ -95,6 +95,7 @@ class Fetcher:
         buffered = self._buffered_partitions()
         metadata = self.client.metadata
         per_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
+        caught_up: dict[int, bool] = {}
         for tp in self.subscriptions.fetchable_partitions():
             if tp in buffered:
                 continue
@@ -109,6 +110,17 @@ class Fetcher:
             assert position is not None
             epoch = -1 if info.leader_epoch is None else info.leader_epoch
             per_node.setdefault(node, {})[tp] = (position.offset, epoch)
+            hw = self.subscriptions.state(tp).high_watermark
+            caught_up[node] = caught_up.get(node, True) and hw is not None and position.offset >= hw
+        if buffered:
+            # Hold back a fetch that would only long-poll caught-up partitions while other
+            # partitions of the same leader still have data buffered: it would sit at the
+            # broker for fetch.max.wait.ms and, one fetch per node, keep those partitions
+            # from being fetched again the moment they drain. They go together instead.
+            busy = {info.leader for tp in buffered
+                    if (info := metadata.partition(tp)) is not None}
+            for node in [n for n in per_node if caught_up.get(n) and n in busy]:
+                del per_node[node]
         for node, partitions in per_node.items():
             self._send(node, partitions)
         return len(per_node)
