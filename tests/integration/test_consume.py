@@ -305,3 +305,37 @@ def test_iteration_yields_records_in_order(tansu: TansuBroker, tansu_topic: str)
             if len(seen) == 50:
                 break
         assert seen == list(range(50))
+
+
+def test_no_long_poll_of_caught_up_partitions_while_others_drain(
+        tansu: TansuBroker, make_tansu_topic: Callable[..., str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fetch holding only caught-up partitions waits fetch.max.wait.ms at the broker, and
+    with one fetch per node it would keep the partitions still draining from being fetched
+    again: such a fetch must not be sent while the node has other partitions buffered."""
+    from pyconsumer.consumer.fetcher import Fetcher
+
+    topic = make_tansu_topic(4)
+    records = [TestRecord(key=b"%d" % i, value=b"v" * 100, partition=i % 4) for i in range(160_000)]
+    produce(tansu.bootstrap, topic, records, linger_ms=20)
+    violations: list[str] = []
+    sends = [0]
+    original = Fetcher._send
+
+    def checked(self: Fetcher, node: int, partitions: dict[TopicPartition, tuple[int, int]]) -> None:
+        sends[0] += 1
+        buffered = self._buffered_partitions() - set(partitions)
+        states = {tp: self.subscriptions.state(tp) for tp in partitions}
+        caught_up = all(st.high_watermark is not None and st.position is not None
+                        and st.position.offset >= st.high_watermark for st in states.values())
+        if caught_up and buffered:
+            violations.append(f"fetch of caught-up {sorted(partitions)} while {sorted(buffered)} buffered")
+        original(self, node, partitions)
+
+    monkeypatch.setattr(Fetcher, "_send", checked)
+    with KafkaConsumer(bootstrap_servers=tansu.bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition(topic, p) for p in range(4)])
+        got = consume(c, 160_000, timeout=60)
+    assert sum(len(rows) for rows in got.values()) == 160_000
+    assert sends[0] > 4                      # the data did come in several partial responses
+    assert violations == []
