@@ -125,6 +125,12 @@ class NoOffsetForPartitionError(KafkaClientError):
         self.partitions = set(partitions)
 
 
+class CommitFailedError(KafkaClientError):
+    """A commit failed for good: the group rebalanced (the member's generation is gone), so
+    the partitions may now belong to another member. Not retriable (Java
+    CommitFailedException)."""
+
+
 class FetchProgressError(KafkaClientError):
     """A fetch response held bytes for a partition but no complete record batch, so the
     consumer cannot move forward (a batch larger than the broker would send whole)."""
@@ -612,6 +618,7 @@ __all__ = [
     "WakeupError",
     "NoOffsetForPartitionError",
     "FetchProgressError",
+    "CommitFailedError",
     "BrokerResponseError",
     "BROKER_ERRORS",
     "ERRORS_BY_CODE",

@@ -21,6 +21,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
+from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
@@ -32,6 +33,7 @@ from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     BrokerResponseError,
     IllegalStateError,
+    KafkaError,
     KafkaTimeoutError,
     WakeupError,
 )
@@ -60,6 +62,7 @@ class KafkaConsumer:
         self._subscriptions = SubscriptionState(self.config.offset_reset_strategy)
         self._fetcher: Fetcher | None = None
         self._offsets: OffsetsClient | None = None
+        self._coordinator: ConsumerCoordinator | None = None
         self._wakeup = threading.Event()
 
     # ------------------------------------------------------------------ plumbing
@@ -71,6 +74,9 @@ class KafkaConsumer:
             self._client = NetworkClient(self.config)
             self._fetcher = Fetcher(self._client, self.config, self._subscriptions)
             self._offsets = OffsetsClient(self._client, self.config, self._subscriptions)
+            if self.config.group_id is not None:
+                self._coordinator = ConsumerCoordinator(self._client, self.config,
+                                                        self._subscriptions)
         return self._client
 
     def _parts(self) -> tuple[NetworkClient, Fetcher, OffsetsClient]:
@@ -238,7 +244,7 @@ class KafkaConsumer:
             client, _, _ = self._parts()
             deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
             while True:
-                self._update_fetch_positions()
+                self._update_fetch_positions(deadline)
                 st = self._subscriptions.state(tp)
                 if st.has_valid_position and st.position is not None:
                     return st.position.offset
@@ -314,21 +320,35 @@ class KafkaConsumer:
 
     # ------------------------------------------------------------------ poll
 
-    def _update_fetch_positions(self) -> None:
+    def _update_fetch_positions(self, deadline: float) -> bool:
+        """Give every assigned partition a position: committed offsets first (with a
+        group.id), then auto.offset.reset through ListOffsets in the background. False when
+        the committed offsets could not be read before ``deadline``."""
         _, _, offsets = self._parts()
         offsets.raise_reset_error()
         initializing = self._subscriptions.initializing_partitions()
         if initializing:
-            if self.config.group_id is not None:
-                # committed offsets come from the group coordinator: not wired in yet, and
-                # resetting instead would silently skip or re-read committed data
-                raise IllegalStateError(
-                    "reading assigned partitions with group.id set needs committed offsets, "
-                    "which this version does not fetch yet; seek() each partition first or "
-                    "leave group.id unset")
-            for tp in initializing:
-                self._subscriptions.request_reset(tp)
+            if self._coordinator is not None:
+                try:
+                    committed = self._coordinator.fetch_committed(initializing, deadline)
+                except KafkaTimeoutError:
+                    return False
+                for tp, om in committed.items():
+                    st = self._subscriptions.state(tp) if self._subscriptions.is_assigned(tp) \
+                        else None
+                    if st is None or st.fetch_state.value != "initializing":
+                        continue           # unassigned or seeked meanwhile: the user wins
+                    if om is None:
+                        self._subscriptions.request_reset(tp)
+                    else:
+                        self._subscriptions.seek(tp, om.offset, om.leader_epoch)
+                        log.info("setting offset for %s to the committed offset %d", tp,
+                                 om.offset)
+            else:
+                for tp in initializing:
+                    self._subscriptions.request_reset(tp)
         offsets.reset_positions_if_needed()
+        return True
 
     def _check_wakeup(self) -> None:
         if self._wakeup.is_set():
@@ -357,7 +377,10 @@ class KafkaConsumer:
             deadline = time.monotonic() + timeout_ms / 1000.0
             while True:
                 self._check_wakeup()
-                self._update_fetch_positions()
+                if self._coordinator is not None:
+                    self._coordinator.invoke_completed_callbacks()
+                    self._coordinator.maybe_auto_commit(self._all_consumed)
+                self._update_fetch_positions(deadline)
                 chunks = fetcher.drain(limit, take, count)
                 if chunks:
                     # pipeline: the next fetch travels while the caller works on these
@@ -376,7 +399,7 @@ class KafkaConsumer:
                             or offsets.resets_completed != resets)
                 self._check_wakeup()
                 if time.monotonic() >= deadline:
-                    self._update_fetch_positions()
+                    self._update_fetch_positions(deadline)
                     chunks = fetcher.drain(limit, take, count)
                     if chunks and fetcher.send_fetches():
                         client.poll(timeout_ms=0)
@@ -417,15 +440,97 @@ class KafkaConsumer:
             for records in self.poll(timeout_ms=self.config.fetch_max_wait_ms).values():
                 yield from records
 
+    # ------------------------------------------------------------------ commits
+
+    def _group(self, what: str) -> ConsumerCoordinator:
+        self._network()
+        if self._coordinator is None:
+            raise IllegalStateError(f"{what} needs a group.id: committed offsets belong to a "
+                                    "consumer group")
+        return self._coordinator
+
+    def _all_consumed(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The position of every assigned partition that has one (Java allConsumed)."""
+        out = {}
+        for tp in self._subscriptions.assigned_partitions():
+            st = self._subscriptions.state(tp)
+            if st.has_valid_position and st.position is not None:
+                out[tp] = OffsetAndMetadata(st.position.offset, "", st.position.offset_epoch)
+        return out
+
+    def _offsets_arg(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None
+                     ) -> dict[TopicPartition, OffsetAndMetadata]:
+        if offsets is None:
+            return self._all_consumed()
+        out = {}
+        for tp, om in offsets.items():
+            tp = _as_tp(tp)
+            if isinstance(om, int) and not isinstance(om, bool):
+                om = OffsetAndMetadata(om)
+            if not isinstance(om, OffsetAndMetadata) or om.offset < 0:
+                raise ValueError(f"the offset to commit for {tp} must be an OffsetAndMetadata "
+                                 f"or int >= 0, got {om!r}")
+            out[tp] = om
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+               timeout_ms: float | None = None) -> None:
+        """Commit ``offsets`` (default: the position of every assigned partition, i.e. what
+        poll() has returned) and wait for the answer, retrying retriable errors until
+        ``timeout_ms`` (default.api.timeout.ms). Java ``commitSync``."""
+        with self._lock:
+            coordinator = self._group("commit()")
+            todo = self._offsets_arg(offsets)
+            deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
+            coordinator.commit_sync(todo, deadline)
+
+    def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+                     callback: CommitCallback | None = None) -> None:
+        """Commit without waiting; ``callback(offsets, error_or_None)`` runs from a later
+        poll(), commit() or close(), in the order the commits were made."""
+        with self._lock:
+            coordinator = self._group("commit_async()")
+            coordinator.commit_async(self._offsets_arg(offsets), callback)
+            assert self._client is not None
+            self._client.poll(timeout_ms=0)
+
+    def committed(self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+                  ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offset of each partition (None where there is none)."""
+        parts = [_as_tp(tp) for tp in partitions]
+        with self._lock:
+            coordinator = self._group("committed()")
+            deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
+            return coordinator.fetch_committed(parts, deadline)
+
     def close(self, timeout_ms: float | None = None) -> None:
-        """Close the consumer and its connections. Idempotent."""
+        """Close the consumer: with enable.auto.commit, commit the consumed positions first
+        (waiting at most ``timeout_ms``, 30 s by default as in Java), then run pending commit
+        callbacks and close every connection. Idempotent."""
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            try:
+                if self._coordinator is not None and self._client is not None:
+                    deadline = time.monotonic() + (30_000 if timeout_ms is None
+                                                   else timeout_ms) / 1000.0
+                    try:
+                        if self.config.enable_auto_commit:
+                            self._coordinator.commit_sync(self._all_consumed(), deadline)
+                        while (self._coordinator.async_commits_pending()
+                               and time.monotonic() < deadline):
+                            self._client.poll(timeout_ms=max(0.0, (deadline - time.monotonic())
+                                                             * 1000.0),
+                                              until=lambda: not self._coordinator
+                                              or not self._coordinator.async_commits_pending())
+                        self._coordinator.invoke_completed_callbacks()
+                    except KafkaError as e:
+                        log.warning("closing: the final commit failed: %s", e)
+            finally:
+                self._closed = True
+                if self._client is not None:
+                    self._client.close()
+                    self._client = None
 
     @property
     def closed(self) -> bool:

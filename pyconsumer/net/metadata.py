@@ -46,6 +46,8 @@ class ClusterMetadata:
         self.max_age_ms = max_age_ms
         self._clock = clock
         self.brokers: dict[int, BrokerInfo] = {}
+        #: nodes reached outside the broker list, e.g. the group coordinator's own link
+        self.extra_nodes: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicMetadata] = {}
         #: topic -> error code of the last response that named it (UNKNOWN_TOPIC..., auth...)
         self.topic_errors: dict[str, int] = {}
@@ -69,6 +71,8 @@ class ClusterMetadata:
     def node(self, node_id: int) -> BrokerInfo | None:
         if node_id in self.brokers:
             return self.brokers[node_id]
+        if node_id in self.extra_nodes:
+            return self.extra_nodes[node_id]
         for b in self.bootstrap_nodes:
             if b.node_id == node_id:
                 return b

@@ -1,0 +1,405 @@
+"""The consumer's side of the group coordinator: discovery, committed offsets, commits.
+
+Java's ``ConsumerCoordinator`` (offset part) over ``AbstractCoordinator`` (discovery):
+
+* the coordinator is found with FindCoordinator (key = group.id) on the least loaded broker and
+  reached over its own connection (node id ``2**31 - 1 - broker id``, as Java keeps the
+  coordinator link apart from the fetch links); NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or
+  a disconnect mark it unknown and the next call finds it again;
+* committed offsets are read with OffsetFetch (require_stable, KIP-447);
+* commits are OffsetCommit with the current generation and member id (-1 and "" outside a
+  group: a consumer that uses assign() commits as a standalone member), synchronous with
+  retries until a deadline, or asynchronous with a callback run from poll()/commit(), in order;
+* auto-commit every auto.commit.interval.ms from poll(), and once more on close.
+
+Group membership (JoinGroup/SyncGroup/Heartbeat) builds on this class: it owns ``generation``
+and ``member_id``.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pyconsumer.config import ConsumerConfig
+from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.errors import (
+    CommitFailedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    error_for_code,
+)
+from pyconsumer.net.client import NetworkClient
+from pyconsumer.net.connection import Response
+from pyconsumer.net.future import Future
+from pyconsumer.protocol import ApiKey
+from pyconsumer.structs import BrokerInfo, OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
+
+COORDINATOR_ID_BASE = 2**31 - 1
+
+_COORDINATOR_LOAD_IN_PROGRESS = 14
+_COORDINATOR_GONE = {15, 16}             # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+_REQUEST_TIMED_OUT = 7
+_UNSTABLE_OFFSET_COMMIT = 88
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_REBALANCED = {22, 25, 27}               # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
+
+CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], KafkaError | None], Any]
+
+
+class _Retry(Exception):
+    """A retriable outcome of one attempt (the coordinator moved, is loading...)."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class ConsumerCoordinator:
+    def __init__(self, client: NetworkClient, config: ConsumerConfig,
+                 subscriptions: SubscriptionState) -> None:
+        assert config.group_id is not None
+        self.client = client
+        self.config = config
+        self.subscriptions = subscriptions
+        self.group_id: str = config.group_id
+        self.group_instance_id: str | None = config.group_instance_id
+        self.generation = -1
+        self.member_id = ""
+        self.coordinator: int | None = None
+        self._find: Future[Response] | None = None
+        self._completed_commits: collections.deque[
+            tuple[CommitCallback | None, dict[TopicPartition, OffsetAndMetadata],
+                  KafkaError | None]] = collections.deque()
+        self._async_in_flight = 0
+        interval = config.auto_commit_interval_ms / 1000.0
+        self._next_auto_commit = time.monotonic() + interval
+
+    # ------------------------------------------------------------------ discovery
+
+    def coordinator_unknown(self) -> bool:
+        if self.coordinator is None:
+            return True
+        conn = self.client.connection(self.coordinator)
+        if conn is not None and conn.in_backoff():
+            self.mark_coordinator_unknown("its connection failed")
+            return True
+        return False
+
+    def mark_coordinator_unknown(self, reason: str) -> None:
+        if self.coordinator is not None:
+            log.info("group %s: coordinator node %d marked unknown: %s", self.group_id,
+                     COORDINATOR_ID_BASE - self.coordinator, reason)
+            conn = self.client.connection(self.coordinator)
+            if conn is not None:
+                conn.close(KafkaConnectionError(f"coordinator of group {self.group_id} moved: "
+                                                f"{reason}"))
+            self.coordinator = None
+
+    def _lookup(self) -> Future[Response]:
+        if self._find is not None and not self._find.done:
+            return self._find
+        node = self.client.least_loaded_node()
+        if node is None:
+            fut: Future[Response] = Future()
+            fut.failure(KafkaConnectionError("no broker available to find the coordinator"))
+            return fut
+        group = self.group_id
+
+        def body(version: int) -> dict[str, Any]:
+            if version >= 4:
+                return {"key_type": 0, "coordinator_keys": [group]}
+            return {"key": group, "key_type": 0}
+
+        self._find = self.client.send(node, ApiKey.FIND_COORDINATOR, body)
+        self._find.add_callback(self._on_find)
+        return self._find
+
+    def _on_find(self, fut: Future[Response]) -> None:
+        if fut.failed() or fut.value is None:
+            return
+        resp = fut.value
+        if resp.version >= 4:
+            entries = [c for c in resp.body["coordinators"] if c["key"] == self.group_id]
+            if not entries:
+                return
+            found = entries[0]
+        else:
+            found = resp.body
+        if found["error_code"]:
+            return
+        node_id = COORDINATOR_ID_BASE - found["node_id"]
+        self.client.metadata.extra_nodes[node_id] = BrokerInfo(node_id, found["host"],
+                                                               found["port"])
+        self.coordinator = node_id
+        log.info("group %s: coordinator is broker %d (%s:%d)", self.group_id,
+                 found["node_id"], found["host"], found["port"])
+
+    def _find_error(self, fut: Future[Response]) -> KafkaError | None:
+        if fut.failed():
+            return fut.exception if isinstance(fut.exception, KafkaError) else None
+        assert fut.value is not None
+        resp = fut.value
+        if resp.version >= 4:
+            entries = [c for c in resp.body["coordinators"] if c["key"] == self.group_id]
+            code = entries[0]["error_code"] if entries else 15
+            message = entries[0].get("error_message") if entries else None
+        else:
+            code, message = resp.body["error_code"], resp.body.get("error_message")
+        return error_for_code(code, f"FindCoordinator for group {self.group_id}"
+                              + (f": {message}" if message else "")) if code else None
+
+    def ensure_coordinator_ready(self, deadline: float) -> bool:
+        """Find the coordinator, retrying until ``deadline``; False when time ran out."""
+        while self.coordinator_unknown():
+            fut = self._lookup()
+            self.client.poll(timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0),
+                             future=fut)
+            if not fut.done:
+                return False
+            err = self._find_error(fut)
+            if err is not None and not err.retriable:
+                raise err
+            if self.coordinator_unknown():
+                if time.monotonic() >= deadline:
+                    return False
+                if err is not None:
+                    log.debug("group %s: finding the coordinator failed: %s", self.group_id, err)
+                self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
+                                                max(0.0, (deadline - time.monotonic()) * 1000.0)))
+        return True
+
+    # ------------------------------------------------------------------ one request, retried
+
+    def _call(self, api: ApiKey, body: Callable[[int], dict[str, Any]],
+              parse: Callable[[Response], Any], deadline: float, what: str) -> Any:
+        """Send to the coordinator and parse, retrying retriable outcomes until ``deadline``."""
+        last: KafkaError | None = None
+        while True:
+            if not self.ensure_coordinator_ready(deadline):
+                break
+            assert self.coordinator is not None
+            fut = self.client.send(self.coordinator, api, body)
+            self.client.poll(timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0),
+                             future=fut)
+            if not fut.done:
+                break
+            try:
+                if fut.failed():
+                    err = fut.exception
+                    if isinstance(err, KafkaError) and err.retriable:
+                        self.mark_coordinator_unknown(str(err))
+                        raise _Retry(err)
+                    raise err  # type: ignore[misc]
+                assert fut.value is not None
+                return parse(fut.value)
+            except _Retry as r:
+                last = r.error
+                log.debug("group %s: %s failed, retrying: %s", self.group_id, what, r.error)
+            if time.monotonic() >= deadline:
+                break
+            self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
+                                            max(0.0, (deadline - time.monotonic()) * 1000.0)))
+        raise KafkaTimeoutError(f"{what} for group {self.group_id} did not complete in time"
+                                + (f" (last error: {last})" if last else ""))
+
+    def _check_group_error(self, code: int, what: str) -> None:
+        if not code:
+            return
+        err = error_for_code(code, f"{what} for group {self.group_id}")
+        assert err is not None
+        if code == _COORDINATOR_LOAD_IN_PROGRESS:
+            raise _Retry(err)
+        if code in _COORDINATOR_GONE or code == _REQUEST_TIMED_OUT:
+            self.mark_coordinator_unknown(err.message)
+            raise _Retry(err)
+        raise err
+
+    # ------------------------------------------------------------------ committed offsets
+
+    def fetch_committed(self, partitions: Iterable[TopicPartition], deadline: float
+                        ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        parts = list(dict.fromkeys(partitions))
+        by_topic: dict[str, list[int]] = collections.defaultdict(list)
+        for tp in parts:
+            by_topic[tp.topic].append(tp.partition)
+        group = self.group_id
+
+        def body(version: int) -> dict[str, Any]:
+            topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+            if version >= 8:
+                return {"groups": [{"group_id": group, "topics": topics}], "require_stable": True}
+            return {"group_id": group, "topics": topics, "require_stable": True}
+
+        def parse(resp: Response) -> dict[TopicPartition, OffsetAndMetadata | None]:
+            if resp.version >= 8:
+                g = resp.body["groups"][0]
+                self._check_group_error(g["error_code"], "OffsetFetch")
+                topics = g["topics"]
+            else:
+                self._check_group_error(resp.body.get("error_code", 0), "OffsetFetch")
+                topics = resp.body["topics"]
+            out: dict[TopicPartition, OffsetAndMetadata | None] = {}
+            unstable = []
+            for t in topics:
+                for p in t["partitions"]:
+                    tp = TopicPartition(t["name"], p["partition_index"])
+                    code = p["error_code"]
+                    if code == _UNSTABLE_OFFSET_COMMIT:
+                        unstable.append(tp)
+                        continue
+                    if code:
+                        err = error_for_code(code, f"committed offset of {tp}")
+                        assert err is not None
+                        if code == _UNKNOWN_TOPIC_OR_PARTITION:
+                            raise KafkaError(f"Topic or partition {tp} does not exist "
+                                             f"(OffsetFetch for group {self.group_id})")
+                        raise err
+                    offset = p["committed_offset"]
+                    epoch = p.get("committed_leader_epoch", -1)
+                    out[tp] = None if offset < 0 else OffsetAndMetadata(
+                        offset, p.get("metadata") or "", None if epoch < 0 else epoch)
+            if unstable:
+                err = error_for_code(_UNSTABLE_OFFSET_COMMIT, ", ".join(map(str, unstable)))
+                assert err is not None
+                raise _Retry(err)    # a transaction is committing offsets: ask again
+            return {tp: out.get(tp) for tp in parts}
+
+        result: dict[TopicPartition, OffsetAndMetadata | None] = self._call(
+            ApiKey.OFFSET_FETCH, body, parse, deadline, "OffsetFetch")
+        return result
+
+    # ------------------------------------------------------------------ commits
+
+    def _commit_body(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                     ) -> Callable[[int], dict[str, Any]]:
+        by_topic: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+        for tp, om in offsets.items():
+            by_topic[tp.topic].append({
+                "partition_index": tp.partition, "committed_offset": om.offset,
+                "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                "commit_timestamp": -1, "committed_metadata": om.metadata})
+        generation, member, instance = self.generation, self.member_id, self.group_instance_id
+
+        def body(version: int) -> dict[str, Any]:
+            return {"group_id": self.group_id, "generation_id_or_member_epoch": generation,
+                    "member_id": member, "group_instance_id": instance, "retention_time_ms": -1,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        return body
+
+    def _parse_commit(self, resp: Response) -> None:
+        failed_topics: set[str] = set()
+        for t in resp.body["topics"]:
+            for p in t["partitions"]:
+                code = p["error_code"]
+                if not code:
+                    continue
+                tp = TopicPartition(t["name"], p["partition_index"])
+                err = error_for_code(code, f"committing {tp} for group {self.group_id}")
+                assert err is not None
+                if code == 29:                               # TOPIC_AUTHORIZATION_FAILED
+                    failed_topics.add(tp.topic)
+                    continue
+                if code in _REBALANCED:
+                    raise CommitFailedError(
+                        f"Commit cannot be completed since the group {self.group_id} has "
+                        f"already rebalanced and assigned the partitions to another member "
+                        f"({err.message}); the offsets were not committed")
+                self._check_group_error(code, "OffsetCommit")
+                raise err
+        if failed_topics:
+            err = error_for_code(29, f"topics {', '.join(sorted(failed_topics))}")
+            assert err is not None
+            raise err
+
+    def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                    deadline: float) -> None:
+        if not offsets:
+            self.invoke_completed_callbacks()
+            return
+        self._call(ApiKey.OFFSET_COMMIT, self._commit_body(offsets), self._parse_commit,
+                   deadline, "OffsetCommit")
+        self.invoke_completed_callbacks()
+
+    def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                     callback: CommitCallback | None) -> None:
+        """Send a commit; ``callback(offsets, error)`` runs from a later poll()/commit()."""
+        frozen = dict(offsets)
+        if not frozen:
+            self._completed_commits.append((callback, frozen, None))
+            return
+
+        def send() -> None:
+            assert self.coordinator is not None
+            fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT,
+                                   self._commit_body(frozen))
+            self._async_in_flight += 1
+            fut.add_callback(done)
+
+        def done(fut: Future[Response]) -> None:
+            self._async_in_flight -= 1
+            error: KafkaError | None = None
+            if fut.failed():
+                error = fut.exception if isinstance(fut.exception, KafkaError) else \
+                    KafkaError(str(fut.exception))
+                if error.retriable:
+                    self.mark_coordinator_unknown(str(error))
+            else:
+                assert fut.value is not None
+                try:
+                    self._parse_commit(fut.value)
+                except _Retry as r:
+                    error = r.error
+                except KafkaError as e:
+                    error = e
+            if error is not None:
+                log.warning("group %s: async commit of %s failed: %s", self.group_id,
+                            sorted(map(str, frozen)), error)
+            self._completed_commits.append((callback, frozen, error))
+
+        if self.coordinator_unknown():
+            # Java: look the coordinator up first, then send; no blocking here
+            lookup = self._lookup()
+
+            def after_lookup(f: Future[Response]) -> None:
+                if not self.coordinator_unknown():
+                    send()
+                else:
+                    err = self._find_error(f) or KafkaConnectionError(
+                        f"coordinator of group {self.group_id} unknown")
+                    self._completed_commits.append((callback, frozen, err))
+
+            lookup.add_callback(after_lookup)
+        else:
+            send()
+
+    def invoke_completed_callbacks(self) -> None:
+        while self._completed_commits:
+            callback, offsets, error = self._completed_commits.popleft()
+            if callback is not None:
+                callback(offsets, error)
+
+    def async_commits_pending(self) -> bool:
+        return self._async_in_flight > 0 or (self._find is not None and not self._find.done)
+
+    # ------------------------------------------------------------------ auto-commit
+
+    def maybe_auto_commit(self, consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]
+                          ) -> None:
+        if not self.config.enable_auto_commit:
+            return
+        now = time.monotonic()
+        if now < self._next_auto_commit:
+            return
+        self._next_auto_commit = now + self.config.auto_commit_interval_ms / 1000.0
+        offsets = consumed()
+        if offsets:
+            self.commit_async(offsets, None)
+
+
+__all__ = ["COORDINATOR_ID_BASE", "CommitCallback", "ConsumerCoordinator"]
