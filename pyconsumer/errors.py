@@ -125,6 +125,16 @@ class NoOffsetForPartitionError(KafkaClientError):
         self.partitions = set(partitions)
 
 
+class LogTruncationError(KafkaClientError):
+    """The leader's log no longer holds the records before the consumer's position (they were
+    truncated after an unclean leader change) and ``auto.offset.reset`` is ``none``.
+    ``divergent_offsets`` maps each partition to the first offset known to diverge."""
+
+    def __init__(self, message: str, divergent_offsets: Any = None) -> None:
+        super().__init__(message)
+        self.divergent_offsets = dict(divergent_offsets or {})
+
+
 class CommitFailedError(KafkaClientError):
     """A commit failed for good: the group rebalanced (the member's generation is gone), so
     the partitions may now belong to another member. Not retriable (Java
@@ -619,6 +629,7 @@ __all__ = [
     "NoOffsetForPartitionError",
     "FetchProgressError",
     "CommitFailedError",
+    "LogTruncationError",
     "BrokerResponseError",
     "BROKER_ERRORS",
     "ERRORS_BY_CODE",

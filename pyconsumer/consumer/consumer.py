@@ -348,6 +348,7 @@ class KafkaConsumer:
                 for tp in initializing:
                     self._subscriptions.request_reset(tp)
         offsets.reset_positions_if_needed()
+        offsets.validate_positions_if_needed()
         return True
 
     def _check_wakeup(self) -> None:

@@ -19,6 +19,7 @@ from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     KafkaError,
     KafkaTimeoutError,
+    LogTruncationError,
     NoOffsetForPartitionError,
     error_for_code,
 )
@@ -81,8 +82,9 @@ class OffsetsClient:
         self._isolation = 1 if config.isolation_level == "read_committed" else 0
         self._resets_in_flight: set[TopicPartition] = set()
         self._reset_error: KafkaError | None = None
-        #: bumped whenever a background reset round completes (poll waits on it)
+        #: bumped whenever a background reset or validation round completes (poll waits on it)
         self.resets_completed = 0
+        self._validations_in_flight: set[TopicPartition] = set()
 
     # ------------------------------------------------------------------ one round
 
@@ -268,6 +270,113 @@ class OffsetsClient:
                 self._reset_error = outcome.error
 
         self._send_round(timestamps, done)
+
+    # ------------------------------------------------------------------ validation (KIP-320)
+
+    def validate_positions_if_needed(self) -> None:
+        """Check positions in AWAIT_VALIDATION against their leader with OffsetForLeaderEpoch
+        (v3+): the epoch of the last record consumed must still end at or after the position,
+        or the log was truncated under us. A leader that cannot answer (no v3) is trusted, as
+        in Java."""
+        subs = self.subscriptions
+        now = time.monotonic()
+        metadata = self.client.metadata
+        by_node: dict[int, dict[TopicPartition, tuple[int, int, int]]] = defaultdict(dict)
+        for tp in subs.partitions_needing_validation(now):
+            if tp in self._validations_in_flight:
+                continue
+            st = subs.state(tp)
+            position = st.position
+            info = metadata.partition(tp)
+            if position is None or position.offset_epoch is None:
+                subs.complete_validation(tp)
+                continue
+            if info is None or info.leader < 0:
+                metadata.request_update()
+                continue
+            if not self.client.ready(info.leader):
+                continue                      # connecting: its versions are not known yet
+            conn = self.client.connection(info.leader)
+            assert conn is not None
+            theirs = conn.broker_versions.get(int(ApiKey.OFFSET_FOR_LEADER_EPOCH))
+            if theirs is None or theirs[1] < 3:
+                subs.complete_validation(tp)  # the broker cannot tell: trust the position
+                continue
+            current = -1 if info.leader_epoch is None else info.leader_epoch
+            by_node[info.leader][tp] = (position.offset, position.offset_epoch, current)
+        for node, part in by_node.items():
+            self._send_validation(node, part)
+
+    def _send_validation(self, node: int, part: dict[TopicPartition, tuple[int, int, int]]
+                         ) -> None:
+        topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for tp, (_, epoch, current) in part.items():
+            topics[tp.topic].append({"partition": tp.partition, "current_leader_epoch": current,
+                                     "leader_epoch": epoch})
+        body = {"replica_id": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+        self._validations_in_flight.update(part)
+        fut = self.client.send(node, ApiKey.OFFSET_FOR_LEADER_EPOCH, body)
+
+        def done(f: Future[Response]) -> None:
+            self.resets_completed += 1
+            self._validations_in_flight.difference_update(part)
+            retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000.0
+            subs = self.subscriptions
+            answered: set[TopicPartition] = set()
+            if f.succeeded():
+                assert f.value is not None
+                for t in f.value.body["topics"]:
+                    for p in t["partitions"]:
+                        tp = TopicPartition(t["topic"], p["partition"])
+                        if tp in part:
+                            answered.add(tp)
+                            self._apply_validation(tp, part[tp][0], p)
+            else:
+                self.client.metadata.request_update()
+            for tp in set(part) - answered:
+                if subs.is_assigned(tp):
+                    subs.state(tp).next_retry_time = retry_at
+
+        fut.add_callback(done)
+
+    def _apply_validation(self, tp: TopicPartition, asked_offset: int, p: dict[str, Any]) -> None:
+        subs = self.subscriptions
+        if not subs.is_assigned(tp):
+            return
+        st = subs.state(tp)
+        if st.fetch_state.value != "await_validation" or st.position is None \
+                or st.position.offset != asked_offset:
+            return                            # moved meanwhile (a seek wins)
+        code = p["error_code"]
+        if code:
+            err = error_for_code(code, f"OffsetForLeaderEpoch for {tp}")
+            assert err is not None
+            if err.retriable or err.invalid_metadata:
+                self.client.metadata.request_update()
+                st.next_retry_time = time.monotonic() + self.config.retry_backoff_ms / 1000.0
+            else:
+                self._reset_error = err
+            return
+        end_offset, epoch = p.get("end_offset", -1), p.get("leader_epoch", -1)
+        if end_offset < 0 or epoch < 0:
+            # the leader knows nothing of that epoch (log start moved past it): reset
+            log.info("%s: the leader has no end offset for epoch %s; resetting", tp,
+                     st.position.offset_epoch)
+            subs.request_reset(tp)
+        elif end_offset < asked_offset:
+            if subs.default_reset.kind != "none":
+                log.warning("truncation detected for %s: position %d is past the end (%d) of "
+                            "leader epoch %d; resetting to the first offset known to diverge",
+                            tp, asked_offset, end_offset, epoch)
+                subs.seek_validated(tp, end_offset, epoch)
+            else:
+                self._reset_error = LogTruncationError(
+                    f"Truncated partition detected: {tp} was fetched up to {asked_offset} but "
+                    f"the leader's epoch {epoch} ends at {end_offset} (auto.offset.reset=none)",
+                    {tp: OffsetAndTimestamp(end_offset, -1, epoch)})
+        else:
+            subs.complete_validation(tp)
 
     def raise_reset_error(self) -> None:
         """A fatal error of a background reset (e.g. authorization), raised once by poll."""

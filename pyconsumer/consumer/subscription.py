@@ -202,6 +202,28 @@ class SubscriptionState:
                 if st.fetch_state is FetchState.AWAIT_RESET
                 and (st.next_retry_time is None or now >= st.next_retry_time)]
 
+    def partitions_needing_validation(self, now: float) -> list[TopicPartition]:
+        return [tp for tp, st in self._assignment.items()
+                if st.fetch_state is FetchState.AWAIT_VALIDATION
+                and (st.next_retry_time is None or now >= st.next_retry_time)]
+
+    def complete_validation(self, tp: TopicPartition) -> None:
+        """The position checked out against the leader's log (or cannot be checked)."""
+        st = self._assignment.get(tp)
+        if st is not None and st.fetch_state is FetchState.AWAIT_VALIDATION \
+                and st.position is not None:
+            st.transition(FetchState.FETCHING)
+            st.next_retry_time = None
+
+    def seek_validated(self, tp: TopicPartition, offset: int, offset_epoch: int | None) -> None:
+        """Move to a position already known to be on the leader's log (after truncation)."""
+        st = self.state(tp)
+        leader = st.position.leader if st.position is not None else None
+        leader_epoch = st.position.leader_epoch if st.position is not None else None
+        st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
+        st.fetch_state = FetchState.FETCHING
+        st.next_retry_time = None
+
     def initializing_partitions(self) -> list[TopicPartition]:
         return [tp for tp, st in self._assignment.items()
                 if st.fetch_state is FetchState.INITIALIZING]
