@@ -1538,6 +1538,11 @@ cdef class CompletedFetch:
                                                                         self.w.partition)
         return self.w.take_arrow(max_records, self.include_headers)
 
+    def set_include_headers(self, bint include_headers):
+        """Whether later take_arrow calls build the headers column (poll_arrow asks per call;
+        without headers, magic-2 batches take the faster fill path)."""
+        self.include_headers = include_headers
+
     @property
     def next_fetch_offset(self):
         return self.w.next_fetch_offset

@@ -422,11 +422,12 @@ class KafkaConsumer:
         """Like poll(), as one pyarrow.RecordBatch in Spark's Kafka source schema (rows of a
         partition in offset order, partitions one after another); no Python object per
         record. An empty batch (with the schema) when nothing arrived."""
-        chunks = self._poll(timeout_ms, max_records, lambda c, n: c.take_arrow(n),
-                            lambda b: b.num_rows)
+        def take(cursor: CompletedFetch, n: int) -> pa.RecordBatch:
+            cursor.set_include_headers(include_headers)
+            return cursor.take_arrow(n)
+
+        chunks = self._poll(timeout_ms, max_records, take, lambda b: b.num_rows)
         batches = [b for _, b in chunks]
-        if not include_headers:
-            batches = [b.drop_columns(["headers"]) for b in batches]
         if not batches:
             return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(include_headers))
         if len(batches) == 1:

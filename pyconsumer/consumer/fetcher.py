@@ -225,7 +225,7 @@ class Fetcher:
                     data.get("records"), tp.topic, tp.partition, fetched.fetch_offset,
                     check_crcs=self.config.check_crcs,
                     isolation_level=self.config.isolation_level,
-                    aborted_transactions=aborted, include_headers=True,
+                    aborted_transactions=aborted,
                     key_deserializer=self.config.key_deserializer,
                     value_deserializer=self.config.value_deserializer)
             if code in _REFRESH_METADATA:

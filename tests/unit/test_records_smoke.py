@@ -402,3 +402,24 @@ def test_legacy_v1_log_append_time_wrapper_stamps_inner_records() -> None:
         decode_records(bytes(bad), "t", 0)
     with pytest.raises(CorruptRecordError, match="Cannot decompress gzip"):
         decode_records(bytes(bad), "t", 0, check_crcs=False)   # gzip's own trailer check
+
+
+def test_completed_fetch_headers_column_per_take() -> None:
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    import recordsets as rs
+
+    from pyconsumer.records import CompletedFetch
+
+    data = rs.aio_v2(rs.sample_records(12), "none", 0)
+    cf = CompletedFetch(data, "t", 0, 0)
+    first = cf.take_arrow(4)
+    assert "headers" not in first.schema.names
+    cf.set_include_headers(True)
+    second = cf.take_arrow(4)
+    assert second.schema.names[-1] == "headers"
+    assert second.column("offset").to_pylist() == [4, 5, 6, 7]
+    expected = [[{"key": k, "value": v} for k, v in r[4]] or None for r in rs.sample_records(12)[4:8]]
+    assert second.column("headers").to_pylist() == expected
