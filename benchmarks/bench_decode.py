@@ -86,22 +86,27 @@ import sys, tracemalloc
 from pathlib import Path
 import pyarrow as pa
 from pyconsumer.records import decode_arrow
+from pyext.records import native_memory, reset_native_peak
 data = Path(sys.argv[1]).read_bytes()
 decode_arrow(data[:1 << 20], "t", 0, include_headers=True)   # warm up pyarrow, the codecs
 pool = pa.default_memory_pool()
 base = pool.bytes_allocated()
+native_base = native_memory()[0]
+reset_native_peak()
 tracemalloc.start()
 batch = decode_arrow(data, "t", 0, include_headers=True)
 py_peak = tracemalloc.get_traced_memory()[1]
-# Arrow buffers come from pyarrow's pool; decompression buffers are Python bytearrays
-print(pool.max_memory() - base + py_peak, batch.nbytes)
+# Arrow column buffers are the decoder's own (native_memory), the RecordBatch wrapping comes
+# from pyarrow's pool, decompression buffers are Python bytearrays (tracemalloc)
+extra = native_memory()[1] - native_base + pool.max_memory() - base + py_peak
+print(extra, batch.nbytes)
 """
 
 
 def peak_memory(path: Path) -> tuple[int, int]:
-    """(peak extra memory while decode_arrow builds the batch: pyarrow pool high-water plus
-    Python allocations, the batch's nbytes), measured in a fresh process so nothing else has
-    raised the pool's high-water mark."""
+    """(peak extra memory while decode_arrow builds the batch: the decoder's own buffers,
+    pyarrow's pool and Python allocations at their high-water marks, the batch's nbytes),
+    measured in a fresh process so nothing else has raised the high-water marks."""
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], check=True,

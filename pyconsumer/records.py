@@ -22,7 +22,10 @@ deserializer that raises becomes :class:`~pyconsumer.errors.RecordDeserializatio
 Limits: Arrow ``binary`` columns use int32 offsets, so one RecordBatch holds at most 2 GiB
 of keys (and of values). :func:`decode_arrow` raises ``OverflowError`` for a larger record
 set; :meth:`CompletedFetch.take_arrow` instead ends the batch early and hands out the rest
-on the next call. A compressed batch may decompress to at most
+on the next call. Freed column buffers of 1 MiB or more are kept for reuse, up to
+:func:`get_buffer_cache_limit` bytes (256 MiB by default; :func:`set_buffer_cache_limit`
+changes it, 0 disables): a fresh large buffer costs more in page faults than the decoding that
+fills it. A compressed batch may decompress to at most
 :func:`get_max_decompressed_size` bytes (256 MiB by default,
 :func:`set_max_decompressed_size` changes it); more is reported as corruption.
 """
@@ -33,8 +36,10 @@ from pyext.records import (
     ConsumerRecord,
     decode_arrow,
     decode_records,
+    get_buffer_cache_limit,
     get_max_decompressed_size,
     kafka_arrow_schema,
+    set_buffer_cache_limit,
     set_max_decompressed_size,
 )
 
@@ -43,7 +48,9 @@ __all__ = [
     "ConsumerRecord",
     "decode_arrow",
     "decode_records",
+    "get_buffer_cache_limit",
     "get_max_decompressed_size",
     "kafka_arrow_schema",
+    "set_buffer_cache_limit",
     "set_max_decompressed_size",
 ]

@@ -34,14 +34,19 @@ cdef class ConsumerRecord:
 
 
 cdef class _PBuf:
-    # A pyarrow ResizableBuffer (memory pool) written through a raw pointer.
-    cdef object obj              # pyarrow.ResizableBuffer
-    cdef uint8_t* ptr            # its data (refreshed after every resize)
-    cdef Py_ssize_t cap          # its size in bytes
+    # An Arrow output buffer written through a raw pointer: 64-byte aligned malloc memory,
+    # exported through the buffer protocol (pyarrow.py_buffer keeps it alive). Large blocks go
+    # back to a small process-wide cache when freed, so the next batch reuses resident pages
+    # instead of faulting in fresh ones (see _cache_take/_cache_give in records.pyx).
+    cdef uint8_t* ptr            # the data
+    cdef Py_ssize_t cap          # usable bytes
+    cdef Py_ssize_t size         # bytes exported by finish()
     cdef bint zero               # zero new bytes on growth (validity bitmaps)
+    cdef int _resize(self, Py_ssize_t new, Py_ssize_t keep) except -1
     cdef int ensure(self, Py_ssize_t nbytes) except -1   # grow (x1.5) to at least nbytes
     cdef int ensure_to(self, Py_ssize_t nbytes) except -1  # grow to exactly nbytes if larger
-    cdef object finish(self, Py_ssize_t nbytes)          # shrink to nbytes, return the buffer
+    cdef object finish(self, Py_ssize_t nbytes)          # fix the size, return a pa.Buffer
+    cdef void _resize_down(self, Py_ssize_t nbytes)      # move a small result off a big block
 
 
 cdef class _CBuf:

@@ -423,3 +423,34 @@ def test_completed_fetch_headers_column_per_take() -> None:
     assert second.column("offset").to_pylist() == [4, 5, 6, 7]
     expected = [[{"key": k, "value": v} for k, v in r[4]] or None for r in rs.sample_records(12)[4:8]]
     assert second.column("headers").to_pylist() == expected
+
+
+def test_large_buffers_are_reused_and_accounted() -> None:
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+    import recordsets as rs
+
+    from pyconsumer.records import decode_arrow, get_buffer_cache_limit, set_buffer_cache_limit
+    from pyext.records import native_memory
+
+    data = b"".join(rs.aio_v2([(i, 0, b"k", b"v" * 1000, []) for i in range(1000)], "none", base)
+                    for base in range(0, 4000, 1000))
+    before = native_memory()[0]
+    first = decode_arrow(data, "t", 0)
+    held = native_memory()[0] - before
+    assert held >= first.column("value").buffers()[2].size
+    values = first.column("value").to_pylist()
+    del first
+    assert native_memory()[0] == before            # every buffer given back
+    again = decode_arrow(data, "t", 0)              # reuses the cached block: same content
+    assert again.column("value").to_pylist() == values == [b"v" * 1000] * 4000
+    limit = get_buffer_cache_limit()
+    try:
+        set_buffer_cache_limit(0)
+        assert get_buffer_cache_limit() == 0
+        with pytest.raises(ValueError, match="must be >= 0"):
+            set_buffer_cache_limit(-1)
+    finally:
+        set_buffer_cache_limit(limit)
