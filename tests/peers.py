@@ -74,6 +74,28 @@ class PeerConnection:
         }
         self.send(encode_response(ApiKey.METADATA, version, correlation_id, body))
 
+    def serve(self, handlers: dict[ApiKey, Callable[[int, dict[str, Any]], dict[str, Any]]]
+              ) -> None:
+        """Answer requests until the client hangs up: ``handlers[api](version, body)`` gives
+        the response body; an API without a handler is a test failure."""
+        while True:
+            request = self.read_request()
+            if request is None:
+                return
+            api, version, correlation_id, body = request
+            if api not in handlers:
+                raise AssertionError(f"unexpected {api!r} v{version}")
+            self.send(encode_response(api, version, correlation_id, handlers[api](version, body)))
+
+    def one_partition_metadata(self, topic: str = "t", leader_epoch: int = 0) -> dict[str, Any]:
+        """A Metadata body: this peer as broker 7, leading partition 0 of ``topic``."""
+        return {
+            "brokers": [{"node_id": 7, "host": "127.0.0.1", "port": self.peer.port}],
+            "topics": [{"error_code": 0, "name": topic, "partitions": [
+                {"error_code": 0, "partition_index": 0, "leader_id": 7,
+                 "leader_epoch": leader_epoch, "replica_nodes": [7], "isr_nodes": [7]}]}],
+        }
+
     def hold(self) -> None:
         """Keep the connection open, reading and ignoring, until the client closes it."""
         while self._read(1) is not None:

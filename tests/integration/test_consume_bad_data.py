@@ -12,7 +12,7 @@ import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.errors import CorruptRecordError
-from pyconsumer.protocol import ApiKey, encode_response
+from pyconsumer.protocol import ApiKey
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import recordsets as rs  # noqa: E402
@@ -34,30 +34,21 @@ def broker(conn: PeerConnection, bad_codec: str = "lz4") -> None:
     conn.answer_api_versions()
     sets = batches(bad_codec)
     starts = [0, 10, 20]
-    while True:
-        request = conn.read_request()
-        if request is None:
-            return
-        api, version, cid, body = request
-        if api == ApiKey.METADATA:
-            out: dict[str, Any] = {
-                "brokers": [{"node_id": 7, "host": "127.0.0.1", "port": conn.peer.port}],
-                "topics": [{"error_code": 0, "name": "t", "partitions": [
-                    {"error_code": 0, "partition_index": 0, "leader_id": 7, "leader_epoch": 0,
-                     "replica_nodes": [7], "isr_nodes": [7]}]}]}
-        elif api == ApiKey.LIST_OFFSETS:
-            out = {"topics": [{"name": "t", "partitions": [
-                {"partition_index": 0, "error_code": 0, "offset": 0, "timestamp": -1}]}]}
-        elif api == ApiKey.FETCH:
-            assert version == 12, "no topic ids in this metadata: Fetch must stay at v12"
-            offset = body["topics"][0]["partitions"][0]["fetch_offset"]
-            data = b"".join(s for s, start in zip(sets, starts) if start + 10 > offset)
-            out = {"responses": [{"topic": "t", "partitions": [
-                {"partition_index": 0, "error_code": 0, "high_watermark": 30,
-                 "last_stable_offset": 30, "records": data}]}]}
-        else:
-            raise AssertionError(f"unexpected {api!r}")
-        conn.send(encode_response(api, version, cid, out))
+
+    def fetch(version: int, body: dict[str, Any]) -> dict[str, Any]:
+        assert version == 12, "no topic ids in this metadata: Fetch must stay at v12"
+        offset = body["topics"][0]["partitions"][0]["fetch_offset"]
+        data = b"".join(s for s, start in zip(sets, starts) if start + 10 > offset)
+        return {"responses": [{"topic": "t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "high_watermark": 30,
+             "last_stable_offset": 30, "records": data}]}]}
+
+    conn.serve({
+        ApiKey.METADATA: lambda v, b: conn.one_partition_metadata(),
+        ApiKey.LIST_OFFSETS: lambda v, b: {"topics": [{"name": "t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "offset": 0, "timestamp": -1}]}]},
+        ApiKey.FETCH: fetch,
+    })
 
 
 @pytest.mark.parametrize("arrow", [False, True])

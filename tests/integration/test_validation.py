@@ -31,32 +31,25 @@ def make_broker(end_offset: int, epoch_versions: tuple[int, int] = (0, 4),
         conn.send(encode_response(ApiKey.API_VERSIONS, request[1], request[2], {
             "error_code": 0, "api_keys": [{"api_key": int(k), "min_version": lo, "max_version": hi}
                                           for k, (lo, hi) in versions.items()]}))
-        while True:
-            request = conn.read_request()
-            if request is None:
-                return
-            api, version, cid, body = request
-            if api == ApiKey.METADATA:
-                out: dict[str, Any] = {
-                    "brokers": [{"node_id": 7, "host": "127.0.0.1", "port": conn.peer.port}],
-                    "topics": [{"error_code": 0, "name": "t", "partitions": [
-                        {"error_code": 0, "partition_index": 0, "leader_id": 7,
-                         "leader_epoch": 5, "replica_nodes": [7], "isr_nodes": [7]}]}]}
-            elif api == ApiKey.OFFSET_FOR_LEADER_EPOCH:
-                p = body["topics"][0]["partitions"][0]
-                if seen is not None:
-                    seen.append({"version": version, **p})
-                out = {"topics": [{"topic": "t", "partitions": [
-                    {"error_code": 0, "partition": 0, "leader_epoch": p["leader_epoch"],
-                     "end_offset": end_offset}]}]}
-            elif api == ApiKey.FETCH:
-                offset = body["topics"][0]["partitions"][0]["fetch_offset"]
-                out = {"responses": [{"topic": "t", "partitions": [
-                    {"partition_index": 0, "error_code": 0, "high_watermark": 30,
-                     "records": RECORDS if offset < 30 else b""}]}]}
-            else:
-                raise AssertionError(f"unexpected {api!r}")
-            conn.send(encode_response(api, version, cid, out))
+        def epoch_end(version: int, body: dict[str, Any]) -> dict[str, Any]:
+            p = body["topics"][0]["partitions"][0]
+            if seen is not None:
+                seen.append({"version": version, **p})
+            return {"topics": [{"topic": "t", "partitions": [
+                {"error_code": 0, "partition": 0, "leader_epoch": p["leader_epoch"],
+                 "end_offset": end_offset}]}]}
+
+        def fetch(version: int, body: dict[str, Any]) -> dict[str, Any]:
+            offset = body["topics"][0]["partitions"][0]["fetch_offset"]
+            return {"responses": [{"topic": "t", "partitions": [
+                {"partition_index": 0, "error_code": 0, "high_watermark": 30,
+                 "records": RECORDS if offset < 30 else b""}]}]}
+
+        conn.serve({
+            ApiKey.METADATA: lambda v, b: conn.one_partition_metadata(leader_epoch=5),
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: epoch_end,
+            ApiKey.FETCH: fetch,
+        })
     return broker
 
 
