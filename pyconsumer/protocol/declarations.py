@@ -5,7 +5,8 @@ followed by its fields, indented two spaces per nesting level:
 ``<Name> <type> <versions> [nullable=<versions>] [tag=<n>@<tagged versions>] [default=<v>]``.
 Types are Kafka's: int8/16/32/64, uint16, float64, bool, string, bytes, records, uuid, ``[]T``
 for arrays, and a capitalised name for a struct whose fields follow on deeper lines.
-Versions are ``N+``, ``A-B``, ``N`` or ``none``. Field names and versions follow Apache Kafka's
+Versions are ``N+``, ``A-B``, ``N`` or ``none``. Blocks with api key -1 are not requests but
+the embedded formats of the consumer group protocol (JoinGroup metadata, SyncGroup assignment). Field names and versions follow Apache Kafka's
 message specs (clients/src/main/resources/common/message/*.json); the codec
 (:mod:`pyconsumer.protocol.codec`) reads this table and is the only encoder and decoder.
 """
@@ -359,4 +360,17 @@ DescribeGroupsResponse 15 0-5 flexible=5+
       MemberMetadata bytes 0+
       MemberAssignment bytes 0+
     AuthorizedOperations int32 3+ default=-2147483648
+ConsumerProtocolSubscription -1 0-3 flexible=none
+  Topics []string 0+
+  UserData bytes 0+ nullable=0+ default=null
+  OwnedPartitions []TopicPartition 1+
+    Topic string 1+
+    Partitions []int32 1+
+  GenerationId int32 2+ default=-1
+  RackId string 3+ nullable=3+ default=null
+ConsumerProtocolAssignment -1 0-3 flexible=none
+  AssignedPartitions []TopicPartition 0+
+    Topic string 0+
+    Partitions []int32 0+
+  UserData bytes 0+ nullable=0+ default=null
 """

@@ -1,0 +1,33 @@
+"""Partition assignors, by the protocol names Java uses in JoinGroup."""
+from __future__ import annotations
+
+from pyconsumer.consumer.assignors.base import (
+    Assignor,
+    GroupAssignment,
+    RebalanceProtocol,
+    member_sort_key,
+)
+from pyconsumer.consumer.assignors.range import RangeAssignor
+from pyconsumer.consumer.assignors.roundrobin import RoundRobinAssignor
+from pyconsumer.consumer.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
+
+ASSIGNORS: dict[str, type[Assignor]] = {
+    cls.name: cls
+    for cls in (RangeAssignor, RoundRobinAssignor, StickyAssignor, CooperativeStickyAssignor)
+}
+
+
+def assignor_for(name_or_assignor: str | Assignor) -> Assignor:
+    """An assignor instance for a protocol name (``range``...) or an Assignor object."""
+    if isinstance(name_or_assignor, Assignor):
+        return name_or_assignor
+    try:
+        return ASSIGNORS[name_or_assignor]()
+    except KeyError:
+        raise ValueError(f"unknown partition assignor {name_or_assignor!r}; known: "
+                         f"{', '.join(ASSIGNORS)}") from None
+
+
+__all__ = ["ASSIGNORS", "Assignor", "CooperativeStickyAssignor", "GroupAssignment",
+           "RangeAssignor", "RebalanceProtocol", "RoundRobinAssignor", "StickyAssignor",
+           "assignor_for", "member_sort_key"]
