@@ -10,6 +10,7 @@ committed offsets) builds on the same network client and subscription state.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from types import TracebackType
@@ -23,6 +24,7 @@ import pyarrow as pa
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.consumer.membership import GroupMembership
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -54,7 +56,7 @@ class KafkaConsumer:
     a :class:`~pyconsumer.errors.ConfigurationError` naming it. No connection is opened until a
     call needs the cluster."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, *topics: str, **settings: Any) -> None:
         self.config = ConsumerConfig(**settings)
         self._client: NetworkClient | None = None
         self._closed = False
@@ -63,7 +65,10 @@ class KafkaConsumer:
         self._fetcher: Fetcher | None = None
         self._offsets: OffsetsClient | None = None
         self._coordinator: ConsumerCoordinator | None = None
+        self._membership: GroupMembership | None = None
         self._wakeup = threading.Event()
+        if topics:
+            self.subscribe(list(topics))
 
     # ------------------------------------------------------------------ plumbing
 
@@ -77,7 +82,14 @@ class KafkaConsumer:
             if self.config.group_id is not None:
                 self._coordinator = ConsumerCoordinator(self._client, self.config,
                                                         self._subscriptions)
+                self._membership = GroupMembership(
+                    self._coordinator, self._client, self.config, self._subscriptions,
+                    self._on_unassigned)
         return self._client
+
+    def _on_unassigned(self, partitions: set[TopicPartition]) -> None:
+        if self._fetcher is not None:
+            self._fetcher.clear_buffered(keep=lambda tp: tp not in partitions)
 
     def _parts(self) -> tuple[NetworkClient, Fetcher, OffsetsClient]:
         client = self._network()
@@ -183,14 +195,73 @@ class KafkaConsumer:
                     client.metadata.request_update()
                 client.metadata_topics = topics
 
-    def unsubscribe(self) -> None:
-        """Drop the assignment (and, later, the subscription)."""
+    def subscribe(self, topics: Iterable[str] = (), pattern: str | re.Pattern[str] | None = None,
+                  listener: Any = None) -> None:
+        """Join the consumer group (group.id) and consume what it assigns: the given topics,
+        or every topic whose whole name matches ``pattern``. ``listener`` may define
+        ``on_partitions_revoked(set)``, ``on_partitions_assigned(set)`` and
+        ``on_partitions_lost(set)`` (Java's ConsumerRebalanceListener); they run inside
+        poll(). Mutually exclusive with assign()."""
+        names = [topics] if isinstance(topics, str) else list(topics)
+        if pattern is not None and names:
+            raise ValueError("give topics or a pattern, not both")
+        if pattern is None and not names:
+            self.unsubscribe()
+            return
+        for t in names:
+            if not isinstance(t, str) or not t.strip():
+                raise ValueError(f"topic names must be non-empty strings, got {t!r}")
+        if self.config.group_id is None:
+            raise IllegalStateError("subscribe() needs a group.id: the group coordinator "
+                                    "assigns the partitions")
+        if self.config.group_protocol != "classic":
+            raise IllegalStateError(f"group.protocol={self.config.group_protocol} (KIP-848) is "
+                                    "not supported yet; use group.protocol=classic")
         with self._lock:
+            client = self._network()
+            assert self._membership is not None
+            if pattern is not None:
+                compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+                self._subscriptions.subscribe_pattern(compiled)
+                client.metadata_topics = None            # watch every topic for matches
+                client.metadata.request_update()
+            else:
+                if self._subscriptions.subscribe(names):
+                    self._membership.request_rejoin("the subscription changed")
+                client.metadata_topics = set(names)
+                client.metadata.request_update()
+            self._membership.listener = listener
+            self._membership.start_heartbeat_thread(self._lock)
+
+    def subscription(self) -> set[str]:
+        """The subscribed topics (for a pattern: the topics it matches now)."""
+        return set(self._subscriptions.subscription)
+
+    def unsubscribe(self) -> None:
+        """Leave the group (revoking the owned partitions) or drop a manual assignment."""
+        with self._lock:
+            if self._membership is not None and self._subscriptions.has_auto_assignment:
+                self._leave("the consumer unsubscribed", time.monotonic() + 5)
             self._subscriptions.unsubscribe()
             if self._fetcher is not None:
                 self._fetcher.clear_buffered()
             if self._client is not None:
                 self._client.metadata_topics = set()
+
+    def _leave(self, reason: str, deadline: float) -> None:
+        m = self._membership
+        if m is None:
+            return
+        owned = set(self._subscriptions.assigned_partitions())
+        if owned and m.generation >= 0:
+            try:
+                from pyconsumer.consumer.membership import _call_listener
+
+                _call_listener(m.listener, "on_partitions_revoked", owned)
+            except Exception as e:   # the listener's error must not stop the leave
+                log.warning("rebalance listener failed on leave: %s", e)
+        m.stop_heartbeat_thread()
+        m.maybe_leave(reason, deadline)
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._subscriptions.assigned_partitions())
@@ -372,14 +443,21 @@ class KafkaConsumer:
             raise ValueError(f"max_records must be an int >= 1, got {max_records!r}")
         with self._lock:
             client, fetcher, offsets = self._parts()
-            if not self._subscriptions.assigned_partitions():
+            if self._subscriptions.subscription_type.value == "none":
                 raise IllegalStateError(
                     "Consumer is not subscribed to any topics or assigned any partitions")
             deadline = time.monotonic() + timeout_ms / 1000.0
+            membership = self._membership if self._subscriptions.has_auto_assignment else None
             while True:
                 self._check_wakeup()
                 if self._coordinator is not None:
                     self._coordinator.invoke_completed_callbacks()
+                if membership is not None:
+                    membership.last_poll = time.monotonic()
+                    membership.check_metadata()
+                    membership.ensure_active_group(deadline)
+                    membership.maybe_heartbeat()
+                if self._coordinator is not None:
                     self._coordinator.maybe_auto_commit(self._all_consumed)
                 self._update_fetch_positions(deadline)
                 chunks = fetcher.drain(limit, take, count)
@@ -390,9 +468,12 @@ class KafkaConsumer:
                     return chunks
                 fetcher.send_fetches()
                 left = (deadline - time.monotonic()) * 1000.0
-                if not self._subscriptions.has_all_fetch_positions():
-                    # a reset waits for metadata or a retry backoff: come back to drive it
+                if not self._subscriptions.has_all_fetch_positions() or (
+                        membership is not None and membership.rejoin_needed):
+                    # a reset or a join waits for metadata or a backoff: come back to drive it
                     left = min(left, self.config.retry_backoff_ms)
+                if membership is not None:
+                    left = min(left, membership.time_to_next_heartbeat_ms())
                 resets = offsets.resets_completed
                 # wake for data, a wakeup(), or a finished reset (fetches can start then)
                 client.poll(timeout_ms=max(0.0, left),
@@ -507,8 +588,9 @@ class KafkaConsumer:
 
     def close(self, timeout_ms: float | None = None) -> None:
         """Close the consumer: with enable.auto.commit, commit the consumed positions first
-        (waiting at most ``timeout_ms``, 30 s by default as in Java), then run pending commit
-        callbacks and close every connection. Idempotent."""
+        (waiting at most ``timeout_ms``, 30 s by default as in Java); a subscribed member then
+        revokes its partitions (listener) and leaves the group (a static member keeps its
+        session); pending commit callbacks run; every connection closes. Idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -519,6 +601,11 @@ class KafkaConsumer:
                     try:
                         if self.config.enable_auto_commit:
                             self._coordinator.commit_sync(self._all_consumed(), deadline)
+                    except KafkaError as e:
+                        log.warning("closing: the final commit failed: %s", e)
+                    try:
+                        if self._subscriptions.has_auto_assignment:
+                            self._leave("the consumer is being closed", deadline)
                         while (self._coordinator.async_commits_pending()
                                and time.monotonic() < deadline):
                             self._client.poll(timeout_ms=max(0.0, (deadline - time.monotonic())
@@ -527,9 +614,11 @@ class KafkaConsumer:
                                               or not self._coordinator.async_commits_pending())
                         self._coordinator.invoke_completed_callbacks()
                     except KafkaError as e:
-                        log.warning("closing: the final commit failed: %s", e)
+                        log.warning("closing: %s", e)
             finally:
                 self._closed = True
+                if self._membership is not None:
+                    self._membership.stop_heartbeat_thread()
                 if self._client is not None:
                     self._client.close()
                     self._client = None

@@ -16,6 +16,7 @@ FETCHING.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -101,6 +102,9 @@ class SubscriptionState:
         #: bumped on every assignment change, so in-flight responses for an older assignment
         #: can be recognised
         self.assignment_id = 0
+        #: subscribe(): the topics asked for (AUTO_TOPICS) or matched by the pattern
+        self.subscription: set[str] = set()
+        self.pattern: re.Pattern[str] | None = None
 
     # ------------------------------------------------------------------ assignment
 
@@ -126,6 +130,43 @@ class SubscriptionState:
     def unsubscribe(self) -> None:
         self._assignment = {}
         self.subscription_type = SubscriptionType.NONE
+        self.subscription = set()
+        self.pattern = None
+        self.assignment_id += 1
+
+    def subscribe(self, topics: Iterable[str]) -> bool:
+        """Subscribe to these topics (group-managed). True if the topic set changed."""
+        self._set_type(SubscriptionType.AUTO_TOPICS)
+        wanted = set(topics)
+        changed = wanted != self.subscription
+        self.subscription = wanted
+        return changed
+
+    def subscribe_pattern(self, pattern: re.Pattern[str]) -> None:
+        self._set_type(SubscriptionType.AUTO_PATTERN)
+        self.pattern = pattern
+
+    def match_pattern(self, topics: Iterable[str]) -> bool:
+        """Set the subscription to the topics the pattern matches; True if that changed."""
+        assert self.pattern is not None
+        wanted = {t for t in topics if self.pattern.fullmatch(t)}
+        changed = wanted != self.subscription
+        self.subscription = wanted
+        return changed
+
+    @property
+    def has_auto_assignment(self) -> bool:
+        return self.subscription_type in (SubscriptionType.AUTO_TOPICS,
+                                          SubscriptionType.AUTO_PATTERN)
+
+    def assign_from_subscribed(self, partitions: Iterable[TopicPartition]) -> None:
+        """The group's assignment; partitions kept keep their state (cooperative)."""
+        wanted = list(dict.fromkeys(partitions))
+        for tp in wanted:
+            if tp.topic not in self.subscription:
+                raise IllegalStateError(
+                    f"the group assigned {tp}, whose topic this consumer did not subscribe to")
+        self._assignment = {tp: self._assignment.get(tp) or PartitionState() for tp in wanted}
         self.assignment_id += 1
 
     def assigned_partitions(self) -> list[TopicPartition]:

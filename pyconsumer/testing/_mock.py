@@ -136,9 +136,15 @@ class MockCluster:
     Quirks: one batch per partition per Fetch, 5 MB / 100k batches retention per partition,
     no CreateTopics (topics auto-create with 4 partitions unless created here), ListOffsets
     by timestamp unimplemented.
+
+    The mock advertises JoinGroup v6, SyncGroup v4 and LeaveGroup v4 (their flexible versions)
+    but cannot parse them (it closes the connection on a read underflow, or answers LeaveGroup
+    v4 with a null array): librdkafka itself never sends them. ``cap_group_versions`` (default
+    True) makes it advertise what it can handle: JoinGroup 0-5, SyncGroup 0-3, LeaveGroup 0-3.
     """
 
-    def __init__(self, num_brokers: int = 3, *, initial_rebalance_delay_ms: int = 0) -> None:
+    def __init__(self, num_brokers: int = 3, *, initial_rebalance_delay_ms: int = 0,
+                 cap_group_versions: bool = True) -> None:
         if num_brokers < 1:
             raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
         self._lib = _load()
@@ -166,6 +172,9 @@ class MockCluster:
         _live.add(self)
         self.bootstrap: str = self._lib.rd_kafka_mock_cluster_bootstraps(mc).decode()
         self.set_group_initial_rebalance_delay_ms(initial_rebalance_delay_ms)
+        if cap_group_versions:
+            for api_key, highest in ((11, 5), (14, 3), (13, 3)):   # JoinGroup, SyncGroup, LeaveGroup
+                self.set_apiversion(api_key, 0, highest)
 
     # ------------------------------------------------------------------ helpers
 

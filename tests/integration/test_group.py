@@ -1,0 +1,191 @@
+"""Group membership (classic protocol) against librdkafka's mock cluster: subscribe, the
+leader's assignment, rebalances when members join and leave, eager and cooperative listeners,
+pattern subscriptions, commits across a rebalance with no record lost or read twice, static
+members that do not leave, and the max.poll.interval.ms guard. The mock takes a few seconds to
+complete a rebalance, so the loops below wait up to 30 s for a condition."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.errors import IllegalStateError
+from pyconsumer.testing import MockCluster, produce, sample_records
+
+GROUP_SETTINGS: dict[str, Any] = {
+    "auto_offset_reset": "earliest", "session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
+}
+
+
+def tps(topic: str, n: int) -> set[TopicPartition]:
+    return {TopicPartition(topic, p) for p in range(n)}
+
+
+class Runner:
+    """Polls a consumer in a thread, collecting (partition, offset) and listener calls."""
+
+    def __init__(self, consumer: KafkaConsumer, commit: bool = False) -> None:
+        self.consumer = consumer
+        self.commit = commit
+        self.records: list[tuple[TopicPartition, int]] = []
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                got = self.consumer.poll(timeout_ms=100)
+                for tp, recs in got.items():
+                    self.records += [(tp, r.offset) for r in recs]
+                if got and self.commit:
+                    self.consumer.commit()
+        except BaseException as e:  # reported by the test
+            self.errors.append(e)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(20)
+        assert not self._thread.is_alive()
+        assert not self.errors, self.errors
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, set[TopicPartition]]] = []
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("revoked", partitions))
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("assigned", partitions))
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        self.calls.append(("lost", partitions))
+
+
+def test_one_member_then_two_then_one(mock_cluster: MockCluster) -> None:
+    mock_cluster.create_topic("orders", 4)
+    records = sample_records(400, partitions=4)
+    delivered = produce(mock_cluster.bootstrap, "orders", records)
+    everything = {(TopicPartition("orders", p), o) for p, o in delivered}
+    settings = dict(GROUP_SETTINGS, bootstrap_servers=mock_cluster.bootstrap, group_id="g1")
+
+    first_listener = Recorder()
+    c1 = KafkaConsumer(**settings)
+    c1.subscribe(["orders"], listener=first_listener)
+    assert c1.subscription() == {"orders"}
+    r1 = Runner(c1, commit=True)
+    wait_for(lambda: len(r1.records) >= 100)          # c1 alone owns all four partitions
+    assert c1.assignment() == tps("orders", 4)
+    assert first_listener.calls[0] == ("assigned", tps("orders", 4))
+
+    c2 = KafkaConsumer("orders", **settings)
+    r2 = Runner(c2, commit=True)
+    wait_for(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
+    assert c1.assignment() | c2.assignment() == tps("orders", 4)
+    # eager: everything revoked before the rebalance, then the new share assigned
+    assert ("revoked", tps("orders", 4)) in first_listener.calls
+    assert first_listener.calls[-1] == ("assigned", c1.assignment())
+
+    wait_for(lambda: len({x for x in r1.records + r2.records}) == 400)
+    r2.stop()
+    c2.close()                                         # leaves the group
+    wait_for(lambda: c1.assignment() == tps("orders", 4))
+    more = sample_records(40, partitions=4, seed=8)
+    delivered2 = produce(mock_cluster.bootstrap, "orders", more)
+    everything |= {(TopicPartition("orders", p), o) for p, o in delivered2}
+    wait_for(lambda: {x for x in r1.records + r2.records} == everything)
+    r1.stop()
+    c1.close()
+    seen = r1.records + r2.records
+    # committed after every poll: a rebalance may replay records after the last commit, but
+    # none is lost; each partition's records arrive in order within each member
+    assert {x for x in seen} == everything
+    for runner in (r1, r2):
+        for p in range(4):
+            offsets = [o for tp, o in runner.records if tp.partition == p]
+            assert offsets == sorted(offsets)
+
+
+def test_cooperative_rebalance_revokes_only_what_moves(mock_cluster: MockCluster) -> None:
+    mock_cluster.create_topic("coop", 4)
+    settings = dict(GROUP_SETTINGS, bootstrap_servers=mock_cluster.bootstrap, group_id="g-coop",
+                    partition_assignment_strategy=["cooperative-sticky"])
+    listener = Recorder()
+    c1 = KafkaConsumer(**settings)
+    c1.subscribe(["coop"], listener=listener)
+    r1 = Runner(c1)
+    wait_for(lambda: c1.assignment() == tps("coop", 4))
+    c2 = KafkaConsumer("coop", **settings)
+    r2 = Runner(c2)
+    wait_for(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
+    r1.stop()
+    r2.stop()
+    revoked = [p for kind, p in listener.calls if kind == "revoked"]
+    assert revoked and all(len(p) == 2 for p in revoked)   # never everything
+    assert tps("coop", 4) - c1.assignment() == revoked[0]
+    c1.close()
+    c2.close()
+
+
+def test_pattern_subscription(mock_cluster: MockCluster) -> None:
+    for name in ("pat-a", "pat-b", "other"):
+        mock_cluster.create_topic(name, 2)
+    with KafkaConsumer(**GROUP_SETTINGS, bootstrap_servers=mock_cluster.bootstrap,
+                       group_id="g-pat") as c:
+        c.subscribe(pattern=r"pat-.*")
+        wait_for(lambda: (c.poll(timeout_ms=100) is not None
+                          and c.assignment() == tps("pat-a", 2) | tps("pat-b", 2)))
+        assert c.subscription() == {"pat-a", "pat-b"}
+        with pytest.raises(IllegalStateError, match="mutually exclusive"):
+            c.assign([TopicPartition("other", 0)])
+
+
+def test_subscribe_needs_a_group_id(mock_cluster: MockCluster) -> None:
+    with KafkaConsumer(bootstrap_servers=mock_cluster.bootstrap) as c:
+        with pytest.raises(IllegalStateError, match="subscribe\\(\\) needs a group.id"):
+            c.subscribe(["t"])
+
+
+def test_static_member_does_not_leave(mock_cluster: MockCluster) -> None:
+    mock_cluster.create_topic("static", 2)
+    c = KafkaConsumer("static", **GROUP_SETTINGS, bootstrap_servers=mock_cluster.bootstrap,
+                      group_id="g-static", group_instance_id="worker-1")
+    wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
+    mock_cluster.start_request_tracking()
+    c.close()
+    assert 13 not in {r.api_key for r in mock_cluster.get_requests()}   # no LeaveGroup
+    dynamic = KafkaConsumer("static", **GROUP_SETTINGS, bootstrap_servers=mock_cluster.bootstrap,
+                            group_id="g-dynamic")
+    wait_for(lambda: dynamic.poll(timeout_ms=100) is not None and len(dynamic.assignment()) == 2)
+    mock_cluster.clear_requests()
+    dynamic.close()
+    assert 13 in {r.api_key for r in mock_cluster.get_requests()}       # a dynamic one leaves
+
+
+def test_max_poll_interval_leaves_and_rejoins(mock_cluster: MockCluster) -> None:
+    mock_cluster.create_topic("slow", 2)
+    c = KafkaConsumer("slow", **dict(GROUP_SETTINGS, max_poll_interval_ms=1000,
+                                     session_timeout_ms=6000),
+                      bootstrap_servers=mock_cluster.bootstrap, group_id="g-slow")
+    try:
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
+        mock_cluster.start_request_tracking()
+        time.sleep(2.0)                                   # no poll: the heartbeat thread leaves
+        assert 13 in {r.api_key for r in mock_cluster.get_requests()}
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
+    finally:
+        c.close()
