@@ -189,3 +189,25 @@ def test_max_poll_interval_leaves_and_rejoins(mock_cluster: MockCluster) -> None
         wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
     finally:
         c.close()
+
+
+def test_tansu_group_with_flexible_versions(tansu: Any, make_tansu_topic: Callable[..., str]) -> None:
+    """Tansu negotiates the flexible group APIs (JoinGroup v9, SyncGroup v5, LeaveGroup v5)."""
+    topic = make_tansu_topic(2)
+    delivered = produce(tansu.bootstrap, topic, sample_records(60, partitions=2))
+    settings = dict(GROUP_SETTINGS, bootstrap_servers=tansu.bootstrap, group_id=f"g-{topic}",
+                    session_timeout_ms=2000, heartbeat_interval_ms=300)
+    with KafkaConsumer(topic, **settings) as c:
+        seen: set[tuple[TopicPartition, int]] = set()
+        deadline = time.monotonic() + 30
+        while len(seen) < 60 and time.monotonic() < deadline:
+            for tp, recs in c.poll(timeout_ms=200).items():
+                seen |= {(tp, r.offset) for r in recs}
+        assert seen == {(TopicPartition(topic, p), o) for p, o in delivered}
+        assert c.assignment() == tps(topic, 2)
+        versions = c.negotiated_versions()
+        coordinator = next(v for n, v in versions.items() if n > 2**30)
+        assert coordinator["JOIN_GROUP"] >= 6 and coordinator["SYNC_GROUP"] >= 4
+        c.commit()
+        assert {tp: om.offset for tp, om in c.committed(tps(topic, 2)).items()} == {
+            TopicPartition(topic, p): 30 for p in range(2)}
