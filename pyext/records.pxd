@@ -41,6 +41,7 @@ cdef class _PBuf:
     cdef bint zero               # zero new bytes on growth (validity bitmaps)
     cdef int ensure(self, Py_ssize_t nbytes) except -1   # grow (x1.5) to at least nbytes
     cdef int ensure_to(self, Py_ssize_t nbytes) except -1  # grow to exactly nbytes if larger
+    cdef int regrow(self, Py_ssize_t nbytes, Py_ssize_t used) except -1  # new buffer, copy used
     cdef object finish(self, Py_ssize_t nbytes)          # shrink to nbytes, return the buffer
 
 
@@ -61,6 +62,9 @@ cdef class _ArrowBuilder:
     cdef Py_ssize_t rows_target  # rows this batch is expected to reach (from batch headers)
     cdef Py_ssize_t need_key     # key bytes of a row refused for lack of room
     cdef Py_ssize_t need_val     # value bytes of a row refused for lack of room
+    cdef Py_ssize_t plain_bytes  # key+value bytes bound of the uncompressed batches estimated
+    cdef Py_ssize_t comp_bytes   # compressed payload bytes of the compressed batches estimated
+    cdef bint reprojected        # data buffers were re-sized after the first compressed batch
     cdef _PBuf offsets           # int64 offsets
     cdef _PBuf timestamps        # int64 microseconds
     cdef _PBuf ts_types          # int32 timestamp types
@@ -99,6 +103,7 @@ cdef class _ArrowBuilder:
     cdef Py_ssize_t hv_nulls     # null header values
     cdef void sync(self) noexcept   # refresh the cached pointers after buffers grew
     cdef int reserve(self, Py_ssize_t rows) except -1   # room for rows more rows (+ a refused row)
+    cdef int reproject(self, double ratio) except -1    # size data buffers from the rows so far
     cdef int add(self, RecView* v, int32_t ts_type) except -1 nogil  # 1 added, 0 full, 2 grow
     cdef int add_headers(self, RecView* v) except -1 nogil           # headers of the row
     cdef object finish(self, str topic, int32_t partition)           # -> pyarrow.RecordBatch

@@ -270,6 +270,24 @@ cdef class _PBuf:
             memset(self.ptr + old, 0, nbytes - old)
         return 0
 
+    cdef int regrow(self, Py_ssize_t nbytes, Py_ssize_t used) except -1:
+        """Grow to exactly nbytes (if larger) by allocating a new buffer and copying only the
+        first `used` bytes: a resize would copy the whole old capacity."""
+        cdef object obj
+        cdef uint8_t* p
+        if nbytes <= self.cap:
+            return 0
+        obj = pa.allocate_buffer(nbytes, resizable=True)
+        p = <uint8_t*><uintptr_t>obj.address
+        if used > 0:
+            memcpy(p, self.ptr, used)
+        if self.zero:
+            memset(p + used, 0, nbytes - used)
+        self.obj = obj
+        self.ptr = p
+        self.cap = nbytes
+        return 0
+
     cdef object finish(self, Py_ssize_t nbytes):
         if nbytes < self.cap:
             self.obj.resize(nbytes, shrink_to_fit=True)
@@ -367,6 +385,8 @@ cdef class _ArrowBuilder:
         (<int32_t*>self.val_offs.ptr)[0] = 0
         self.key_used = self.val_used = self.key_nulls = self.val_nulls = 0
         self.need_key = self.need_val = 0
+        self.plain_bytes = self.comp_bytes = 0
+        self.reprojected = False
         self.h_nulls = self.h_count = self.hk_used = self.hv_used = self.hv_nulls = 0
         if include_headers:
             self.h_valid = _CBuf(True)
@@ -407,6 +427,33 @@ cdef class _ArrowBuilder:
         if self.include_headers:
             self.h_valid.ensure(total // 8 + 1)
             self.h_offs.ensure((total + 1) * 4)
+        self.sync()
+        return 0
+
+    cdef int reproject(self, double ratio) except -1:
+        """Once the first compressed batch is in: grow the key and value buffers to what the
+        rows expected will need at the average row size seen so far, bounded by the
+        uncompressed bytes ahead plus the compressed bytes ahead times the largest
+        decompression ratio seen. The upfront guess for compressed batches (3x their size) is
+        often short (lz4/zstd/snappy 4-10x on typical payloads), and growing a nearly full
+        100 MB buffer later copies all of it; growing now copies one batch."""
+        cdef double bound, kp, vp
+        self.reprojected = True
+        if self.n <= 0 or self.rows_target <= self.n:
+            return 0
+        bound = self.plain_bytes + self.comp_bytes * ratio + 64
+        kp = self.key_used * 1.03 * self.rows_target / self.n + 64
+        vp = self.val_used * 1.03 * self.rows_target / self.n + 64
+        if kp > bound:
+            kp = bound
+        if vp > bound:
+            vp = bound
+        if kp > INT32_MAX:
+            kp = INT32_MAX
+        if vp > INT32_MAX:
+            vp = INT32_MAX
+        self.key_data.regrow(<Py_ssize_t>kp, self.key_used)
+        self.val_data.regrow(<Py_ssize_t>vp, self.val_used)
         self.sync()
         return 0
 
@@ -1418,12 +1465,14 @@ cdef class _Walker:
         cdef Py_ssize_t rows_est = 0, bytes_est = 0, left, at
         cdef int32_t length, count
         cdef int16_t attrs
+        cdef Py_ssize_t plain_est = 0, comp_est = 0
         cdef _ArrowBuilder b
         # Size the columns from the batch headers still ahead (uncompressed batches give a
         # tight bound on key+value bytes); compressed batches grow the buffers as they come.
         if self.remaining > 0:
             rows_est = self.remaining
             bytes_est = self.rr.end - self.rr.pos
+            plain_est = bytes_est              # already decompressed when compressed
         at = self.pos
         while at + V2_HEADER <= self.length and rows_est < max_rows:
             length = <int32_t>pyx_be32(self.data + at + 8)
@@ -1440,14 +1489,18 @@ cdef class _Walker:
                     break
                 rows_est += count
                 bytes_est += length - V2_MIN_LENGTH - count * V2_MIN_RECORD
+                plain_est += length - V2_MIN_LENGTH - count * V2_MIN_RECORD
             else:                              # a guess (never trusting count): buffers grow
                 rows_est += min(count, (length - V2_MIN_LENGTH) // 2)
                 bytes_est += (length - V2_MIN_LENGTH) * 3
+                comp_est += length - V2_MIN_LENGTH
             at += LOG_OVERHEAD + length
         if rows_est > max_rows:
             bytes_est = <Py_ssize_t>(bytes_est * (<double>max_rows / rows_est))
             rows_est = max_rows
         b = _ArrowBuilder(rows_est, min(bytes_est, rows_est * 16), bytes_est, include_headers)
+        b.plain_bytes = plain_est
+        b.comp_bytes = comp_est
         if self.error is not None:
             raise self.error
         try:
@@ -1474,6 +1527,9 @@ cdef class _Walker:
             else:
                 with nogil:
                     self.fill_arrow(b, max_rows)
+            if (not b.reprojected and b.comp_bytes > 0 and self.remaining == 0
+                    and self.region_owner is not None and b.n > 0):
+                b.reproject(self.ratio)
         return 0
 
 
