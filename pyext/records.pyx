@@ -103,8 +103,11 @@ def get_max_decompressed_size() -> int:
 # --------------------------------------------------------------------------- ConsumerRecord
 
 @cython.final
-@cython.no_gc          # no cycles through a record (its fields are str/bytes/list of tuples):
-                       # keeping it out of the cyclic GC saves a collection every 700 records
+# GC-aware type (a deserializer may return a container the application later points back at
+# the record, a cycle only the cyclic GC can free), but records decoded WITHOUT deserializers are
+# untracked right after construction in _make_record: their fields are then str, int, bytes,
+# None and a list of (str, bytes | None) tuples, which cannot lead back to the record (short of
+# the application appending the record to its own headers list, outside the documented type).
 @cython.freelist(512)   # a poll hands out max.poll.records (500 by default) then drops them
 cdef class ConsumerRecord:
     """One record as poll() hands it out (immutable)."""
@@ -698,7 +701,11 @@ cdef list _headers_list(_Walker w, RecView* v):
     return out
 
 
-cdef inline ConsumerRecord _make_record(_Walker w, RecView* v):
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
+
+
+cdef inline ConsumerRecord _make_record(_Walker w, RecView* v, bint untrack):
     cdef ConsumerRecord rec = ConsumerRecord.__new__(ConsumerRecord)
     rec.topic = w.topic
     rec.partition = w.partition_obj
@@ -717,6 +724,8 @@ cdef inline ConsumerRecord _make_record(_Walker w, RecView* v):
     rec._leader_epoch = w.epoch
     rec.serialized_key_size = v.key_len
     rec.serialized_value_size = v.value_len
+    if untrack:
+        PyObject_GC_UnTrack(<void*>rec)    # no cycle can pass through it (see ConsumerRecord)
     return rec
 
 
@@ -1441,7 +1450,7 @@ cdef class _Walker:
                 continue
             if not self.read_record(&v):
                 continue
-            rec = _make_record(self, &v)
+            rec = _make_record(self, &v, not des)
             if des:
                 stage = "key"
                 try:
