@@ -120,6 +120,8 @@ cdef class _Walker:
     cdef str topic                   # for records and errors
     cdef int32_t partition           # for records and errors
     cdef object partition_obj        # partition as a Python int (shared by the records)
+    cdef object ts_obj               # timestamp of the last record made, as a Python int
+    cdef int64_t ts_val              # its value (records sharing a timestamp share the int)
     cdef bint check_crcs             # verify CRC32C (v2) / CRC32 (v0/v1)
     cdef bint read_committed         # isolation.level=read_committed
     cdef list aborted                # [(first_offset, producer_id)] sorted by first offset

@@ -710,7 +710,12 @@ cdef inline ConsumerRecord _make_record(_Walker w, RecView* v, bint untrack):
     rec.topic = w.topic
     rec.partition = w.partition_obj
     rec.offset = v.offset
-    rec.timestamp = v.timestamp
+    # LogAppendTime batches stamp every record with the same time, and producers batch many
+    # records within one millisecond: share the int object instead of allocating one each
+    if w.ts_obj is None or v.timestamp != w.ts_val:
+        w.ts_obj = v.timestamp
+        w.ts_val = v.timestamp
+    rec.timestamp = w.ts_obj
     rec.timestamp_type = w.ts_type
     if v.key_len >= 0:
         rec.key = PyBytes_FromStringAndSize(<const char*>v.key, v.key_len)
@@ -772,6 +777,8 @@ cdef class _Walker:
         self.topic = topic
         self.partition = partition
         self.partition_obj = partition
+        self.ts_obj = None
+        self.ts_val = 0
         self.check_crcs = check_crcs
         if isolation_level == "read_committed":
             self.read_committed = True
