@@ -437,14 +437,16 @@ cdef class _ArrowBuilder:
         """Once the first compressed batch is in: grow the key and value buffers to what the
         rows expected will need at the average row size seen so far, bounded by the
         uncompressed bytes ahead plus the compressed bytes ahead times the largest
-        decompression ratio seen. The upfront guess for compressed batches (3x their size) is
+        decompression ratio seen (x2). The upfront guess for compressed batches (3x their size) is
         often short (lz4/zstd/snappy 4-10x on typical payloads), and growing a nearly full
         100 MB buffer later copies all of it; growing now copies one batch."""
         cdef double bound, kp, vp
         self.reprojected = True
         if self.n <= 0 or self.rows_target <= self.n:
             return 0
-        bound = self.plain_bytes + self.comp_bytes * ratio + 64
+        # 2x: later batches may compress better than the ones seen (zstd's first batch of a
+        # set is often larger); the bound only has to stop a lying record count
+        bound = self.plain_bytes + 2.0 * self.comp_bytes * ratio + 64
         kp = self.key_used * 1.03 * self.rows_target / self.n + 64
         vp = self.val_used * 1.03 * self.rows_target / self.n + 64
         if kp > bound:
