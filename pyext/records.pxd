@@ -47,6 +47,7 @@ cdef class _PBuf:
     cdef int ensure_to(self, Py_ssize_t nbytes) except -1  # grow to exactly nbytes if larger
     cdef object finish(self, Py_ssize_t nbytes)          # fix the size, return a pa.Buffer
     cdef void _resize_down(self, Py_ssize_t nbytes)      # move a small result off a big block
+    cdef int regrow(self, Py_ssize_t nbytes, Py_ssize_t used) except -1  # grow, copy used
 
 
 cdef class _CBuf:
@@ -66,6 +67,9 @@ cdef class _ArrowBuilder:
     cdef Py_ssize_t rows_target  # rows this batch is expected to reach (from batch headers)
     cdef Py_ssize_t need_key     # key bytes of a row refused for lack of room
     cdef Py_ssize_t need_val     # value bytes of a row refused for lack of room
+    cdef Py_ssize_t plain_bytes  # key+value bytes bound of the uncompressed batches estimated
+    cdef Py_ssize_t comp_bytes   # compressed payload bytes of the compressed batches estimated
+    cdef bint reprojected        # data buffers were re-sized after the first compressed batch
     cdef _PBuf offsets           # int64 offsets
     cdef _PBuf timestamps        # int64 microseconds
     cdef _PBuf ts_types          # int32 timestamp types
@@ -104,6 +108,7 @@ cdef class _ArrowBuilder:
     cdef Py_ssize_t hv_nulls     # null header values
     cdef void sync(self) noexcept   # refresh the cached pointers after buffers grew
     cdef int reserve(self, Py_ssize_t rows) except -1   # room for rows more rows (+ a refused row)
+    cdef int reproject(self, double ratio) except -1    # size data buffers from the rows so far
     cdef int add(self, RecView* v, int32_t ts_type) except -1 nogil  # 1 added, 0 full, 2 grow
     cdef int add_headers(self, RecView* v) except -1 nogil           # headers of the row
     cdef object finish(self, str topic, int32_t partition)           # -> pyarrow.RecordBatch
@@ -120,6 +125,8 @@ cdef class _Walker:
     cdef str topic                   # for records and errors
     cdef int32_t partition           # for records and errors
     cdef object partition_obj        # partition as a Python int (shared by the records)
+    cdef object ts_obj               # timestamp of the last record made, as a Python int
+    cdef int64_t ts_val              # its value (records sharing a timestamp share the int)
     cdef bint check_crcs             # verify CRC32C (v2) / CRC32 (v0/v1)
     cdef bint read_committed         # isolation.level=read_committed
     cdef list aborted                # [(first_offset, producer_id)] sorted by first offset

@@ -115,8 +115,11 @@ def get_max_decompressed_size() -> int:
 # --------------------------------------------------------------------------- ConsumerRecord
 
 @cython.final
-@cython.no_gc          # no cycles through a record (its fields are str/bytes/list of tuples):
-                       # keeping it out of the cyclic GC saves a collection every 700 records
+# GC-aware type (a deserializer may return a container the application later points back at
+# the record, a cycle only the cyclic GC can free), but records decoded WITHOUT deserializers are
+# untracked right after construction in _make_record: their fields are then str, int, bytes,
+# None and a list of (str, bytes | None) tuples, which cannot lead back to the record (short of
+# the application appending the record to its own headers list, outside the documented type).
 @cython.freelist(512)   # a poll hands out max.poll.records (500 by default) then drops them
 cdef class ConsumerRecord:
     """One record as poll() hands it out (immutable)."""
@@ -380,6 +383,13 @@ cdef class _PBuf:
             return 0
         return self._resize(nbytes, self.cap)
 
+    cdef int regrow(self, Py_ssize_t nbytes, Py_ssize_t used) except -1:
+        """Grow to exactly nbytes (if larger) copying only the first `used` bytes: growing in
+        place would copy the whole old capacity."""
+        if nbytes <= self.cap:
+            return 0
+        return self._resize(nbytes, used)
+
     cdef object finish(self, Py_ssize_t nbytes):
         if self.cap >= _CACHE_MIN and nbytes < self.cap // 2 and nbytes < _CACHE_MIN:
             self._resize_down(nbytes)
@@ -497,6 +507,8 @@ cdef class _ArrowBuilder:
         (<int32_t*>self.val_offs.ptr)[0] = 0
         self.key_used = self.val_used = self.key_nulls = self.val_nulls = 0
         self.need_key = self.need_val = 0
+        self.plain_bytes = self.comp_bytes = 0
+        self.reprojected = False
         self.h_nulls = self.h_count = self.hk_used = self.hv_used = self.hv_nulls = 0
         if include_headers:
             self.h_valid = _CBuf(True)
@@ -537,6 +549,35 @@ cdef class _ArrowBuilder:
         if self.include_headers:
             self.h_valid.ensure(total // 8 + 1)
             self.h_offs.ensure((total + 1) * 4)
+        self.sync()
+        return 0
+
+    cdef int reproject(self, double ratio) except -1:
+        """Once the first compressed batch is in: grow the key and value buffers to what the
+        rows expected will need at the average row size seen so far, bounded by the
+        uncompressed bytes ahead plus the compressed bytes ahead times the largest
+        decompression ratio seen (x2). The upfront guess for compressed batches (3x their size) is
+        often short (lz4/zstd/snappy 4-10x on typical payloads), and growing a nearly full
+        100 MB buffer later copies all of it; growing now copies one batch."""
+        cdef double bound, kp, vp
+        self.reprojected = True
+        if self.n <= 0 or self.rows_target <= self.n:
+            return 0
+        # 2x: later batches may compress better than the ones seen (zstd's first batch of a
+        # set is often larger); the bound only has to stop a lying record count
+        bound = self.plain_bytes + 2.0 * self.comp_bytes * ratio + 64
+        kp = self.key_used * 1.03 * self.rows_target / self.n + 64
+        vp = self.val_used * 1.03 * self.rows_target / self.n + 64
+        if kp > bound:
+            kp = bound
+        if vp > bound:
+            vp = bound
+        if kp > INT32_MAX:
+            kp = INT32_MAX
+        if vp > INT32_MAX:
+            vp = INT32_MAX
+        self.key_data.regrow(<Py_ssize_t>kp, self.key_used)
+        self.val_data.regrow(<Py_ssize_t>vp, self.val_used)
         self.sync()
         return 0
 
@@ -781,12 +822,21 @@ cdef list _headers_list(_Walker w, RecView* v):
     return out
 
 
-cdef inline ConsumerRecord _make_record(_Walker w, RecView* v):
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
+
+
+cdef inline ConsumerRecord _make_record(_Walker w, RecView* v, bint untrack):
     cdef ConsumerRecord rec = ConsumerRecord.__new__(ConsumerRecord)
     rec.topic = w.topic
     rec.partition = w.partition_obj
     rec.offset = v.offset
-    rec.timestamp = v.timestamp
+    # LogAppendTime batches stamp every record with the same time, and producers batch many
+    # records within one millisecond: share the int object instead of allocating one each
+    if w.ts_obj is None or v.timestamp != w.ts_val:
+        w.ts_obj = v.timestamp
+        w.ts_val = v.timestamp
+    rec.timestamp = w.ts_obj
     rec.timestamp_type = w.ts_type
     if v.key_len >= 0:
         rec.key = PyBytes_FromStringAndSize(<const char*>v.key, v.key_len)
@@ -800,6 +850,8 @@ cdef inline ConsumerRecord _make_record(_Walker w, RecView* v):
     rec._leader_epoch = w.epoch
     rec.serialized_key_size = v.key_len
     rec.serialized_value_size = v.value_len
+    if untrack:
+        PyObject_GC_UnTrack(<void*>rec)    # no cycle can pass through it (see ConsumerRecord)
     return rec
 
 
@@ -861,6 +913,8 @@ cdef class _Walker:
         self.topic = topic
         self.partition = partition
         self.partition_obj = partition
+        self.ts_obj = None
+        self.ts_val = 0
         self.check_crcs = check_crcs
         if isolation_level == "read_committed":
             self.read_committed = True
@@ -1539,7 +1593,7 @@ cdef class _Walker:
                 continue
             if not self.read_record(&v):
                 continue
-            rec = _make_record(self, &v)
+            rec = _make_record(self, &v, not des)
             if des:
                 stage = "key"
                 try:
@@ -1563,12 +1617,14 @@ cdef class _Walker:
         cdef Py_ssize_t rows_est = 0, bytes_est = 0, left, at
         cdef int32_t length, count
         cdef int16_t attrs
+        cdef Py_ssize_t plain_est = 0, comp_est = 0
         cdef _ArrowBuilder b
         # Size the columns from the batch headers still ahead (uncompressed batches give a
         # tight bound on key+value bytes); compressed batches grow the buffers as they come.
         if self.remaining > 0:
             rows_est = self.remaining
             bytes_est = self.rr.end - self.rr.pos
+            plain_est = bytes_est              # already decompressed when compressed
         at = self.pos
         while at + V2_HEADER <= self.length and rows_est < max_rows:
             length = <int32_t>pyx_be32(self.data + at + 8)
@@ -1585,14 +1641,18 @@ cdef class _Walker:
                     break
                 rows_est += count
                 bytes_est += length - V2_MIN_LENGTH - count * V2_MIN_RECORD
+                plain_est += length - V2_MIN_LENGTH - count * V2_MIN_RECORD
             else:                              # a guess (never trusting count): buffers grow
                 rows_est += min(count, (length - V2_MIN_LENGTH) // 2)
                 bytes_est += (length - V2_MIN_LENGTH) * 3
+                comp_est += length - V2_MIN_LENGTH
             at += LOG_OVERHEAD + length
         if rows_est > max_rows:
             bytes_est = <Py_ssize_t>(bytes_est * (<double>max_rows / rows_est))
             rows_est = max_rows
         b = _ArrowBuilder(rows_est, min(bytes_est, rows_est * 16), bytes_est, include_headers)
+        b.plain_bytes = plain_est
+        b.comp_bytes = comp_est
         if self.error is not None:
             raise self.error
         try:
@@ -1619,6 +1679,9 @@ cdef class _Walker:
             else:
                 with nogil:
                     self.fill_arrow(b, max_rows)
+            if (not b.reprojected and b.comp_bytes > 0 and self.remaining == 0
+                    and self.region_owner is not None and b.n > 0):
+                b.reproject(self.ratio)
         return 0
 
 

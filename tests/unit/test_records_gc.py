@@ -1,42 +1,63 @@
-"""A cursor over a memoryview slice of a response frame, caught in a reference cycle, must
-not leave the memoryview exported when the garbage collector clears it: CPython 3.11 drops
-the managed buffer of a memoryview it clears even with exports, and freeing it afterwards
-crashed the interpreter (seen with pytest.raises keeping a traceback cycle alive)."""
+"""ConsumerRecord and the cyclic GC: records decoded without deserializers are untracked (no
+cycle can pass through them), records carrying deserialized objects are tracked so a cycle the
+application builds through them is still freed."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
+import gc
+import struct
+import weakref
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-SCRIPT = textwrap.dedent('''
-    import gc, sys
-    sys.path.insert(0, sys.argv[1])
-    import recordsets as rs
-    from pyconsumer.records import CompletedFetch
-    data = rs.aio_v2(rs.sample_records(10), "none", 0)
+from pyconsumer.records import CompletedFetch, ConsumerRecord, decode_records
 
-    def make():
-        frame = bytearray(b"xxxx" + data)
-        mv = memoryview(frame)[4:]
-        cf = CompletedFetch(mv, "t", 0, 0)
-        cf.take_records(3)
-        a = {"mv": mv}
-        b = {"cf": cf, "a": a}
-        a["b"] = b                       # a garbage cycle holding the view and the cursor
 
-    for _ in range(300):
-        make()
+def _record_set(n: int = 20) -> bytes:
+    b = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 30)
+    for i in range(n):
+        b.append(i, 1_700_000_000_000 + i, b"k%d" % i, b"v%d" % i, [("h", b"x")] if i % 2 else [])
+    buf = b.build()
+    struct.pack_into(">q", buf, 0, 0)
+    return bytes(buf)
+
+
+class Box:
+    def __init__(self, raw: bytes | None) -> None:
+        self.raw = raw
+        self.record: object = None
+
+
+def test_records_without_deserializers_are_untracked() -> None:
+    recs = decode_records(_record_set(), "t", 0)
+    assert len(recs) == 20
+    assert not any(gc.is_tracked(r) for r in recs)
+    f = CompletedFetch(_record_set(), "t", 0, 0)
+    assert not any(gc.is_tracked(r) for r in f.take_records(7))
+
+
+def test_records_with_deserializers_are_tracked_and_cycles_are_freed() -> None:
+    recs = decode_records(_record_set(), "t", 0, value_deserializer=Box)
+    assert all(gc.is_tracked(r) for r in recs)
+    refs = []
+    for r in recs:
+        r.value.record = r          # cycle: record -> Box -> record
+        refs.append(weakref.ref(r.value))
+    del recs, r
     gc.collect()
-    print("survived")
-''')
+    assert all(ref() is None for ref in refs)
 
 
-def test_cycle_with_a_cursor_over_a_memoryview_slice() -> None:
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, HERE], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "survived"
-    assert "Exception ignored" not in proc.stderr, proc.stderr[-2000:]
+def test_key_deserializer_alone_tracks() -> None:
+    recs = CompletedFetch(_record_set(), "t", 0, 0, key_deserializer=Box).take_records(5)
+    assert len(recs) == 5 and all(gc.is_tracked(r) for r in recs)
+
+
+def test_user_constructed_record_is_tracked() -> None:
+    box = Box(b"x")
+    r = ConsumerRecord("t", 0, 1, 2, 0, None, box)
+    assert gc.is_tracked(r)
+    box.record = r
+    ref = weakref.ref(box)
+    del box, r
+    gc.collect()
+    assert ref() is None
