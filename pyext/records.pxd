@@ -47,7 +47,7 @@ cdef class _PBuf:
     cdef int ensure_to(self, Py_ssize_t nbytes) except -1  # grow to exactly nbytes if larger
     cdef object finish(self, Py_ssize_t nbytes)          # fix the size, return a pa.Buffer
     cdef void _resize_down(self, Py_ssize_t nbytes)      # move a small result off a big block
-    cdef int regrow(self, Py_ssize_t nbytes, Py_ssize_t used) except -1  # grow, copy used
+    cdef int regrow(self, Py_ssize_t nbytes, Py_ssize_t used) except -1  # refit, copy used
 
 
 cdef class _CBuf:

@@ -384,9 +384,12 @@ cdef class _PBuf:
         return self._resize(nbytes, self.cap)
 
     cdef int regrow(self, Py_ssize_t nbytes, Py_ssize_t used) except -1:
-        """Grow to exactly nbytes (if larger) copying only the first `used` bytes: growing in
-        place would copy the whole old capacity."""
-        if nbytes <= self.cap:
+        """Refit to nbytes copying only the first `used` bytes (growing in place would copy
+        the whole old capacity); a capacity over 1.5x nbytes (an upfront guess far too large)
+        is given back too, so the batch does not hold memory it will never fill."""
+        if nbytes < used:
+            nbytes = used
+        if nbytes <= self.cap and self.cap - nbytes <= (nbytes >> 1):
             return 0
         return self._resize(nbytes, used)
 
