@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
-from pyconsumer.consumer.membership import GroupMembership
+from pyconsumer.consumer.membership import GroupMembership, call_listener
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -255,9 +255,7 @@ class KafkaConsumer:
         owned = set(self._subscriptions.assigned_partitions())
         if owned and m.generation >= 0:
             try:
-                from pyconsumer.consumer.membership import _call_listener
-
-                _call_listener(m.listener, "on_partitions_revoked", owned)
+                call_listener(m.listener, "on_partitions_revoked", owned)
             except Exception as e:   # the listener's error must not stop the leave
                 log.warning("rebalance listener failed on leave: %s", e)
         m.stop_heartbeat_thread()

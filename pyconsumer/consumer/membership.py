@@ -73,7 +73,8 @@ class RebalanceListener(Protocol):
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
 
 
-def _call_listener(listener: Any, method: str, partitions: set[TopicPartition]) -> None:
+def call_listener(listener: Any, method: str, partitions: set[TopicPartition]) -> None:
+    """Run a rebalance listener method (on_partitions_lost falls back to revoked, as Java)."""
     if listener is None:
         return
     fn = getattr(listener, method, None)
@@ -116,6 +117,7 @@ class GroupMembership:
         self._thread: _HeartbeatThread | None = None
         self._join_fut: Future[Response] | None = None
         self._sync_fut: Future[Response] | None = None
+        self._pending_reset: str | None = None   # generation lost on the heartbeat thread
 
     # ------------------------------------------------------------------ state helpers
 
@@ -146,7 +148,7 @@ class GroupMembership:
         if lost:
             self.subscriptions.assign_from_subscribed([])
             self.on_unassigned(lost)
-            _call_listener(self.listener, "on_partitions_lost", lost)
+            call_listener(self.listener, "on_partitions_lost", lost)
         self.request_rejoin(reason)
 
     def _snapshot(self) -> dict[str, int]:
@@ -191,7 +193,7 @@ class GroupMembership:
             self.subscriptions.assign_from_subscribed([])
             if revoked:
                 self.on_unassigned(revoked)
-                _call_listener(self.listener, "on_partitions_revoked", revoked)
+                call_listener(self.listener, "on_partitions_revoked", revoked)
         self.state = MemberState.PREPARING_REBALANCE
 
     def _subscription_metadata(self, assignor: Assignor) -> bytes:
@@ -207,6 +209,9 @@ class GroupMembership:
 
         A JoinGroup may wait at the broker for every member (up to the rebalance timeout):
         the requests in flight are kept between calls, so a short poll() does not resend."""
+        if self._pending_reset is not None:
+            reason, self._pending_reset = self._pending_reset, None
+            self._reset_generation(reason)
         if not self.rejoin_needed and self.state is MemberState.STABLE:
             return True
         if not self.subscriptions.subscription and self.subscriptions.pattern is None:
@@ -368,12 +373,12 @@ class GroupMembership:
         self.subscriptions.assign_from_subscribed(assignment.partitions)
         if revoked:
             self.on_unassigned(revoked)
-            _call_listener(self.listener, "on_partitions_revoked", revoked)
+            call_listener(self.listener, "on_partitions_revoked", revoked)
             if self.protocol is RebalanceProtocol.COOPERATIVE:
                 # hand the revoked partitions over in a follow-up round (KIP-429)
                 self.request_rejoin("partitions were revoked in a cooperative rebalance")
         added = new - owned if self.protocol is RebalanceProtocol.COOPERATIVE else new
-        _call_listener(self.listener, "on_partitions_assigned", added)
+        call_listener(self.listener, "on_partitions_assigned", added)
         log.info("group %s: generation %d, member %s, assigned %s", self.coordinator.group_id,
                  self.generation, self.member_id, sorted(map(str, new)))
 
@@ -428,7 +433,10 @@ class GroupMembership:
             self._last_heartbeat_ok = time.monotonic()
             self.request_rejoin("the group is rebalancing")
         elif code in (_UNKNOWN_MEMBER_ID, _ILLEGAL_GENERATION, _FENCED_INSTANCE_ID):
-            self._reset_generation(f"heartbeat: {error_for_code(code)}")
+            # this may run on the heartbeat thread: the listener (on_partitions_lost) must
+            # run in the application's poll(), so only note it here
+            self._pending_reset = f"heartbeat: {error_for_code(code)}"
+            self.request_rejoin(self._pending_reset)
         elif code in _COORDINATOR_GONE:
             self.coordinator.mark_coordinator_unknown(f"heartbeat: {error_for_code(code)}")
         else:

@@ -5,7 +5,8 @@ followed by its fields, indented two spaces per nesting level:
 ``<Name> <type> <versions> [nullable=<versions>] [tag=<n>@<tagged versions>] [default=<v>]``.
 Types are Kafka's: int8/16/32/64, uint16, float64, bool, string, bytes, records, uuid, ``[]T``
 for arrays, and a capitalised name for a struct whose fields follow on deeper lines.
-Versions are ``N+``, ``A-B``, ``N`` or ``none``. Blocks with api key -1 are not requests but
+Versions are ``N+``, ``A-B``, ``N`` or ``none``. One deliberate leniency: SyncGroupResponse's
+Assignment is read as nullable (librdkafka's mock sends null with an error code). Blocks with api key -1 are not requests but
 the embedded formats of the consumer group protocol (JoinGroup metadata, SyncGroup assignment). Field names and versions follow Apache Kafka's
 message specs (clients/src/main/resources/common/message/*.json); the codec
 (:mod:`pyconsumer.protocol.codec`) reads this table and is the only encoder and decoder.
@@ -122,7 +123,7 @@ SyncGroupResponse 14 0-5 flexible=4+
   ErrorCode int16 0+
   ProtocolType string 5+ nullable=5+ default=null
   ProtocolName string 5+ nullable=5+ default=null
-  Assignment bytes 0+
+  Assignment bytes 0+ nullable=0+
 HeartbeatRequest 12 0-4 flexible=4+
   GroupId string 0+
   GenerationId int32 0+
