@@ -8,6 +8,7 @@ here is the network client's handling of the peer, not the codec.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -109,11 +110,13 @@ class ScriptedPeer:
     """A listening socket on 127.0.0.1; connection number i runs ``scripts[i]`` (the last one
     repeats)."""
 
-    def __init__(self, scripts: list[Script]) -> None:
+    def __init__(self, scripts: list[Script], tls: ssl.SSLContext | None = None) -> None:
         self.scripts = scripts
+        self.tls = tls
         self.requests: list[tuple[ApiKey, int]] = []
         self.connections = 0
         self.errors: list[BaseException] = []
+        self.handshake_errors: list[BaseException] = []
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._server.bind(("127.0.0.1", 0))
@@ -147,6 +150,14 @@ class ScriptedPeer:
 
     def _run(self, script: Script, sock: socket.socket) -> None:
         try:
+            if self.tls is not None:
+                sock.settimeout(10)
+                try:
+                    sock = self.tls.wrap_socket(sock, server_side=True)
+                except (ssl.SSLError, OSError) as e:   # the client refused us: its test checks why
+                    self.handshake_errors.append(e)
+                    return
+                sock.settimeout(None)
             script(PeerConnection(sock, self))
         except BaseException as e:  # surfaced by the test through .errors
             if not self._stop.is_set():

@@ -40,6 +40,7 @@ from pyconsumer.errors import (
     WakeupError,
 )
 from pyconsumer.net.client import NetworkClient
+from pyconsumer.net.security import check_security
 from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
 from pyconsumer.structs import OffsetAndMetadata, PartitionInfo, TopicPartition
 
@@ -58,6 +59,7 @@ class KafkaConsumer:
 
     def __init__(self, *topics: str, **settings: Any) -> None:
         self.config = ConsumerConfig(**settings)
+        check_security(self.config)
         self._client: NetworkClient | None = None
         self._closed = False
         self._lock = threading.RLock()

@@ -32,6 +32,7 @@ from pyconsumer.net.connection import (
 )
 from pyconsumer.net.future import Future
 from pyconsumer.net.metadata import ClusterMetadata
+from pyconsumer.net.security import build_ssl_context
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
 
@@ -81,6 +82,7 @@ class NetworkClient:
             receive_buffer_bytes=config.receive_buffer_bytes,
             software_name=SOFTWARE_NAME,
             software_version=_software_version(),
+            ssl_context=build_ssl_context(config),
         )
         self.metadata = ClusterMetadata(config.bootstrap_servers, config.metadata_max_age_ms,
                                         clock=clock)

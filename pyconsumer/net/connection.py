@@ -23,6 +23,7 @@ import enum
 import errno
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -100,6 +101,7 @@ class ConnectionSettings(NamedTuple):
     receive_buffer_bytes: int = -1
     software_name: str = "pyconsumer"
     software_version: str = "0"
+    ssl_context: ssl.SSLContext | None = None      # security.protocol=SSL
 
 
 class BrokerConnection:
@@ -138,6 +140,7 @@ class BrokerConnection:
         self.last_activity = 0.0
         #: the ApiVersions version the broker answered without error
         self.api_versions_version: int | None = None
+        self._hs_wants_write = False           # the TLS handshake waits to write
         #: called after a failure closed the connection (the client refreshes metadata)
         self.on_failure: Callable[[BrokerConnection], None] | None = None
 
@@ -162,6 +165,9 @@ class BrokerConnection:
     def is_ready(self) -> bool:
         return self.state is ConnectionState.READY
 
+    def _authenticating(self) -> bool:
+        return self.state is ConnectionState.AUTHENTICATING
+
     def can_send_more(self) -> bool:
         return self.is_ready() and len(self._in_flight) < self.settings.max_in_flight
 
@@ -170,6 +176,8 @@ class BrokerConnection:
         return self.state is ConnectionState.DISCONNECTED and now < self.backoff_until
 
     def wants_write(self) -> bool:
+        if self.state is ConnectionState.AUTHENTICATING:
+            return self._hs_wants_write
         return self.state is ConnectionState.CONNECTING or self._out_pos < len(self._out)
 
     def fileno(self) -> int:
@@ -263,9 +271,50 @@ class BrokerConnection:
         return "?" if a is None else (f"[{a[0]}]:{a[1]}" if ":" in str(a[0]) else f"{a[0]}:{a[1]}")
 
     def _connected(self, now: float) -> None:
-        """TCP is up: negotiate versions with ApiVersions at our highest version."""
+        """TCP is up: TLS first when configured, then negotiate versions with ApiVersions."""
+        ctx = self.settings.ssl_context
+        if ctx is not None:
+            assert self.sock is not None
+            try:
+                self.sock = ctx.wrap_socket(self.sock, server_hostname=self.node.host,
+                                            do_handshake_on_connect=False)
+            except (ssl.SSLError, OSError, ValueError) as e:
+                self._fail(KafkaConnectionError(f"TLS setup for {self.describe} failed: {e}"),
+                           now)
+                return
+            self.state = ConnectionState.AUTHENTICATING
+            self._handshake(now)
+            return
+        self._start_negotiation(now)
+
+    def _start_negotiation(self, now: float) -> None:
         self.state = ConnectionState.NEGOTIATING
         self._send_api_versions(protocol.SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now)
+
+    def _handshake(self, now: float) -> None:
+        """One step of the non-blocking TLS handshake."""
+        assert isinstance(self.sock, ssl.SSLSocket)
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._hs_wants_write = False
+            return
+        except ssl.SSLWantWriteError:
+            self._hs_wants_write = True
+            return
+        except ssl.SSLCertVerificationError as e:
+            self._fail(KafkaConnectionError(
+                f"TLS handshake with {self.describe} failed: the broker's certificate was "
+                f"refused ({e.verify_message}); check ssl.truststore.* and "
+                f"ssl.endpoint.identification.algorithm"), now)
+            return
+        except (ssl.SSLError, OSError) as e:
+            self._fail(KafkaConnectionError(f"TLS handshake with {self.describe} failed: {e}"),
+                       now)
+            return
+        self._hs_wants_write = False
+        log.debug("%s: TLS %s established", self.describe, self.sock.version())
+        self._start_negotiation(now)
 
     def _send_api_versions(self, version: int, now: float) -> None:
         body: dict[str, Any] = {}
@@ -342,10 +391,17 @@ class BrokerConnection:
                     f"{errno.errorcode.get(code, code)} ({_strerror(code)})"), now)
                 return
             self._connected(now)
+            if self.sock is None or self._authenticating():
+                return
+        elif self._authenticating():
+            self._handshake(now)
+            if self.sock is None or self._authenticating():
+                return
         while self._out_pos < len(self._out):
             try:
                 sent = self.sock.send(memoryview(self._out)[self._out_pos:])
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError,
+                    ssl.SSLWantReadError):
                 return
             except OSError as e:
                 self._fail(KafkaConnectionError(
@@ -359,6 +415,11 @@ class BrokerConnection:
     def on_readable(self, now: float | None = None) -> None:
         """Read what the socket has and complete the requests it answers."""
         now = self._clock() if now is None else now
+        if self._authenticating():
+            self._handshake(now)
+            if self._authenticating():
+                return
+            self.on_writable(now)            # the ApiVersions request just queued
         while self.sock is not None:
             try:
                 if self._frame is None:
@@ -393,7 +454,8 @@ class BrokerConnection:
                     self._frame = self._frame_view = None
                     self._header.clear()
                     self._complete(frame, now)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
+                    ssl.SSLWantWriteError):
                 return
             except OSError as e:
                 self._fail(KafkaConnectionError(

@@ -1,0 +1,81 @@
+"""TLS for broker connections: an ``ssl.SSLContext`` built from the consumer settings.
+
+``security.protocol=SSL`` wraps every broker connection in TLS (SASL is not implemented yet:
+``SASL_PLAINTEXT``/``SASL_SSL`` are refused with a clear error when the client starts). The
+context is ``ssl.context`` when given; otherwise a client context with certificate checks on,
+CAs from ``ssl.truststore.location``/``ssl.truststore.certificates`` (PEM) or the system's, a
+client certificate for mutual TLS from ``ssl.keystore.location`` (PEM with the key) or
+``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``, the TLS versions bounded by
+``ssl.enabled.protocols``, ``ssl.cipher.suites`` when set, and host name checks unless
+``ssl.endpoint.identification.algorithm`` is empty (as in Java).
+"""
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+
+from pyconsumer.config import ConsumerConfig
+from pyconsumer.errors import ConfigurationError
+
+_VERSIONS = {
+    "TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
+    "TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+}
+
+
+def check_security(config: ConsumerConfig) -> None:
+    """Refuse what the network layer cannot do yet, before any connection is made."""
+    if config.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        raise ConfigurationError(
+            f"security.protocol={config.security_protocol}: SASL authentication is not "
+            "implemented yet (PLAINTEXT and SSL are)")
+
+
+def build_ssl_context(config: ConsumerConfig) -> ssl.SSLContext | None:
+    """The TLS context for ``security.protocol=SSL``, None for PLAINTEXT."""
+    check_security(config)
+    if config.security_protocol != "SSL":
+        return None
+    if config.ssl_context is not None:
+        return config.ssl_context
+    try:
+        ctx = ssl.create_default_context(
+            ssl.Purpose.SERVER_AUTH,
+            cafile=config.ssl_truststore_location,
+            cadata=config.ssl_truststore_certificates)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigurationError(f"ssl.truststore: cannot load the CA certificates: {e}") from None
+    versions = [_VERSIONS[v] for v in config.ssl_enabled_protocols if v in _VERSIONS]
+    if versions:
+        ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
+    if config.ssl_cipher_suites:
+        try:
+            ctx.set_ciphers(":".join(config.ssl_cipher_suites))
+        except ssl.SSLError as e:
+            raise ConfigurationError(f"ssl.cipher.suites: {e}") from None
+    ctx.check_hostname = config.ssl_endpoint_identification_algorithm == "https"
+    password = config.ssl_key_password or config.ssl_keystore_password
+    try:
+        if config.ssl_keystore_location:
+            ctx.load_cert_chain(config.ssl_keystore_location, password=password)
+        elif config.ssl_keystore_key is not None:
+            _load_pem_pair(ctx, config.ssl_keystore_certificate_chain or "",
+                           config.ssl_keystore_key, password)
+    except (OSError, ssl.SSLError) as e:
+        raise ConfigurationError(f"ssl.keystore: cannot load the client certificate: {e}") from None
+    return ctx
+
+
+def _load_pem_pair(ctx: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
+    # load_cert_chain reads files only: a private temporary file, removed at once
+    fd, path = tempfile.mkstemp(suffix=".pem")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(chain.strip() + "\n" + key.strip() + "\n")
+        ctx.load_cert_chain(path, password=password)
+    finally:
+        os.unlink(path)
+
+
+__all__ = ["build_ssl_context", "check_security"]
