@@ -16,6 +16,10 @@ from typing import Any
 from pyconsumer.protocol import ApiKey, SUPPORTED_VERSIONS, decode_request, encode_response
 
 
+class PeerHangup(Exception):
+    """The client closed the connection where a script expected a request: not an error."""
+
+
 class PeerConnection:
     def __init__(self, sock: socket.socket, peer: ScriptedPeer) -> None:
         self.sock = sock
@@ -52,7 +56,9 @@ class PeerConnection:
         """Read the ApiVersions request and answer it (v0 body listing our versions when the
         version asked is above 3, as a KIP-511 broker would, else at the version asked)."""
         request = self.read_request()
-        assert request is not None and request[0] == ApiKey.API_VERSIONS, request
+        if request is None:
+            raise PeerHangup()
+        assert request[0] == ApiKey.API_VERSIONS, request
         _, version, correlation_id, _ = request
         keys = [{"api_key": int(k), "min_version": lo, "max_version": hi}
                 for k, (lo, hi) in SUPPORTED_VERSIONS.items()]
@@ -61,7 +67,9 @@ class PeerConnection:
 
     def answer_metadata(self, port: int, topics: Iterable[tuple[str, int]] = ()) -> None:
         request = self.read_request()
-        assert request is not None and request[0] == ApiKey.METADATA, request
+        if request is None:
+            raise PeerHangup()
+        assert request[0] == ApiKey.METADATA, request
         _, version, correlation_id, _ = request
         body = {
             "brokers": [{"node_id": 7, "host": "127.0.0.1", "port": port}],
@@ -159,6 +167,8 @@ class ScriptedPeer:
                     return
                 sock.settimeout(None)
             script(PeerConnection(sock, self))
+        except PeerHangup:
+            pass
         except BaseException as e:  # surfaced by the test through .errors
             if not self._stop.is_set():
                 self.errors.append(e)
