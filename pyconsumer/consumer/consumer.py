@@ -31,7 +31,7 @@ from pyconsumer.consumer.offsets import (
     OffsetAndTimestamp,
     OffsetsClient,
 )
-from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.subscription import FetchState, SubscriptionState, SubscriptionType
 from pyconsumer.errors import (
     BrokerResponseError,
     IllegalStateError,
@@ -86,7 +86,7 @@ class KafkaConsumer:
                                                         self._subscriptions)
                 self._membership = GroupMembership(
                     self._coordinator, self._client, self.config, self._subscriptions,
-                    self._on_unassigned)
+                    self._on_unassigned, self._all_consumed)
         return self._client
 
     def _on_unassigned(self, partitions: set[TopicPartition]) -> None:
@@ -407,7 +407,7 @@ class KafkaConsumer:
                 for tp, om in committed.items():
                     st = self._subscriptions.state(tp) if self._subscriptions.is_assigned(tp) \
                         else None
-                    if st is None or st.fetch_state.value != "initializing":
+                    if st is None or st.fetch_state is not FetchState.INITIALIZING:
                         continue           # unassigned or seeked meanwhile: the user wins
                     if om is None:
                         self._subscriptions.request_reset(tp)
@@ -443,7 +443,7 @@ class KafkaConsumer:
             raise ValueError(f"max_records must be an int >= 1, got {max_records!r}")
         with self._lock:
             client, fetcher, offsets = self._parts()
-            if self._subscriptions.subscription_type.value == "none":
+            if self._subscriptions.subscription_type is SubscriptionType.NONE:
                 raise IllegalStateError(
                     "Consumer is not subscribed to any topics or assigned any partitions")
             deadline = time.monotonic() + timeout_ms / 1000.0
@@ -606,13 +606,12 @@ class KafkaConsumer:
                     try:
                         if self._subscriptions.has_auto_assignment:
                             self._leave("the consumer is being closed", deadline)
-                        while (self._coordinator.async_commits_pending()
-                               and time.monotonic() < deadline):
-                            self._client.poll(timeout_ms=max(0.0, (deadline - time.monotonic())
-                                                             * 1000.0),
-                                              until=lambda: not self._coordinator
-                                              or not self._coordinator.async_commits_pending())
-                        self._coordinator.invoke_completed_callbacks()
+                        coordinator = self._coordinator
+                        if coordinator.async_commits_pending():
+                            self._client.poll(
+                                timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0),
+                                until=lambda: not coordinator.async_commits_pending())
+                        coordinator.invoke_completed_callbacks()
                     except KafkaError as e:
                         log.warning("closing: %s", e)
             finally:

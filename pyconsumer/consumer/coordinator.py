@@ -190,14 +190,7 @@ class ConsumerCoordinator:
             if not fut.done:
                 break
             try:
-                if fut.failed():
-                    err = fut.exception
-                    if isinstance(err, KafkaError) and err.retriable:
-                        self.mark_coordinator_unknown(str(err))
-                        raise _Retry(err)
-                    raise err  # type: ignore[misc]
-                assert fut.value is not None
-                return parse(fut.value)
+                return parse(self.response_or_retry(fut))
             except _Retry as r:
                 last = r.error
                 log.debug("group %s: %s failed, retrying: %s", self.group_id, what, r.error)
@@ -208,7 +201,19 @@ class ConsumerCoordinator:
         raise KafkaTimeoutError(f"{what} for group {self.group_id} did not complete in time"
                                 + (f" (last error: {last})" if last else ""))
 
-    def _check_group_error(self, code: int, what: str) -> None:
+    def response_or_retry(self, fut: Future[Response]) -> Response:
+        """The response of a completed request to the coordinator; a retriable failure marks
+        the coordinator unknown and raises _Retry, any other failure is raised as is."""
+        if fut.failed():
+            err = fut.exception
+            if isinstance(err, KafkaError) and err.retriable:
+                self.mark_coordinator_unknown(str(err))
+                raise _Retry(err)
+            raise err  # type: ignore[misc]
+        assert fut.value is not None
+        return fut.value
+
+    def check_group_error(self, code: int, what: str) -> None:
         if not code:
             return
         err = error_for_code(code, f"{what} for group {self.group_id}")
@@ -239,10 +244,10 @@ class ConsumerCoordinator:
         def parse(resp: Response) -> dict[TopicPartition, OffsetAndMetadata | None]:
             if resp.version >= 8:
                 g = resp.body["groups"][0]
-                self._check_group_error(g["error_code"], "OffsetFetch")
+                self.check_group_error(g["error_code"], "OffsetFetch")
                 topics = g["topics"]
             else:
-                self._check_group_error(resp.body.get("error_code", 0), "OffsetFetch")
+                self.check_group_error(resp.body.get("error_code", 0), "OffsetFetch")
                 topics = resp.body["topics"]
             out: dict[TopicPartition, OffsetAndMetadata | None] = {}
             unstable = []
@@ -310,7 +315,7 @@ class ConsumerCoordinator:
                         f"Commit cannot be completed since the group {self.group_id} has "
                         f"already rebalanced and assigned the partitions to another member "
                         f"({err.message}); the offsets were not committed")
-                self._check_group_error(code, "OffsetCommit")
+                self.check_group_error(code, "OffsetCommit")
                 raise err
         if failed_topics:
             err = error_for_code(29, f"topics {', '.join(sorted(failed_topics))}")

@@ -41,7 +41,7 @@ from pyconsumer.consumer.group_protocol import (
     encode_subscription,
 )
 from pyconsumer.consumer.subscription import SubscriptionState
-from pyconsumer.errors import KafkaError, KafkaTimeoutError, error_for_code
+from pyconsumer.errors import KafkaError, error_for_code
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
@@ -55,8 +55,8 @@ _UNKNOWN_MEMBER_ID = 25
 _ILLEGAL_GENERATION = 22
 _REBALANCE_IN_PROGRESS = 27
 _FENCED_INSTANCE_ID = 82
-_COORDINATOR_LOAD_IN_PROGRESS = 14
 _COORDINATOR_GONE = {15, 16}
+_REQUEST_TIMED_OUT = 7
 
 
 class MemberState(enum.Enum):
@@ -92,12 +92,14 @@ def call_listener(listener: Any, method: str, partitions: set[TopicPartition]) -
 class GroupMembership:
     def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
                  config: ConsumerConfig, subscriptions: SubscriptionState,
-                 on_unassigned: Callable[[set[TopicPartition]], None]) -> None:
+                 on_unassigned: Callable[[set[TopicPartition]], None],
+                 consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
         self.coordinator = coordinator
         self.client = client
         self.config = config
         self.subscriptions = subscriptions
         self.on_unassigned = on_unassigned
+        self.consumed = consumed             # the owned partitions' positions, to commit
         self.assignors: list[Assignor] = [assignor_for(a) for a in
                                           config.partition_assignment_strategy]
         cooperative = all(RebalanceProtocol.COOPERATIVE in a.supported_protocols
@@ -180,11 +182,9 @@ class GroupMembership:
         self._prepared = True
         if self.config.enable_auto_commit and self.generation >= 0:
             try:
-                consumed = {tp: st for tp in self._owned()
-                            if (st := self.subscriptions.state(tp)).has_valid_position}
-                offsets = {tp: _om(st) for tp, st in consumed.items()}
                 self.coordinator.commit_sync(
-                    offsets, time.monotonic() + self.config.default_api_timeout_ms / 1000.0)
+                    self.consumed(),
+                    time.monotonic() + self.config.default_api_timeout_ms / 1000.0)
             except KafkaError as e:
                 log.warning("group %s: commit before rebalance failed: %s",
                             self.coordinator.group_id, e)
@@ -227,12 +227,12 @@ class GroupMembership:
                     if not self._wait(self._join_fut, deadline):
                         return False
                     fut, self._join_fut = self._join_fut, None
-                    self._sync_fut = self._after_join(self._result(fut))
+                    self._sync_fut = self._after_join(self.coordinator.response_or_retry(fut))
                 assert self._sync_fut is not None
                 if not self._wait(self._sync_fut, deadline):
                     return False
                 fut, self._sync_fut = self._sync_fut, None
-                assignment = self._after_sync(self._result(fut))
+                assignment = self._after_sync(self.coordinator.response_or_retry(fut))
             except _Retry as r:
                 self._join_fut = self._sync_fut = None
                 log.debug("group %s: join round failed, retrying: %s",
@@ -254,31 +254,20 @@ class GroupMembership:
         self.client.poll(timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0), future=fut)
         return fut.done
 
-    def _result(self, fut: Future[Response]) -> Response:
-        if fut.failed():
-            err = fut.exception
-            if isinstance(err, KafkaError) and err.retriable:
-                self.coordinator.mark_coordinator_unknown(str(err))
-                raise _Retry(err)
-            raise err  # type: ignore[misc]
-        assert fut.value is not None
-        return fut.value
-
     def _group_error(self, code: int, what: str) -> None:
+        """Membership errors (lost generation, rebalance) here; the coordinator's own
+        (loading, moved) through ConsumerCoordinator.check_group_error."""
         err = error_for_code(code, f"{what} for group {self.coordinator.group_id}")
         assert err is not None
-        if code == _COORDINATOR_LOAD_IN_PROGRESS:
-            raise _Retry(err)
-        if code in _COORDINATOR_GONE:
-            self.coordinator.mark_coordinator_unknown(err.message)
-            raise _Retry(err)
         if code in (_UNKNOWN_MEMBER_ID, _ILLEGAL_GENERATION):
             self._reset_generation(err.message)
             self._prepared = False
             raise _Retry(err)
         if code == _REBALANCE_IN_PROGRESS:
             raise _Retry(err)
-        raise err
+        if code == _REQUEST_TIMED_OUT:      # not a coordinator move for a join (as Java)
+            raise err
+        self.coordinator.check_group_error(code, what)
 
     def _send_join(self) -> Future[Response]:
         group = self.coordinator.group_id
@@ -474,10 +463,6 @@ class GroupMembership:
         if self._thread is not None:
             self._thread.stop()
             self._thread = None
-
-
-def _om(state: Any) -> OffsetAndMetadata:
-    return OffsetAndMetadata(state.position.offset, "", state.position.offset_epoch)
 
 
 class _HeartbeatThread(threading.Thread):

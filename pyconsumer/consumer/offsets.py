@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
-from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.subscription import FetchState, SubscriptionState
 from pyconsumer.errors import (
     KafkaError,
     KafkaTimeoutError,
@@ -345,7 +345,7 @@ class OffsetsClient:
         if not subs.is_assigned(tp):
             return
         st = subs.state(tp)
-        if st.fetch_state.value != "await_validation" or st.position is None \
+        if st.fetch_state is not FetchState.AWAIT_VALIDATION or st.position is None \
                 or st.position.offset != asked_offset:
             return                            # moved meanwhile (a seek wins)
         code = p["error_code"]

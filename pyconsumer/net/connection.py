@@ -22,6 +22,7 @@ import collections
 import enum
 import errno
 import logging
+import os
 import socket
 import ssl
 import time
@@ -45,6 +46,8 @@ from pyconsumer.structs import BrokerInfo
 log = logging.getLogger(__name__)
 
 _UNSUPPORTED_VERSION = 35
+# a non-blocking socket (plain or TLS) has nothing more to give or take right now
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 class ConnectionState(enum.Enum):
@@ -264,7 +267,7 @@ class BrokerConnection:
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
             self._fail(KafkaConnectionError(
                 f"cannot connect to {self.describe} at {self._address_text()}: "
-                f"{errno.errorcode.get(code, code)} ({_strerror(code)})"), now)
+                f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now)
 
     def _address_text(self) -> str:
         a = self._address
@@ -388,7 +391,7 @@ class BrokerConnection:
             if code:
                 self._fail(KafkaConnectionError(
                     f"cannot connect to {self.describe} at {self._address_text()}: "
-                    f"{errno.errorcode.get(code, code)} ({_strerror(code)})"), now)
+                    f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now)
                 return
             self._connected(now)
             if self.sock is None or self._authenticating():
@@ -400,8 +403,7 @@ class BrokerConnection:
         while self._out_pos < len(self._out):
             try:
                 sent = self.sock.send(memoryview(self._out)[self._out_pos:])
-            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError,
-                    ssl.SSLWantReadError):
+            except _WOULD_BLOCK:
                 return
             except OSError as e:
                 self._fail(KafkaConnectionError(
@@ -454,8 +456,7 @@ class BrokerConnection:
                     self._frame = self._frame_view = None
                     self._header.clear()
                     self._complete(frame, now)
-            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError,
-                    ssl.SSLWantWriteError):
+            except _WOULD_BLOCK:
                 return
             except OSError as e:
                 self._fail(KafkaConnectionError(
@@ -647,12 +648,6 @@ class BrokerConnection:
             self._frame_view.release()
         self._frame = self._frame_view = None
         self._frame_filled = 0
-
-
-def _strerror(code: int) -> str:
-    import os
-
-    return os.strerror(code)
 
 
 __all__ = ["BrokerConnection", "ConnectionSettings", "ConnectionState", "RequestBody", "Response"]
