@@ -338,6 +338,17 @@ class KafkaConsumer:
             return None
         return end - st.position.offset
 
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The high watermark of ``partition`` as the last fetch response reported it
+        (kafka-python's ``highwater``); None before a fetch answered for it."""
+        return self._subscriptions.state(self._assigned(partition, "highwater")).high_watermark
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        """The last stable offset of ``partition`` as the last fetch response reported it
+        (the end a read_committed consumer reads to); None before a fetch answered for it."""
+        st = self._subscriptions.state(self._assigned(partition, "last_stable_offset"))
+        return st.last_stable_offset
+
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching these partitions until resume(); positions are kept."""
         with self._lock:

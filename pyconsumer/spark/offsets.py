@@ -1,0 +1,223 @@
+"""Driver-side offset lookups: which partitions a query reads and where their ranges start and end.
+
+Spark's KafkaOffsetReader, over one assign-mode :class:`~pyconsumer.KafkaConsumer` opened
+lazily (a reader is pickled; the consumer never is). Every lookup is retried
+``fetchOffset.numRetries`` times, ``fetchOffset.retryIntervalMs`` apart, as Spark does.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from pyconsumer.consumer.consumer import KafkaConsumer
+from pyconsumer.errors import ConfigurationError, KafkaError
+from pyconsumer.spark.options import (
+    EARLIEST,
+    LATEST,
+    Assign,
+    EarliestSpec,
+    GlobalTimestamp,
+    LatestSpec,
+    OffsetSpec,
+    SourceOptions,
+    SpecificOffsets,
+    SpecificTimestamps,
+    Subscribe,
+    SubscribePattern,
+)
+from pyconsumer.structs import TopicPartition
+
+__all__ = ["OffsetReader", "DataLossError"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# how long a fetch may take to confirm the log end offsets ListOffsets gave
+_CONFIRM_TIMEOUT_S = 5.0
+
+# driver lookups fetch only to read watermarks: never wait at the broker for data
+_DRIVER_DEFAULTS = {"fetch.max.wait.ms": "1"}   # (Tansu answers 0 with nothing)
+
+
+class DataLossError(KafkaError):
+    """Offsets a query was to read are gone (retention, a deleted topic or partition) and
+    ``failOnDataLoss`` is true. The message names topic, partition and offsets and says how
+    to skip instead."""
+
+
+DATA_LOSS_HINT = ("Some data may have been lost because it is no longer available in Kafka "
+                  "(aged out by retention, or the topic was deleted). If you want the query "
+                  "to go on reading past the lost data, set the source option "
+                  "\"failOnDataLoss\" to \"false\".")
+
+
+def report_data_loss(options: SourceOptions, message: str) -> None:
+    """Raise :class:`DataLossError` (failOnDataLoss=true) or log the skip."""
+    if options.fail_on_data_loss:
+        raise DataLossError(f"{message}. {DATA_LOSS_HINT}")
+    log.warning("%s. Skipping it because failOnDataLoss is false.", message)
+
+
+class OffsetReader:
+    """Partition discovery and offset lookups for the driver (planner / stream runner)."""
+
+    def __init__(self, options: SourceOptions, role: str = "driver") -> None:
+        self.options = options
+        self.role = role
+        self._consumer: KafkaConsumer | None = None
+
+    # a reader travels to other processes pickled: the consumer stays behind
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_consumer"] = None
+        return state
+
+    @property
+    def consumer(self) -> KafkaConsumer:
+        if self._consumer is None or self._consumer.closed:
+            settings: dict[str, Any] = dict(_DRIVER_DEFAULTS)
+            settings.update(self.options.consumer_settings())
+            settings.setdefault(
+                "client.id", f"{self.options.group_id_prefix}-{uuid.uuid4().hex[:8]}-{self.role}")
+            settings["auto.offset.reset"] = "none"
+            self._consumer = KafkaConsumer(**settings)
+        return self._consumer
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close(timeout_ms=5000)
+            finally:
+                self._consumer = None
+
+    def _retrying(self, what: str, call: Callable[[], T]) -> T:
+        attempts = self.options.fetch_offset_num_retries
+        for attempt in range(1, attempts + 1):
+            try:
+                return call()
+            except KafkaError as exc:
+                if isinstance(exc, ConfigurationError) or attempt >= attempts:
+                    raise
+                log.warning("%s failed (attempt %d of %d), retrying in %d ms: %s", what,
+                            attempt, attempts, self.options.fetch_offset_retry_interval_ms, exc)
+                time.sleep(self.options.fetch_offset_retry_interval_ms / 1000.0)
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ partitions
+
+    def partitions(self) -> set[TopicPartition]:
+        """The topic-partitions the query reads now: the subscribed topics' partitions (those
+        that exist), every partition of the topics matching the pattern, or the assigned ones."""
+        strategy = self.options.strategy
+        if isinstance(strategy, Assign):
+            return set(strategy.partitions)
+        topics = self._retrying("listing topics", lambda: self.consumer.topics())
+        if isinstance(strategy, Subscribe):
+            names: Iterable[str] = [t for t in strategy.topics if t in topics]
+        else:
+            assert isinstance(strategy, SubscribePattern)
+            pattern = re.compile(strategy.pattern)
+            names = [t for t in topics if pattern.fullmatch(t) and not t.startswith("__")]
+        return {TopicPartition(t, p.partition) for t in names for p in topics[t]}
+
+    # ------------------------------------------------------------------ lookups
+
+    def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        parts = sorted(tps)
+        if not parts:
+            return {}
+        return self._retrying("fetching earliest offsets",
+                              lambda: self.consumer.beginning_offsets(parts))
+
+    def latest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Log end offsets (last stable offsets with kafka.isolation.level=read_committed)."""
+        parts = sorted(tps)
+        if not parts:
+            return {}
+        listed = self._retrying("fetching latest offsets",
+                                lambda: self.consumer.end_offsets(parts))
+        return self._confirm_ends(listed)
+
+    def _confirm_ends(self, listed: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Some brokers (Tansu 0.6) answer ListOffsets(latest) with the last batch's base
+        offset + 1 instead of the log end; their Fetch watermarks are right. One fetch at
+        the listed end settles it: where the log really ends there, no records come back
+        and the watermark equals it."""
+        c = self.consumer
+        parts = [tp for tp, off in listed.items() if off >= 0]
+        committed = c.config.isolation_level == "read_committed"
+
+        def watermark(tp: TopicPartition) -> int | None:
+            return c.last_stable_offset(tp) if committed else c.highwater(tp)
+
+        c.assign([])          # fresh partition state: no watermark from an earlier fetch
+        c.assign(parts)
+        for tp in parts:
+            c.seek(tp, listed[tp])
+        deadline = time.monotonic() + _CONFIRM_TIMEOUT_S
+        try:
+            while any(watermark(tp) is None for tp in parts) and time.monotonic() < deadline:
+                c.poll_arrow(timeout_ms=50, max_records=1 << 30)
+            out = dict(listed)
+            for tp in parts:
+                mark = watermark(tp)
+                if mark is not None and mark > out[tp]:
+                    out[tp] = mark
+            return out
+        finally:
+            c.assign([])
+
+    def by_timestamp(self, timestamps: Mapping[TopicPartition, int], *, is_start: bool
+                     ) -> dict[TopicPartition, int]:
+        """The first offset at or after each timestamp. When there is none: the latest offset
+        for an end; for a start, per startingOffsetsByTimestampStrategy (error or latest)."""
+        found = self._retrying("fetching offsets by timestamp",
+                               lambda: self.consumer.offsets_for_times(dict(timestamps)))
+        missing = [tp for tp, ot in found.items() if ot is None]
+        out = {tp: ot.offset for tp, ot in found.items() if ot is not None}
+        if missing:
+            if is_start and self.options.starting_by_timestamp_strategy == "error":
+                raise ConfigurationError(
+                    "No offset matched the starting timestamp for "
+                    + ", ".join(f"{tp.topic}-{tp.partition} (timestamp {timestamps[tp]})"
+                                for tp in sorted(missing))
+                    + ": no record at or after it. Set startingOffsetsByTimestampStrategy to "
+                    "'latest' to start those partitions at the latest offset instead.")
+            out.update(self.latest(missing))
+        return out
+
+    def resolve(self, spec: OffsetSpec, tps: Iterable[TopicPartition], *, is_start: bool,
+                option: str) -> dict[TopicPartition, int]:
+        """Concrete offsets of ``tps`` for a starting or ending spec."""
+        parts = set(tps)
+        if isinstance(spec, EarliestSpec):
+            return self.earliest(parts)
+        if isinstance(spec, LatestSpec):
+            return self.latest(parts)
+        if isinstance(spec, GlobalTimestamp):
+            return self.by_timestamp({tp: spec.timestamp for tp in parts}, is_start=is_start)
+        if isinstance(spec, (SpecificOffsets, SpecificTimestamps)):
+            given = spec.offsets if isinstance(spec, SpecificOffsets) else spec.timestamps
+            if set(given) != parts:
+                missing = sorted(parts - set(given))
+                extra = sorted(set(given) - parts)
+                detail = []
+                if missing:
+                    detail.append("missing " + ", ".join(f"{t}-{p}" for t, p in missing))
+                if extra:
+                    detail.append("not read by this query " + ", ".join(f"{t}-{p}" for t, p in extra))
+                raise ConfigurationError(
+                    f"{option} must name exactly the topic-partitions the query reads "
+                    f"({'; '.join(detail)})")
+            if isinstance(spec, SpecificTimestamps):
+                return self.by_timestamp(given, is_start=is_start)
+            out = {tp: off for tp, off in given.items() if off >= 0}
+            out.update(self.earliest([tp for tp, off in given.items() if off == EARLIEST]))
+            out.update(self.latest([tp for tp, off in given.items() if off == LATEST]))
+            return out
+        raise TypeError(f"unknown offset spec {spec!r}")

@@ -1,0 +1,310 @@
+"""The ``pyconsumer`` PySpark data source: Spark's Kafka source, read by pyconsumer into Arrow.
+
+``spark.read.format("pyconsumer")`` / ``spark.readStream.format("pyconsumer")`` take Spark's
+Kafka source options (:mod:`pyconsumer.spark.options`) and give Spark's Kafka schema. Which
+process runs what (PySpark's Python data source API):
+
+* ``partitions()`` (batch) and the stream reader's offset methods run in Python processes
+  the JVM starts on the driver: they look offsets up with an :class:`OffsetReader`.
+* ``read()`` runs in Python workers, from the pickled reader and one :class:`KafkaInputPartition`:
+  :func:`~pyconsumer.spark.reader.read_range` yields ``pyarrow.RecordBatch``es, which Spark
+  takes as they are (no per-row conversion).
+
+Offsets are Spark's JSON (``{"topic": {"0": 23}}``) and live in the query's checkpoint; the
+source never relies on Kafka commits (``commitOffsetsToKafka`` only publishes progress).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from pyconsumer.spark.offsets import OffsetReader, report_data_loss
+from pyconsumer.spark.options import (
+    SourceOptions,
+    offsets_from_json,
+    offsets_to_json,
+    parse_options,
+)
+from pyconsumer.spark.planning import (
+    OffsetRange,
+    limit_by_bytes,
+    rate_limit,
+    split_ranges,
+    total_offsets,
+)
+from pyconsumer.spark.reader import read_range
+from pyconsumer.structs import OffsetAndMetadata, TopicPartition
+
+__all__ = ["KafkaDataSource", "KafkaInputPartition", "kafka_schema"]
+
+log = logging.getLogger(__name__)
+
+
+def kafka_schema(include_headers: bool = False) -> StructType:
+    """Spark's Kafka source schema (every field nullable, as Spark declares it)."""
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        fields.append(StructField("headers", ArrayType(StructType([
+            StructField("key", StringType()), StructField("value", BinaryType())]))))
+    return StructType(fields)
+
+
+class KafkaInputPartition(InputPartition):
+    """One Spark task: offsets ``[start, end)`` of one topic-partition."""
+
+    def __init__(self, r: OffsetRange) -> None:
+        super().__init__((r.topic, r.partition, r.start, r.end))
+        self.range = r
+
+    def __repr__(self) -> str:
+        r = self.range
+        return f"KafkaInputPartition({r.topic}-{r.partition} [{r.start}, {r.end}))"
+
+
+def _read(partition: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
+    assert isinstance(partition, KafkaInputPartition), partition
+    yield from read_range(partition.range, options)
+
+
+def _ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
+            ) -> list[OffsetRange]:
+    return [OffsetRange(tp.topic, tp.partition, start[tp], e)
+            for tp, e in end.items() if tp in start]
+
+
+class KafkaDataSource(DataSource):
+    """``format("pyconsumer")``: Spark's Kafka source options and schema, batch and streaming."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pyconsumer"
+
+    def _include_headers(self) -> bool:
+        # parse_options rejects anything but true/false (any case); the schema must agree
+        return str(self.options.get("includeHeaders", "false")).lower() == "true"
+
+    def schema(self) -> StructType:
+        return kafka_schema(self._include_headers())
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaBatchReader(parse_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkaStreamReader(parse_options(self.options, streaming=True))
+
+
+class KafkaBatchReader(DataSourceReader):
+    """A bounded read: real offsets are resolved first (so even earliest/latest ranges can be
+    split by minPartitions / maxRecordsPerPartition), then each range is one or more tasks."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def plan(self) -> list[OffsetRange]:
+        o = self.options
+        offsets = OffsetReader(o)
+        try:
+            tps = offsets.partitions()
+            start = offsets.resolve(o.starting, tps, is_start=True, option="startingOffsets")
+            end = offsets.resolve(o.ending, tps, is_start=False, option="endingOffsets")
+            ranges = []
+            for r in _ranges(start, end):
+                if r.start > r.end:
+                    report_data_loss(o, f"Partition {r.topic}-{r.partition}'s starting offset "
+                                        f"{r.start} is after its ending offset {r.end}")
+                    continue
+                ranges.append(r)
+        finally:
+            offsets.close()
+        return split_ranges(ranges, min_partitions=o.min_partitions,
+                            max_records_per_partition=o.max_records_per_partition)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [KafkaInputPartition(r) for r in self.plan()]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition, self.options)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over offset ranges, with Spark's admission control."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._offsets = OffsetReader(options)
+        self._target: dict[TopicPartition, int] | None = None     # AvailableNow's end
+        self._latest: dict[TopicPartition, int] | None = None     # for reportLatestOffset
+        self._last_trigger: float | None = None                   # minOffsetsPerTrigger clock
+        self._committed: dict[TopicPartition, int] = {}
+        self._bytes_per_offset: dict[TopicPartition, float] = {}
+
+    # --- pickling: only the options travel to the workers
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"])   # type: ignore[misc]
+
+    # --- offsets
+    def initialOffset(self) -> dict[str, Any]:
+        o = self.options
+        tps = self._offsets.partitions()
+        start = self._offsets.resolve(o.starting, tps, is_start=True, option="startingOffsets")
+        return offsets_to_json(start)
+
+    def _fetch_latest(self, start: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Latest offsets of every partition read now; partitions that appeared since
+        ``start`` (new partitions, new topics matching the pattern) start at earliest."""
+        tps = self._offsets.partitions()
+        lost = sorted(set(start) - tps)
+        if lost:
+            report_data_loss(self.options, "Partitions " + ", ".join(
+                f"{t}-{p}" for t, p in lost) + " were deleted")
+        return self._offsets.latest(tps)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._fetch_latest({})
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        o = self.options
+        if o.max_offsets_per_trigger is not None:
+            return ReadMaxRows(o.max_offsets_per_trigger)
+        if o.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(o.max_bytes_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any] | None = None,
+                     limit: ReadLimit | None = None) -> dict[str, Any]:
+        o = self.options
+        begin = offsets_from_json(start or {})
+        self._maybe_commit(begin)
+        latest = self._target if self._target is not None else self._fetch_latest(begin)
+        if self._target is None:
+            self._latest = dict(latest)
+        else:
+            self._latest = self._offsets.latest(latest)
+        if start is None:     # PySpark before 4.2: no admission control
+            return offsets_to_json(latest)
+        new = set(latest) - set(begin)
+        if new:
+            begin = {**begin, **self._offsets.earliest(new)}
+        end = dict(latest)
+        now = time.monotonic()
+        if (o.min_offsets_per_trigger is not None and self._target is None
+                and total_offsets(begin, end) < o.min_offsets_per_trigger):
+            # too little for a batch: wait, unless maxTriggerDelay passed since the last one
+            if self._last_trigger is None:
+                self._last_trigger = now
+            if (now - self._last_trigger) * 1000 < o.max_trigger_delay_ms:
+                return start
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else o.max_offsets_per_trigger
+        if max_rows is not None:
+            end = rate_limit(begin, end, max_rows)
+        if o.max_bytes_per_trigger is not None:
+            end = limit_by_bytes(begin, end, o.max_bytes_per_trigger,
+                                 self._estimate_bytes(begin, end))
+        if total_offsets(begin, end) > 0:
+            self._last_trigger = now
+        return offsets_to_json(end)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return None if self._latest is None else offsets_to_json(self._latest)
+
+    def _estimate_bytes(self, begin: Mapping[TopicPartition, int],
+                        end: Mapping[TopicPartition, int]) -> dict[TopicPartition, float]:
+        """Bytes per offset of each partition with a backlog, from one small sample read at
+        its start (cached: record sizes of a partition change slowly)."""
+        from pyconsumer.spark.reader import read_range
+        for tp, e in end.items():
+            b = begin.get(tp)
+            if b is None or e <= b or tp in self._bytes_per_offset:
+                continue
+            sample = OffsetRange(tp.topic, tp.partition, b, min(e, b + 500))
+            rows = nbytes = 0
+            for batch in read_range(sample, self.options, batch_rows=500):
+                rows += batch.num_rows
+                for name in ("key", "value"):
+                    col = batch.column(name)
+                    nbytes += sum(buf.size for buf in col.buffers() if buf is not None)
+            if rows:
+                self._bytes_per_offset[tp] = nbytes / max(1, sample.size)
+        return self._bytes_per_offset
+
+    # --- planning and reading
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]
+                   ) -> Sequence[InputPartition]:
+        begin = offsets_from_json(start)
+        stop = offsets_from_json(end)
+        missing = set(stop) - set(begin)
+        if missing:      # partitions added in this batch (a replay: same lookup)
+            begin.update({tp: off for tp, off in self._offsets.earliest(missing).items()})
+        ranges = []
+        for r in _ranges(begin, stop):
+            if r.end < r.start:
+                report_data_loss(self.options, f"Partition {r.topic}-{r.partition}'s offset "
+                                                f"went back from {r.start} to {r.end}")
+                continue
+            ranges.append(r)
+        o = self.options
+        return [KafkaInputPartition(r) for r in split_ranges(
+            ranges, min_partitions=o.min_partitions,
+            max_records_per_partition=o.max_records_per_partition)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition, self.options)
+
+    # --- progress published to Kafka (opt-in); the checkpoint stays the source of truth
+    def _maybe_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """``start`` of a new batch is the end of the last finished one: with
+        commitOffsetsToKafka, commit it to kafka.group.id so lag tools see the progress."""
+        if not self.options.commit_offsets_to_kafka or not offsets:
+            return
+        todo = {tp: off for tp, off in offsets.items() if self._committed.get(tp) != off}
+        if not todo:
+            return
+        try:
+            self._offsets.consumer.commit({tp: OffsetAndMetadata(off) for tp, off in todo.items()})
+            self._committed.update(todo)
+        except Exception as exc:     # publishing progress must never stop the query
+            log.warning("commitOffsetsToKafka: committing %s failed: %s", todo, exc)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self._maybe_commit(offsets_from_json(end))
+
+    def stop(self) -> None:
+        self._offsets.close()
