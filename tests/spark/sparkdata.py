@@ -21,10 +21,14 @@ def expected_rows(topic: str, records: list[TestRecord], delivered: list[tuple[i
     return sorted(out, key=lambda r: (r[0], r[1], r[2]))
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
 def _ms(ts: dt.datetime) -> int:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=dt.timezone.utc)
-    return int(ts.timestamp() * 1000)
+    # exact: ts.timestamp() is a float (1.001 s * 1000 = 1000.9999...)
+    return (ts - _EPOCH) // dt.timedelta(milliseconds=1)
 
 
 def df_rows(df: Any) -> list[Row]:
