@@ -146,6 +146,11 @@ class FetchProgressError(KafkaClientError):
     consumer cannot move forward (a batch larger than the broker would send whole)."""
 
 
+class DataLossError(KafkaClientError):
+    """Offsets a Spark query was to read are gone (retention, a deleted topic or partition)
+    and ``failOnDataLoss`` is true; the message names topic, partition and offsets."""
+
+
 # --------------------------------------------------------------------------- broker errors
 
 # Every error code of the Kafka protocol, as Apache Kafka's
@@ -614,6 +619,7 @@ def error_for_code(code: int, detail: str | None = None) -> BrokerResponseError 
 
 
 __all__ = [
+    "DataLossError",
     "KafkaError",
     "KafkaClientError",
     "ConfigurationError",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from pyconsumer.consumer.consumer import KafkaConsumer
-from pyconsumer.errors import ConfigurationError, KafkaError
+from pyconsumer.errors import ConfigurationError, DataLossError, KafkaError
 from pyconsumer.spark.options import (
     EARLIEST,
     LATEST,
@@ -42,12 +42,6 @@ _CONFIRM_TIMEOUT_S = 5.0
 
 # driver lookups fetch only to read watermarks: never wait at the broker for data
 _DRIVER_DEFAULTS = {"fetch.max.wait.ms": "1"}   # (Tansu answers 0 with nothing)
-
-
-class DataLossError(KafkaError):
-    """Offsets a query was to read are gone (retention, a deleted topic or partition) and
-    ``failOnDataLoss`` is true. The message names topic, partition and offsets and says how
-    to skip instead."""
 
 
 DATA_LOSS_HINT = ("Some data may have been lost because it is no longer available in Kafka "
