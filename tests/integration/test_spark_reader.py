@@ -84,3 +84,19 @@ def test_end_beyond_the_log_end_is_data_loss(mock_cluster: MockCluster, fail: bo
             list(read_range(r, options))
     else:
         assert _offsets(list(read_range(r, options))) == list(range(10))
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_deleted_topic_is_data_loss(tansu: TansuBroker, make_tansu_topic: Callable[..., str],
+                                    fail: bool) -> None:
+    topic = make_tansu_topic(1)
+    produce(tansu.bootstrap, topic, sample_records(10, partitions=[0]))
+    options = _options(tansu.bootstrap, topic, failOnDataLoss=str(fail).lower(),
+                       **{"kafka.allow.auto.create.topics": "false"})
+    tansu.delete_topic(topic)
+    r = OffsetRange(topic, 0, 0, 10)
+    if fail:
+        with pytest.raises(DataLossError, match=rf"{topic}.*(deleted|ends at)"):
+            list(read_range(r, options))
+    else:
+        assert _offsets(list(read_range(r, options))) == []
