@@ -4,7 +4,8 @@ Pure functions (no Spark, no broker), so every rule is unit-tested on its own:
 
 * :func:`split_ranges`: one task per topic-partition range by default; ``maxRecordsPerPartition``
   cuts ranges into pieces of at most that many offsets, then ``minPartitions`` cuts the big
-  ranges further in proportion to their size (Spark's KafkaOffsetRangeCalculator).
+  ranges further in proportion to their size (Spark 4's KafkaOffsetRangeCalculator, piece for
+  piece).
 * :func:`rate_limit`: ``maxOffsetsPerTrigger`` shared across partitions by volume, so a
   backlog on one partition does not starve the others (Spark's rateLimit).
 * :func:`limit_by_bytes`: our ``maxBytesPerTrigger``, the same proration over an estimate of
@@ -40,34 +41,57 @@ class OffsetRange:
 
 
 def _cut(r: OffsetRange, parts: int) -> list[OffsetRange]:
-    """``r`` in ``parts`` contiguous pieces of near-equal size (the first ones one larger)."""
+    """``r`` in ``parts`` contiguous pieces of near-equal size, as Spark's getDividedPartition
+    cuts them: each piece takes ``remaining // pieces_left``, so the last ones are one larger
+    (10 in 3: 3, 3, 4). Never more pieces than offsets (no empty piece)."""
     parts = max(1, min(parts, r.size))
-    step, extra = divmod(r.size, parts)
     out = []
-    start = r.start
+    start, remaining = r.start, r.size
     for i in range(parts):
-        end = start + step + (1 if i < extra else 0)
-        out.append(OffsetRange(r.topic, r.partition, start, end))
-        start = end
+        step = remaining // (parts - i)
+        remaining -= step
+        out.append(OffsetRange(r.topic, r.partition, start, start + step))
+        start += step
     return out
+
+
+def _round_half_up(x: float) -> int:
+    """Scala's ``math.round`` on a double (half up: 2.5 -> 3), not Python's half-even
+    ``round`` (2.5 -> 2)."""
+    return math.floor(x + 0.5)
+
+
+def _part_count(size: int, total: int, min_partitions: int) -> int:
+    """Spark's getPartCount: ``max(1, round(size / total * minPartitions))``."""
+    return max(1, _round_half_up(size / total * min_partitions))
 
 
 def split_ranges(ranges: list[OffsetRange], *, min_partitions: int | None = None,
                  max_records_per_partition: int | None = None) -> list[OffsetRange]:
-    """The tasks for ``ranges`` (empty ranges dropped), in topic-partition then offset order.
+    """The tasks for ``ranges`` (empty ranges dropped), in topic-partition then offset order,
+    cut as Spark's KafkaOffsetRangeCalculator cuts them (Spark 4).
 
-    Without options: one task per range. ``max_records_per_partition``: no task holds more
-    offsets. ``min_partitions``: when there are fewer tasks than that, each range is cut into
-    ``max(1, round(size / total * min_partitions))`` pieces, so the count comes close to
-    ``min_partitions`` and the big ranges take most of the cuts."""
+    Without options: one task per range. ``max_records_per_partition``: each range is cut into
+    ``ceil(size / max)`` pieces, so no task holds more offsets. ``min_partitions``: when there
+    are then fewer tasks than that, the extra tasks go to the big ranges in proportion to
+    their size, in two passes (SPARK-36576): the ranges whose share
+    ``round(size / total * min_partitions)`` is at most one stay whole (and so does every
+    piece of their topic-partition), and the others share ``min_partitions`` minus that many
+    tasks, each cut into ``max(1, round(size / split_total * budget))`` pieces. The count
+    comes close to ``min_partitions`` (a hint, as in Spark: rounding may miss it either way)."""
     todo = sorted(r for r in ranges if r.size > 0)
     if max_records_per_partition is not None:
         todo = [piece for r in todo
-                for piece in _cut(r, math.ceil(r.size / max_records_per_partition))]
+                for piece in _cut(r, -(-r.size // max_records_per_partition))]
     if min_partitions is not None and 0 < len(todo) < min_partitions:
         total = sum(r.size for r in todo)
+        unsplit = [r for r in todo if _part_count(r.size, total, min_partitions) == 1]
+        unsplit_tps = {r.tp for r in unsplit}
+        split_total = total - sum(r.size for r in unsplit)
+        budget = max(min_partitions - len(unsplit), 1)
         todo = [piece for r in todo
-                for piece in _cut(r, max(1, round(r.size / total * min_partitions)))]
+                for piece in (_cut(r, 1) if r.tp in unsplit_tps
+                              else _cut(r, _part_count(r.size, split_total, budget)))]
     return todo
 
 
