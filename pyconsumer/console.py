@@ -1,0 +1,411 @@
+"""``pyconsumer consume``: records to the terminal as JSON lines, and terminal helpers.
+
+One JSON object per record, one record per line (like kcat -J or kafka-console-consumer)::
+
+    {"topic": "orders", "partition": 0, "offset": 42, "timestamp": 1700000000000,
+     "timestamp_type": "CreateTime", "key": "k-1", "value": {"base64": "AP8="},
+     "headers": [["trace", "abc"], ["flag", null]]}
+
+Bytes (key, value, header values) are written as a JSON string when they are valid UTF-8,
+as ``{"base64": "..."}`` when they are not, and as ``null`` when the Kafka field is null. A
+string is therefore always the exact bytes decoded as UTF-8, and an object always binary.
+
+The helpers at the end (:func:`format_table`, :class:`StatusLine`) are shared with
+``pyconsumer ingest``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+__all__ = [
+    "ConsumeOptions",
+    "run_consume",
+    "record_json",
+    "encode_bytes",
+    "format_table",
+    "StatusLine",
+    "TIMESTAMP_TYPES",
+]
+
+#: ConsumerRecord.timestamp_type -> the Java TimestampType name written in the JSON
+TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+
+BYTES_HELP = ("bytes (key, value, header values) are written as a JSON string when they are "
+              "valid UTF-8, as {\"base64\": \"...\"} when they are not, and as null when the "
+              "Kafka field is null")
+
+
+def encode_bytes(data: bytes | None) -> Any:
+    """A key/value/header value as JSON: str if valid UTF-8, {"base64": ...} if not, None."""
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def record_json(record: Any) -> dict[str, Any]:
+    """The JSON object of one ConsumerRecord (raw bytes: no deserializers)."""
+    return {
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "timestamp_type": TIMESTAMP_TYPES.get(record.timestamp_type, str(record.timestamp_type)),
+        "key": encode_bytes(record.key),
+        "value": encode_bytes(record.value),
+        "headers": [[k, encode_bytes(v)] for k, v in (record.headers or ())],
+    }
+
+
+@dataclass
+class ConsumeOptions:
+    """What ``pyconsumer consume`` was asked for (see :func:`add_consume_arguments`)."""
+
+    bootstrap_server: str
+    topics: list[str] = field(default_factory=list)
+    pattern: str | None = None
+    partitions: list[int] = field(default_factory=list)
+    from_beginning: bool = False
+    offset: str | None = None          # "earliest", "latest" or an offset N >= 0
+    max_messages: int | None = None
+    group: str | None = None
+    timeout_ms: int | None = None      # stop after no record for this long; None: until Ctrl-C
+    settings: dict[str, str] = field(default_factory=dict)   # -X key=value
+
+
+class UsageError(ValueError):
+    """Options that do not go together (exit 2, message to stderr)."""
+
+
+def _check(opts: ConsumeOptions) -> None:
+    if bool(opts.topics) == (opts.pattern is not None):
+        raise UsageError("give --topic (one or more) or --pattern")
+    if opts.partitions and not opts.topics:
+        raise UsageError("--partition needs --topic")
+    if opts.partitions and opts.group:
+        raise UsageError("--partition reads the given partitions directly (assign); "
+                         "it does not go with --group")
+    if opts.offset is not None:
+        if opts.group:
+            raise UsageError("--offset does not go with --group (a group starts at its "
+                             "committed offsets)")
+        if opts.from_beginning:
+            raise UsageError("give --offset or --from-beginning, not both")
+        if opts.offset not in ("earliest", "latest") and not re.fullmatch(r"[0-9]+", opts.offset):
+            raise UsageError(f"--offset must be earliest, latest or an offset >= 0, "
+                             f"got {opts.offset!r}")
+    if opts.max_messages is not None and opts.max_messages < 1:
+        raise UsageError("--max-messages must be at least 1")
+    if opts.timeout_ms is not None and opts.timeout_ms < 0:
+        raise UsageError("--timeout-ms must not be negative")
+    if opts.pattern is not None:
+        try:
+            re.compile(opts.pattern)
+        except re.error as exc:
+            raise UsageError(f"--pattern is not a regular expression: {exc}") from None
+
+
+def _consumer_settings(opts: ConsumeOptions) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "bootstrap.servers": opts.bootstrap_server,
+        "client.id": "pyconsumer-console",
+        "auto.offset.reset": "earliest" if opts.from_beginning else "latest",
+    }
+    if opts.group:
+        settings["group.id"] = opts.group
+    settings.update(opts.settings)          # -X wins
+    return settings
+
+
+def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
+    """The partitions to read without a group: the given ones, or all of the topics'."""
+    from pyconsumer.structs import TopicPartition
+
+    if opts.pattern is not None:
+        regex = re.compile(opts.pattern)
+        topics = sorted(t for t in consumer.topics() if regex.fullmatch(t))
+        if not topics:
+            raise LookupError(f"no topic matches --pattern {opts.pattern!r}")
+    else:
+        topics = opts.topics
+    tps: list[TopicPartition] = []
+    for topic in topics:
+        parts = consumer.partitions_for_topic(topic)
+        if parts is None:
+            raise LookupError(f"topic {topic!r} not found")
+        if opts.partitions:
+            missing = sorted(set(opts.partitions) - parts)
+            if missing:
+                raise LookupError(f"topic {topic!r} has no partition {missing[0]} "
+                                  f"(it has {len(parts)})")
+            parts = set(opts.partitions)
+        tps.extend(TopicPartition(topic, p) for p in sorted(parts))
+    consumer.assign(tps)
+    if opts.offset == "earliest":
+        consumer.seek_to_beginning()
+    elif opts.offset == "latest":
+        consumer.seek_to_end()
+    elif opts.offset is not None:
+        for tp in tps:
+            consumer.seek(tp, int(opts.offset))
+    return tps
+
+
+def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] | None = None
+                ) -> int:
+    """Print records as JSON lines until --max-messages, --timeout-ms or Ctrl-C.
+
+    Returns the exit status: 0 done, 1 a Kafka error, 2 bad options, 130 Ctrl-C. A closed
+    stdout (``| head``) ends it quietly with 0."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    try:
+        _check(opts)
+    except UsageError as exc:
+        print(f"pyconsumer consume: {exc}", file=err)
+        return 2
+    from pyconsumer import KafkaConsumer
+    from pyconsumer.errors import KafkaError
+
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
+    ascii_only = encoding not in ("utf8", "utf16", "utf32")
+    dumps = json.JSONEncoder(ensure_ascii=ascii_only, separators=(", ", ": ")).encode
+    count = 0
+    consumer = None
+    status = 0
+    broken_pipe = False
+    try:
+        consumer = KafkaConsumer(**_consumer_settings(opts))
+        if opts.group:
+            if opts.pattern is not None:
+                consumer.subscribe(pattern=opts.pattern)
+            else:
+                consumer.subscribe(opts.topics)
+        else:
+            _assign(consumer, opts)
+        last_record = time.monotonic()
+        while opts.max_messages is None or count < opts.max_messages:
+            wait = 1000.0
+            if opts.timeout_ms is not None:
+                left = opts.timeout_ms - (time.monotonic() - last_record) * 1000.0
+                if left <= 0:
+                    break
+                wait = min(wait, left)
+            limit = None if opts.max_messages is None else opts.max_messages - count
+            polled = consumer.poll(timeout_ms=wait, max_records=limit)
+            if not polled:
+                if _reader_gone(out):      # `| head` exited while no record came
+                    raise BrokenPipeError
+                continue
+            lines = []
+            for records in polled.values():
+                for record in records:
+                    lines.append(dumps(record_json(record)))
+            count += len(lines)
+            out.write("\n".join(lines) + "\n")
+            out.flush()
+            last_record = time.monotonic()
+    except KeyboardInterrupt:
+        status = 130
+    except BrokenPipeError:
+        _quiet_stdout(out)
+        broken_pipe = True
+    except (KafkaError, LookupError) as exc:
+        print(f"pyconsumer consume: {exc}", file=err)
+        status = 1
+    finally:
+        if consumer is not None:
+            try:
+                consumer.close()
+            except KeyboardInterrupt:     # a second Ctrl-C while leaving the group
+                status = 130
+            except Exception as exc:  # closing must not hide what happened before
+                print(f"pyconsumer consume: closing the consumer failed: {exc}", file=err)
+    if status != 1 and not broken_pipe:
+        try:
+            print(f"processed {count} message{'s' if count != 1 else ''}", file=err)
+        except (BrokenPipeError, ValueError):
+            pass
+    return status
+
+
+def _reader_gone(out: IO[str]) -> bool:
+    """True when ``out`` is a pipe whose reading end is closed (poll reports POLLERR), so
+    an idle consumer notices ``| head`` has exited without waiting for the next record."""
+    import select
+    import stat
+    import os
+
+    try:
+        fd = out.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode) or not hasattr(select, "poll"):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _quiet_stdout(out: IO[str]) -> None:
+    """After EPIPE: point fd 1 at /dev/null so Python's exit flush does not complain."""
+    import os
+
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def add_consume_arguments(parser: Any) -> None:
+    """The ``consume`` options on an argparse parser."""
+    parser.add_argument("-b", "--bootstrap-server", required=True, metavar="HOST:PORT",
+                        help="broker(s) to start from, comma-separated")
+    parser.add_argument("-t", "--topic", action="append", default=[], metavar="TOPIC",
+                        help="topic to read (repeat it, or a comma-separated list)")
+    parser.add_argument("--pattern", metavar="REGEX",
+                        help="read every topic whose whole name matches REGEX")
+    parser.add_argument("-p", "--partition", action="append", default=[], type=int,
+                        metavar="N", help="with --topic: read only this partition (repeatable)")
+    parser.add_argument("--from-beginning", action="store_true",
+                        help="start at the earliest offset (with --group: where the group has "
+                             "no committed offset); default: only new records")
+    parser.add_argument("-o", "--offset", metavar="OFFSET",
+                        help="start every assigned partition at OFFSET: earliest, latest or "
+                             "an offset N")
+    parser.add_argument("-n", "--max-messages", type=int, metavar="N",
+                        help="exit after N records")
+    parser.add_argument("-g", "--group", metavar="GROUP",
+                        help="join consumer group GROUP (subscribe; offsets are committed); "
+                             "without it every partition of the topics is read directly")
+    parser.add_argument("--timeout-ms", type=int, metavar="MS",
+                        help="exit after no record arrived for MS ms (default: run until Ctrl-C)")
+    parser.add_argument("-X", dest="settings", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="consumer setting, Java name (e.g. -X fetch.max.bytes=1048576)")
+
+
+def consume_options(args: Any) -> ConsumeOptions:
+    """ConsumeOptions from parsed ``consume`` arguments (raises UsageError)."""
+    return ConsumeOptions(
+        bootstrap_server=args.bootstrap_server,
+        topics=split_list(args.topic),
+        pattern=args.pattern,
+        partitions=list(args.partition),
+        from_beginning=args.from_beginning,
+        offset=args.offset,
+        max_messages=args.max_messages,
+        group=args.group,
+        timeout_ms=args.timeout_ms,
+        settings=key_values(args.settings, "-X"),
+    )
+
+
+def split_list(values: Sequence[str]) -> list[str]:
+    """Repeated and comma-separated values, in order, without duplicates or empties."""
+    out: list[str] = []
+    for value in values:
+        for item in value.split(","):
+            item = item.strip()
+            if item and item not in out:
+                out.append(item)
+    return out
+
+
+def key_values(items: Sequence[str], flag: str) -> dict[str, str]:
+    """``["a=1", "b=x=y"]`` -> ``{"a": "1", "b": "x=y"}`` (raises UsageError)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+# --------------------------------------------------------------------------- terminal helpers
+
+
+def format_table(rows: Sequence[Sequence[Any]], header: Sequence[str], *,
+                 right: Sequence[bool] | None = None, indent: str = "  ") -> str:
+    """A plain text table: a header, a rule, the rows; ``right`` aligns columns right."""
+    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    align = list(right) if right is not None else [False] * len(header)
+    lines = []
+    for n, row in enumerate(cells):
+        parts = [c.rjust(w) if a else c.ljust(w) for c, w, a in zip(row, widths, align)]
+        lines.append((indent + "  ".join(parts)).rstrip())
+        if n == 0:
+            lines.append(indent + "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def human_bytes(n: float) -> str:
+    """1234567 -> '1.2 MB' (decimal units, as rates are usually quoted)."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000.0
+    return f"{n:.1f} TB"   # pragma: no cover
+
+
+def bar(fraction: float, width: int = 24) -> str:
+    """``[#########...............]`` for a fraction in 0..1."""
+    fraction = min(1.0, max(0.0, fraction))
+    full = int(round(fraction * width))
+    return "[" + "#" * full + "." * (width - full) + "]"
+
+
+class StatusLine:
+    """A live status line on a stream: redrawn in place on a terminal; elsewhere only the
+    lines given to :meth:`log` are printed (one per event, no carriage returns)."""
+
+    def __init__(self, stream: IO[str] | None = None, *, live: bool | None = None) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        if live is None:
+            isatty = getattr(self.stream, "isatty", None)
+            live = bool(isatty and isatty())
+        self.live = live
+        self._shown = False
+
+    def update(self, text: str) -> None:
+        """Redraw the live line (only on a terminal)."""
+        if not self.live:
+            return
+        try:
+            import shutil
+
+            width = shutil.get_terminal_size((100, 20)).columns
+        except (OSError, ValueError):
+            width = 100
+        line = text if len(text) < width else text[: max(0, width - 2)] + "…"
+        self.stream.write("\r\x1b[2K" + line)
+        self.stream.flush()
+        self._shown = True
+
+    def log(self, text: str) -> None:
+        """A line that stays: above the live line on a terminal, plain elsewhere."""
+        self.clear()
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.live and self._shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._shown = False

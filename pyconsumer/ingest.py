@@ -1,0 +1,604 @@
+"""The ingest job: Kafka topics into a Parquet dataset through Spark and the pyconsumer source.
+
+:func:`run_ingest` is what ``pyconsumer ingest`` runs, on a SparkSession the caller owns:
+
+* **batch** (no checkpoint): ``spark.read.format("pyconsumer")`` from ``startingOffsets`` to
+  ``endingOffsets`` (default earliest to latest), appended to the dataset with
+  ``df.write.mode("append").parquet``;
+* **streaming** (a checkpoint directory): ``spark.readStream.format("pyconsumer")`` into
+  Spark's file sink (``writeStream.format("parquet")``; with the checkpoint that is
+  exactly-once), either ``once`` (Trigger.AvailableNow: what is there now, then stop) or
+  continuously with a processing-time trigger until :attr:`stop` is set (Ctrl-C in the CLI).
+
+The summary is computed exactly, with a Spark aggregation over the Parquet files this run
+added to the dataset (the committed files after the run minus those before it; for the file
+sink these are the files its ``_spark_metadata`` log lists): per partition the first and last
+offset, the record count and the key+value bytes.
+
+Progress goes to a :class:`~pyconsumer.console.StatusLine`: streaming from each micro-batch's
+``StreamingQueryProgress`` (input rows and rates, the key+value bytes observed in the same
+pass with ``DataFrame.observe``, the lag behind the broker from the source's latestOffset);
+batch from the SparkContext's status tracker (tasks done of the tasks known so far), which is
+all Spark tells about a running batch job.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyconsumer.console import StatusLine, bar, format_table, human_bytes
+
+__all__ = [
+    "IngestSummary",
+    "PartitionSummary",
+    "IngestError",
+    "run_ingest",
+    "format_summary",
+    "parse_trigger_ms",
+    "source_options",
+    "temporary_session",
+    "spark_error_message",
+]
+
+#: the name of the observed metrics of each micro-batch (records, bytes)
+OBSERVATION = "pyconsumer_ingest"
+
+
+class IngestError(RuntimeError):
+    """The ingest could not run or failed: the message is meant for a terminal."""
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """What this run wrote of one topic-partition."""
+
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    records: int
+    bytes: int          # sum of key and value lengths (null counts 0)
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest run wrote: per partition and in total, with the wall time."""
+
+    mode: str                                   # "batch", "availableNow" or "continuous"
+    output: str
+    partitions: list[PartitionSummary] = field(default_factory=list)
+    seconds: float = 0.0                        # reading and writing (not the summary)
+    micro_batches: int = 0                      # batches with records (batch mode: 0 or 1)
+    files: int = 0                              # Parquet files added to the dataset
+    interrupted: bool = False                   # stopped by stop / Ctrl-C
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.partitions)
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    def by_partition(self) -> dict[tuple[str, int], PartitionSummary]:
+        return {(p.topic, p.partition): p for p in self.partitions}
+
+
+# --------------------------------------------------------------------------- options
+
+
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ms|milliseconds?|s|sec|seconds?|m|min|"
+                       r"minutes?|h|hours?)?\s*", re.IGNORECASE)
+_UNIT_MS = {"ms": 1, "millisecond": 1, "milliseconds": 1, "s": 1000, "sec": 1000,
+            "second": 1000, "seconds": 1000, "m": 60_000, "min": 60_000, "minute": 60_000,
+            "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000}
+
+
+def parse_trigger_ms(text: str) -> int:
+    """``"10s"``, ``"500ms"``, ``"1.5 minutes"``, ``"2m"`` -> milliseconds (a bare number is
+    seconds). Raises ValueError."""
+    m = _DURATION.fullmatch(text or "")
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (e.g. 10s, 500ms, 1m)")
+    unit = (m.group(2) or "s").lower()
+    ms = int(round(float(m.group(1)) * _UNIT_MS[unit]))
+    if ms <= 0:
+        raise ValueError(f"the trigger interval must be positive, got {text!r}")
+    return ms
+
+
+def source_options(*, bootstrap: str | None, topics: Sequence[str] = (),
+                   pattern: str | None = None, starting_offsets: str | None = None,
+                   ending_offsets: str | None = None, options: Mapping[str, str] | None = None,
+                   kafka: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``format("pyconsumer")`` options: explicit arguments, then ``options``
+    (Spark Kafka source options, e.g. maxOffsetsPerTrigger), then ``kafka`` (consumer
+    settings, given the ``kafka.`` prefix)."""
+    opts: dict[str, str] = {}
+    if bootstrap:
+        opts["kafka.bootstrap.servers"] = bootstrap
+    if topics:
+        opts["subscribe"] = ",".join(topics)
+    if pattern is not None:
+        opts["subscribePattern"] = pattern
+    if starting_offsets is not None:
+        opts["startingOffsets"] = starting_offsets
+    if ending_offsets is not None:
+        opts["endingOffsets"] = ending_offsets
+    for key, value in (options or {}).items():
+        opts[key] = str(value)
+    for key, value in (kafka or {}).items():
+        opts[key if key.lower().startswith("kafka.") else f"kafka.{key}"] = str(value)
+    lowered = {k.lower() for k in opts}
+    strategies = lowered & {"subscribe", "subscribepattern", "assign"}
+    if not strategies:
+        raise IngestError("give the topics to read: --topic, --pattern or -o assign=JSON")
+    if len(strategies) > 1:
+        raise IngestError("give only one of --topic (subscribe), --pattern (subscribePattern) "
+                          "and -o assign")
+    if "kafka.bootstrap.servers" not in lowered:
+        raise IngestError("give the broker: --bootstrap-server HOST:PORT")
+    return opts
+
+
+# --------------------------------------------------------------------------- Spark helpers
+
+
+def _hadoop_path(spark: Any, path: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    fs = p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return fs, p
+
+
+def _exists(spark: Any, path: str) -> bool:
+    fs, p = _hadoop_path(spark, path)
+    return bool(fs.exists(p))
+
+
+def _has_data_files(spark: Any, path: str) -> bool:
+    """Any file or directory in ``path`` other than Spark's hidden ones (_x, .x)."""
+    fs, p = _hadoop_path(spark, path)
+    if not fs.exists(p):
+        return False
+    for status in fs.listStatus(p):
+        name = status.getPath().getName()
+        if not name.startswith(("_", ".")):
+            return True
+    return False
+
+
+def _committed_files(spark: Any, output: str) -> set[str]:
+    """The data files a reader of the dataset sees now (with a file sink: those in its
+    ``_spark_metadata`` log; otherwise the listing). Empty when there is no dataset yet."""
+    if not _exists(spark, output):
+        return set()
+    # a one-column schema: no footer is read to infer one, and an empty directory is fine
+    return set(spark.read.schema("offset long").parquet(output).inputFiles())
+
+
+def _summarize(spark: Any, files: Sequence[str]) -> list[PartitionSummary]:
+    if not files:
+        return []
+    from pyspark.sql import functions as F
+
+    size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
+    rows = (spark.read.parquet(*files)
+            .groupBy("topic", "partition")
+            .agg(F.min("offset").alias("first"), F.max("offset").alias("last"),
+                 F.count(F.lit(1)).alias("records"), F.sum(size.cast("long")).alias("bytes"))
+            .collect())
+    return sorted((PartitionSummary(r["topic"], int(r["partition"]), int(r["first"]),
+                                    int(r["last"]), int(r["records"]), int(r["bytes"] or 0))
+                   for r in rows), key=lambda p: (p.topic, p.partition))
+
+
+def _observed(df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
+    return df.observe(OBSERVATION, F.count(F.lit(1)).alias("records"),
+                      F.coalesce(F.sum(size.cast("long")), F.lit(0)).alias("bytes"))
+
+
+def spark_error_message(exc: BaseException) -> str:
+    """The useful line of a Spark error: the innermost Python exception raised by the data
+    source (``pyconsumer.errors.X: ...``) when there is one, else Spark's own first line."""
+    text = str(exc)
+    found = re.findall(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Loss\w*)): "
+                       r"(.+)$", text, re.MULTILINE)
+    python = [(name, msg) for name, msg in found
+              if not name.startswith(("org.", "java.", "scala.", "py4j."))
+              and "Traceback" not in msg]
+    if python:
+        name, msg = python[-1]
+        return f"{name.rsplit('.', 1)[-1]}: {msg.strip()}"
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line[:500]
+    return type(exc).__name__
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def _offsets(value: Any) -> dict[str, dict[str, int]]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value if isinstance(value, dict) else {}
+
+
+def _lag(source: Mapping[str, Any]) -> int | None:
+    """sum(latestOffset - endOffset) over partitions, from one source's progress."""
+    latest = _offsets(source.get("latestOffset"))
+    end = _offsets(source.get("endOffset"))
+    if not latest:
+        return None
+    lag = 0
+    for topic, parts in latest.items():
+        for p, off in parts.items():
+            lag += max(0, int(off) - int(end.get(topic, {}).get(p, 0)))
+    return lag
+
+
+def _tasks(tracker: Any, stage_ids: Sequence[int]) -> tuple[int, int]:
+    done = total = 0
+    for sid in stage_ids:
+        info = tracker.getStageInfo(sid)
+        if info is not None:
+            done += info.numCompletedTasks
+            total += info.numTasks
+    return done, total
+
+
+class _StreamProgress:
+    """Turns StreamingQueryProgress events into counters and status lines."""
+
+    def __init__(self, status: StatusLine | None, mode: str) -> None:
+        self.status = status
+        self.mode = mode
+        self.seen: set[tuple[Any, Any]] = set()
+        self.counted: set[int] = set()
+        self.records = 0
+        self.bytes = 0
+        self.batches = 0
+        self.lag: int | None = None
+        self.started = time.monotonic()
+
+    def take(self, progress: Any) -> None:
+        key = (progress["batchId"], progress["timestamp"])
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        sources = progress["sources"] or []
+        lag = _lag(sources[0]) if sources else None
+        if lag is not None:
+            self.lag = lag
+        rows = int(progress["numInputRows"] or 0)
+        batch_id = int(progress["batchId"])
+        if rows == 0 or batch_id in self.counted:
+            return
+        self.counted.add(batch_id)
+        metrics = (progress["observedMetrics"] or {}).get(OBSERVATION)
+        nbytes = int(metrics["bytes"]) if metrics is not None else 0
+        self.records += rows
+        self.bytes += nbytes
+        self.batches += 1
+        if self.status is not None:
+            rate = progress["processedRowsPerSecond"] or 0.0
+            self.status.log(
+                f"micro-batch {batch_id}: {rows:,} records, {human_bytes(nbytes)} in "
+                f"{int(progress['batchDuration'] or 0) / 1000:.1f} s ({rate:,.0f} records/s); "
+                f"run total {self.records:,} records, {human_bytes(self.bytes)}"
+                + ("" if self.lag is None else f"; lag {self.lag:,}"))
+
+    def draw(self, tracker: Any) -> None:
+        if self.status is None or not self.status.live:
+            return
+        elapsed = time.monotonic() - self.started
+        rate = self.records / elapsed if elapsed > 0 else 0.0
+        text = (f"{self.mode}: {self.records:,} records, {human_bytes(self.bytes)}, "
+                f"{rate:,.0f} records/s")
+        if self.lag is not None:
+            text += f", lag {self.lag:,}"
+            if self.mode == "availableNow" and self.records + self.lag > 0:
+                text = bar(self.records / (self.records + self.lag)) + " " + text
+        done, total = _tasks(tracker, tracker.getActiveStageIds())
+        if total:
+            text += f" | running micro-batch: tasks {done}/{total}"
+        text += f" | {elapsed:,.0f} s"
+        self.status.update(text)
+
+
+@contextmanager
+def _graceful_interrupt(stop: threading.Event, status: StatusLine | None) -> Iterator[None]:
+    """While streaming, the first Ctrl-C asks the query to stop (the sink keeps exactly what
+    committed batches wrote); a second one raises KeyboardInterrupt at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        if status is not None:
+            status.log("stopping after Ctrl-C (press it again to abort) ...")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# --------------------------------------------------------------------------- the job
+
+
+def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
+               topics: Sequence[str] = (), pattern: str | None = None,
+               checkpoint: str | None = None, once: bool = False, trigger: str = "10s",
+               starting_offsets: str | None = "earliest", ending_offsets: str | None = None,
+               options: Mapping[str, str] | None = None, kafka: Mapping[str, str] | None = None,
+               status: StatusLine | None = None, stop: threading.Event | None = None,
+               poll_interval: float = 0.5) -> IngestSummary:
+    """Ingest Kafka records into the Parquet dataset ``output``; returns what this run wrote.
+
+    Batch without ``checkpoint`` (``ending_offsets`` default latest), streaming with it:
+    ``once`` for Trigger.AvailableNow, else a ``trigger`` processing-time trigger until
+    ``stop`` is set (or Ctrl-C on the main thread). ``options`` are further Spark Kafka
+    source options, ``kafka`` consumer settings (``kafka.`` is added). Progress lines go to
+    ``status`` (None: silent). Raises :class:`IngestError` with a one-line reason."""
+    streaming = checkpoint is not None
+    if not streaming and once:
+        raise IngestError("--once needs --checkpoint DIR (it is a streaming run)")
+    if streaming and ending_offsets is not None:
+        raise IngestError("--ending-offsets is for batch runs; a streaming run reads until "
+                          "it is stopped (or, with --once, what is there when it starts)")
+    opts = source_options(bootstrap=bootstrap, topics=topics, pattern=pattern,
+                          starting_offsets=starting_offsets,
+                          ending_offsets=None if streaming else (ending_offsets or "latest"),
+                          options=options, kafka=kafka)
+    sink_log = f"{output.rstrip('/')}/_spark_metadata"
+    if streaming:
+        trigger_ms = 0 if once else _trigger_ms(trigger)
+        if _has_data_files(spark, output) and not _exists(spark, sink_log):
+            raise IngestError(f"{output} holds a batch dataset; a streaming run writes with "
+                              "Spark's file sink and needs a directory of its own")
+    elif _exists(spark, sink_log):
+        raise IngestError(f"{output} is a streaming (file sink) dataset: ingest into it with "
+                          "--checkpoint, or choose another --output for batch runs")
+    before = _committed_files(spark, output)
+    if streaming:
+        assert checkpoint is not None
+        summary = _run_stream(spark, opts, output, checkpoint, once, trigger_ms, status,
+                              stop or threading.Event(), poll_interval)
+    else:
+        summary = _run_batch(spark, opts, output, status, poll_interval)
+    added = sorted(_committed_files(spark, output) - before)
+    summary.files = len(added)
+    summary.partitions = _summarize(spark, added)
+    return summary
+
+
+def _trigger_ms(trigger: str) -> int:
+    try:
+        return parse_trigger_ms(trigger)
+    except ValueError as exc:
+        raise IngestError(f"--trigger: {exc}") from None
+
+
+def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusLine | None,
+               poll_interval: float) -> IngestSummary:
+    sc = spark.sparkContext
+    group = f"pyconsumer-ingest-{uuid.uuid4().hex[:8]}"
+    tracker = sc.statusTracker()
+    done_flag = threading.Event()
+    started = time.monotonic()
+
+    def tasks() -> tuple[int, int]:
+        stages: list[int] = []
+        for job_id in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job_id)
+            if info is not None:
+                stages.extend(info.stageIds)
+        return _tasks(tracker, stages)
+
+    def watch() -> None:
+        while not done_flag.wait(poll_interval):
+            try:
+                done, total = tasks()
+            except Exception:       # the tracker is best effort; never break the job for it
+                continue
+            elapsed = time.monotonic() - started
+            if status is not None and total:
+                status.update(f"batch: {bar(done / total)} tasks {done}/{total} done "
+                              f"(read + write), {elapsed:,.0f} s")
+
+    watcher = None
+    if status is not None and status.live:
+        watcher = threading.Thread(target=watch, name="pyconsumer-ingest-progress", daemon=True)
+        watcher.start()
+    sc.setJobGroup(group, "pyconsumer ingest (batch)")
+    try:
+        df = spark.read.format("pyconsumer").options(**opts).load()
+        df.write.mode("append").parquet(output)
+    finally:
+        done_flag.set()
+        if watcher is not None:
+            watcher.join()
+        try:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+            sc.setLocalProperty("spark.job.description", None)
+        except Exception:
+            pass
+    seconds = time.monotonic() - started
+    if status is not None:
+        try:
+            done, total = tasks()
+            what = f"{done}/{total} tasks" if total else "done"
+        except Exception:
+            what = "done"
+        status.log(f"batch: read and wrote ({what}) in {seconds:.1f} s")
+    return IngestSummary(mode="batch", output=output, seconds=seconds, micro_batches=1)
+
+
+def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: str, once: bool,
+                trigger_ms: int, status: StatusLine | None, stop: threading.Event,
+                poll_interval: float) -> IngestSummary:
+    mode = "availableNow" if once else "continuous"
+    df = _observed(spark.readStream.format("pyconsumer").options(**opts).load())
+    writer = (df.writeStream.format("parquet").option("path", output)
+              .option("checkpointLocation", checkpoint))
+    writer = (writer.trigger(availableNow=True) if once
+              else writer.trigger(processingTime=f"{trigger_ms} milliseconds"))
+    progress = _StreamProgress(status, mode)
+    tracker = spark.sparkContext.statusTracker()
+    started = time.monotonic()
+    interrupted = False
+    with _graceful_interrupt(stop, status):
+        query = writer.start()
+        try:
+            while True:
+                finished = query.awaitTermination(poll_interval)
+                for p in query.recentProgress:
+                    progress.take(p)
+                if finished:
+                    break
+                if stop.is_set():
+                    interrupted = True
+                    query.stop()
+                    break
+                try:
+                    progress.draw(tracker)
+                except Exception:    # progress display is best effort
+                    pass
+        except KeyboardInterrupt:
+            interrupted = True
+            query.stop()
+            raise
+        finally:
+            if status is not None:
+                status.clear()
+    for p in query.recentProgress:
+        progress.take(p)
+    error = query.exception()
+    if error is not None:
+        raise IngestError(f"the streaming query failed: {spark_error_message(error)}")
+    seconds = time.monotonic() - started
+    return IngestSummary(mode=mode, output=output, seconds=seconds,
+                         micro_batches=progress.batches, interrupted=interrupted)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def format_summary(summary: IngestSummary) -> str:
+    """The final table: per partition offsets, records and bytes, then totals and rates."""
+    rows: list[tuple[Any, ...]] = [
+        (p.topic, p.partition, f"{p.first_offset}-{p.last_offset}", f"{p.records:,}",
+         f"{p.bytes:,}") for p in summary.partitions]
+    rows.append(("total", "", "", f"{summary.records:,}", f"{summary.bytes:,}"))
+    table = format_table(rows, ("topic", "partition", "offsets", "records", "bytes"),
+                         right=(False, True, False, True, True))
+    what = {"batch": "batch", "availableNow": "streaming, available now",
+            "continuous": "streaming"}.get(summary.mode, summary.mode)
+    head = (f"ingest summary ({what}; {summary.files} Parquet file"
+            f"{'' if summary.files == 1 else 's'} added to {summary.output}"
+            + (f"; {summary.micro_batches} micro-batch"
+               f"{'' if summary.micro_batches == 1 else 'es'}" if summary.mode != "batch" else "")
+            + (", stopped by Ctrl-C" if summary.interrupted else "") + "):")
+    rates = (f"  {summary.records:,} records, {summary.bytes / 1e6:,.1f} MB (key + value) in "
+             f"{summary.seconds:.2f} s: {summary.records_per_second:,.0f} records/s, "
+             f"{summary.mb_per_second:,.1f} MB/s")
+    return "\n".join([head, table, rates])
+
+
+# --------------------------------------------------------------------------- session
+
+
+_LOG4J2 = """\
+# pyconsumer: Spark's log on stderr at one level, without the start-up banner lines.
+# PySpark counts as a shell: Spark compares the root level with its shell logger's (WARN
+# unless a configured logger covers it) and prints "Setting default log level" when they
+# differ; the top-level packages get the same level so that they do not.
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex
+{loggers}
+"""
+_LOG_PACKAGES = ("org", "io", "com", "py4j", "scala", "net", "jdk", "java", "javax")
+
+
+def _log4j2_properties(level: str) -> str:
+    loggers = "\n".join(f"logger.{p}.name = {p}\nlogger.{p}.level = {level}"
+                        for p in _LOG_PACKAGES)
+    return _LOG4J2.format(level=level, loggers=loggers)
+
+
+@contextmanager
+def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
+                      conf: Mapping[str, str] | None = None, fast_jvm: bool = False,
+                      log_level: str = "fatal") -> Iterator[Any]:
+    """A local SparkSession whose scratch files (spark.local.dir, the JVM's and the Python
+    workers' temp files, the SQL warehouse) live in one temporary directory that is removed,
+    with the session, on exit: nothing is left in /tmp or in the working directory. Spark
+    logs to stderr at ``log_level`` (fatal by default: the caller reports failures)."""
+    from pyconsumer.spark.session import FAST_JVM_OPTIONS, local_session
+
+    scratch = tempfile.mkdtemp(prefix="pyconsumer-spark-")
+    log_config = os.path.join(scratch, "log4j2.properties")
+    with open(log_config, "w", encoding="utf-8") as f:
+        f.write(_log4j2_properties(log_level))
+    saved_tmpdir = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = scratch           # Python workers and other children
+    java_opts = (f"-Djava.io.tmpdir={scratch} -Dlog4j2.configurationFile=file:{log_config} "
+                 "-XX:-UsePerfData")         # no hsperfdata in /tmp
+    if fast_jvm:
+        java_opts = f"{FAST_JVM_OPTIONS} {java_opts}"
+    settings: dict[str, Any] = {
+        "spark.sql.warehouse.dir": os.path.join(scratch, "warehouse"),
+        "spark.driver.extraJavaOptions": java_opts,
+    }
+    settings.update(conf or {})
+    spark = None
+    try:
+        spark = local_session(master, app_name=app_name, local_dir=scratch, conf=settings)
+        yield spark
+    finally:
+        try:
+            if spark is not None:
+                spark.stop()
+        finally:
+            if saved_tmpdir is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = saved_tmpdir
+            if threading.current_thread() is threading.main_thread():
+                # PySpark's SIGINT handler would cancel the jobs of a context that is gone
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            shutil.rmtree(scratch, ignore_errors=True)
