@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import shutil
 import sys
@@ -216,6 +217,7 @@ def produce_demo_records(bootstrap: str, topic: str, n: int, partitions: int) ->
         "enable.idempotence": False,
         "acks": "all",
         "delivery.report.only.error": True,
+        "log_level": 3,
         "on_delivery": on_error,
     })
     produce = producer.produce
@@ -268,7 +270,7 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
             broker.start()
             bootstrap = broker.bootstrap
             topic = topic or "pyconsumer-demo"
-            broker.create_topic(topic, partitions)
+            _create_topic(bootstrap, topic, partitions)
             say(f"started a local Tansu broker on {bootstrap} (memory storage) and created "
                 f"topic '{topic}' with {partitions} partitions ({time.perf_counter() - t:.1f} s)")
         else:
@@ -293,9 +295,36 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
             from pyconsumer.spark import register
 
             register(session)
-            df = (session.read.format("pyconsumer")
-                  .option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", topic).load())
+            def reader() -> Any:     # a DataFrameReader's option() changes it: one per query
+                return (session.read.format("pyconsumer")
+                        .option("kafka.bootstrap.servers", bootstrap))
+
+            # a few records first: a small query that also starts Spark's Python workers
+            in_partition_0 = (records + partitions - 1) // partitions
+            few = (json.dumps({topic: {"0": 0}}),
+                   json.dumps({topic: {"0": min(5, in_partition_0)}}))
+            t = time.perf_counter()
+            decoded = (reader().option("assign", json.dumps({topic: [0]}))
+                       .option("startingOffsets", few[0]).option("endingOffsets", few[1]).load()
+                       .select("partition", "offset",
+                               F.from_json(F.col("value").cast("string"),
+                                           DEMO_VALUE_SCHEMA).alias("v"))
+                       .select("partition", "offset", "v.id", "v.user", "v.amount",
+                               F.date_format(F.timestamp_millis("v.ts"),
+                                             "yyyy-MM-dd HH:mm:ss.SSS").alias("ts"))
+                       .orderBy("offset").collect())
+            first_s = time.perf_counter() - t
+            say(f"\nthe first records of partition 0 (assign {json.dumps({topic: [0]})}, "
+                f"startingOffsets {few[0]}, endingOffsets {few[1]}), value decoded with "
+                f"from_json(value, \"{DEMO_VALUE_SCHEMA}\") in {first_s:.2f} s (the first "
+                "query also starts Spark's Python workers):")
+            say(format_table([(r["partition"], r["offset"], r["id"], r["user"],
+                               f"{r['amount']:.2f}", r["ts"])
+                              for r in decoded],
+                             ("partition", "offset", "id", "user", "amount", "ts"),
+                             right=(True, True, True, False, True, False)))
+
+            df = reader().option("subscribe", topic).load()
             say(f"\ndf = spark.read.format(\"pyconsumer\")"
                 f".option(\"kafka.bootstrap.servers\", \"{bootstrap}\")"
                 f".option(\"subscribe\", \"{topic}\").load()")
@@ -321,20 +350,6 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
                   f"{r['value_bytes'] or 0:,}") for r in rows],
                 ("partition", "records", "offsets", "value bytes"),
                 right=(True, True, False, True)))
-
-            decoded = (df.select("partition", "offset",
-                                 F.from_json(F.col("value").cast("string"),
-                                             DEMO_VALUE_SCHEMA).alias("v"))
-                       .select("partition", "offset", "v.id", "v.user", "v.amount",
-                               F.timestamp_millis("v.ts").alias("ts"))
-                       .limit(5).collect())
-            say(f"\na few records, value decoded with from_json(value, \"{DEMO_VALUE_SCHEMA}\"):")
-            say(format_table([(r["partition"], r["offset"], r["id"], r["user"],
-                               f"{r['amount']:.2f}", r["ts"].isoformat(sep=" ",
-                                                                       timespec="milliseconds"))
-                              for r in decoded],
-                             ("partition", "offset", "id", "user", "amount", "ts"),
-                             right=(True, True, True, False, True, False)))
 
         if spark is not None:
             with_spark(spark)
@@ -389,7 +404,8 @@ def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
     from pyconsumer.testing import wait_for_topic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # log_level 3: no librdkafka info lines ("Purging ... unserved events") on the terminal
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
                                             replication_factor=1)], request_timeout=30)
     futures[topic].result(30)
@@ -399,7 +415,7 @@ def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 def _delete_topic(bootstrap: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     admin.delete_topics([topic], request_timeout=30)[topic].result(30)
 
 

@@ -567,9 +567,21 @@ def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
     """A local SparkSession whose scratch files (spark.local.dir, the JVM's and the Python
     workers' temp files, the SQL warehouse) live in one temporary directory that is removed,
     with the session, on exit: nothing is left in /tmp or in the working directory. Spark
-    logs to stderr at ``log_level`` (fatal by default: the caller reports failures)."""
+    logs to stderr at ``log_level`` (fatal by default: the caller reports failures).
+
+    When this process already has an active SparkSession (a test suite's, a notebook's), that
+    one is used as it is (the arguments are ignored) and left running."""
+    from pyspark.sql import SparkSession
+
     from pyconsumer.spark.session import FAST_JVM_OPTIONS, local_session
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        from pyconsumer.spark import register
+
+        register(active)
+        yield active
+        return
     scratch = tempfile.mkdtemp(prefix="pyconsumer-spark-")
     log_config = os.path.join(scratch, "log4j2.properties")
     with open(log_config, "w", encoding="utf-8") as f:
