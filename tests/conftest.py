@@ -37,10 +37,6 @@ def _require(module: str, what: str) -> None:
         pytest.skip(f"{what} needs the '{module.replace('_', '-')}' package (pip install -e '.[test]')")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "noida: needs the noida-db broker (noida-db)")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))

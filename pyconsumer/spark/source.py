@@ -97,8 +97,10 @@ class KafkaInputPartition(InputPartition):
 
 
 def _read(partition: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
-    assert isinstance(partition, KafkaInputPartition), partition
-    yield from read_range(partition.range, options)
+    # with nothing to read, partitions() is empty and PySpark hands read() one
+    # InputPartition(None): no records
+    if isinstance(partition, KafkaInputPartition):
+        yield from read_range(partition.range, options)
 
 
 def _ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]

@@ -138,10 +138,6 @@ def test_start_after_every_record(spark: Any, data: Data) -> None:
     assert df_rows(df) == want
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "source.py: a batch read with nothing to read fails: partitions() returns [], PySpark "
-    "then hands read() an InputPartition(None), and _read asserts it is a "
-    "KafkaInputPartition. Remove this mark once _read reads nothing for it."))
 def test_start_after_every_record_latest_reads_nothing(spark: Any, data: Data) -> None:
     df = data.read(spark, startingTimestamp=str(AFTER_ALL),
                    startingOffsetsByTimestampStrategy="latest")
