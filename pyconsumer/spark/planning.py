@@ -14,7 +14,7 @@ Pure functions (no Spark, no broker), so every rule is unit-tested on its own:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyconsumer.structs import TopicPartition
@@ -101,15 +101,16 @@ def total_offsets(start: Mapping[TopicPartition, int], end: Mapping[TopicPartiti
     return sum(max(0, e - start[tp]) for tp, e in end.items() if tp in start)
 
 
-def rate_limit(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
-               limit: int) -> dict[TopicPartition, int]:
-    """``end`` pulled back so that at most about ``limit`` offsets lie past ``start``, each
-    partition getting a share proportional to its backlog (at least one offset, so small
-    partitions are not starved; the sum may exceed ``limit`` by less than one per partition).
-    Partitions missing from ``start`` keep their end."""
-    sizes = {tp: e - start[tp] for tp, e in end.items() if tp in start and e - start[tp] > 0}
+def _prorate(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
+             budget: float, cost: Callable[[TopicPartition], float]) -> dict[TopicPartition, int]:
+    """``end`` pulled back so that about ``budget`` (offsets times ``cost`` each) lies past
+    ``start``, shared in proportion to each partition's backlog; a share under one offset
+    is rounded up so small partitions are not starved. Partitions missing from ``start`` keep
+    their end."""
+    sizes = {tp: (e - start[tp]) * cost(tp) for tp, e in end.items()
+             if tp in start and e - start[tp] > 0}
     total = sum(sizes.values())
-    if total <= limit:
+    if total <= budget:
         return dict(end)
     out = {}
     for tp, e in end.items():
@@ -117,31 +118,25 @@ def rate_limit(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition,
         if size is None:
             out[tp] = e
             continue
-        share = limit * size / total
+        share = budget * size / total / cost(tp)
         take = math.ceil(share) if share < 1 else math.floor(share)
         out[tp] = min(e, start[tp] + take)
     return out
 
 
+def rate_limit(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
+               limit: int) -> dict[TopicPartition, int]:
+    """``maxOffsetsPerTrigger``: at most about ``limit`` offsets past ``start``, each
+    partition's share proportional to its backlog (at least one offset; the sum may exceed
+    ``limit`` by less than one per partition)."""
+    return _prorate(start, end, limit, lambda tp: 1)
+
+
 def limit_by_bytes(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
                    max_bytes: int, bytes_per_offset: Mapping[TopicPartition, float]
                    ) -> dict[TopicPartition, int]:
-    """``end`` pulled back so that an estimated ``max_bytes`` lie past ``start``: the byte
-    budget is shared by backlog bytes as :func:`rate_limit` shares offsets. Partitions with no
-    estimate count 1 KiB per offset."""
-    cost = {tp: max(1.0, bytes_per_offset.get(tp, 1024.0)) for tp in end}
-    sizes = {tp: (e - start[tp]) * cost[tp] for tp, e in end.items()
-             if tp in start and e - start[tp] > 0}
-    total = sum(sizes.values())
-    if total <= max_bytes:
-        return dict(end)
-    out = {}
-    for tp, e in end.items():
-        size = sizes.get(tp)
-        if size is None:
-            out[tp] = e
-            continue
-        offsets = max_bytes * size / total / cost[tp]
-        take = math.ceil(offsets) if offsets < 1 else math.floor(offsets)
-        out[tp] = min(e, start[tp] + take)
-    return out
+    """``maxBytesPerTrigger``: an estimated ``max_bytes`` past ``start``, shared by backlog
+    bytes as :func:`rate_limit` shares offsets. Partitions with no estimate count 1 KiB per
+    offset (at least 1 byte)."""
+    return _prorate(start, end, max_bytes,
+                    lambda tp: max(1.0, bytes_per_offset.get(tp, 1024.0)))

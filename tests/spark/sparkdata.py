@@ -31,9 +31,7 @@ def _ms(ts: dt.datetime) -> int:
     return (ts - _EPOCH) // dt.timedelta(milliseconds=1)
 
 
-def df_rows(df: Any) -> list[Row]:
-    """The DataFrame's rows through Arrow (``toArrow``), sorted by topic, partition, offset."""
-    table = df.toArrow()
+def _rows(table: Any) -> list[Row]:
     headers = "headers" in table.column_names
     out = []
     for r in table.to_pylist():
@@ -43,19 +41,15 @@ def df_rows(df: Any) -> list[Row]:
         out.append((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
                     _ms(r["timestamp"]), r["timestampType"], hdrs))
     return sorted(out, key=lambda r: (r[0], r[1], r[2]))
+
+
+def df_rows(df: Any) -> list[Row]:
+    """The DataFrame's rows through Arrow (``toArrow``), sorted by topic, partition, offset."""
+    return _rows(df.toArrow())
 
 
 def parquet_rows(path: str) -> list[Row]:
     """Rows of a Parquet dataset written from the source, read back with pyarrow."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
-    out = []
-    headers = "headers" in table.column_names
-    for r in table.to_pylist():
-        hdrs = None
-        if headers and r["headers"] is not None:
-            hdrs = [(h["key"], h["value"]) for h in r["headers"]]
-        out.append((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
-                    _ms(r["timestamp"]), r["timestampType"], hdrs))
-    return sorted(out, key=lambda r: (r[0], r[1], r[2]))
+    return _rows(pq.read_table(path))
