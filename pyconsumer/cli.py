@@ -130,9 +130,18 @@ def _ingest(args: argparse.Namespace) -> int:
                               ending_offsets=None if streaming else
                               (args.ending_offsets or "latest"),
                               options=options, kafka=kafka)
+        import logging
+
         from pyconsumer.spark.options import parse_options
 
-        parse_options(opts, streaming=streaming)
+        # its warnings (an option ignored in batch queries...) come again from Spark's run
+        options_log = logging.getLogger("pyconsumer.spark.options")
+        level = options_log.level
+        options_log.setLevel(logging.ERROR)
+        try:
+            parse_options(opts, streaming=streaming)
+        finally:
+            options_log.setLevel(level)
     except (IngestError, ConfigurationError) as exc:
         _err(f"ingest: {exc}")
         return 2

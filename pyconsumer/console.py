@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import sys
 import time
@@ -243,7 +244,6 @@ def _reader_gone(out: IO[str]) -> bool:
     an idle consumer notices ``| head`` has exited without waiting for the next record."""
     import select
     import stat
-    import os
 
     try:
         fd = out.fileno()
@@ -258,8 +258,6 @@ def _reader_gone(out: IO[str]) -> bool:
 
 def _quiet_stdout(out: IO[str]) -> None:
     """After EPIPE: point fd 1 at /dev/null so Python's exit flush does not complain."""
-    import os
-
     try:
         fd = out.fileno()
     except (AttributeError, OSError, ValueError):
@@ -387,12 +385,11 @@ class StatusLine:
         """Redraw the live line (only on a terminal)."""
         if not self.live:
             return
+        width = 100
         try:
-            import shutil
-
-            width = shutil.get_terminal_size((100, 20)).columns
-        except (OSError, ValueError):
-            width = 100
+            width = os.get_terminal_size(self.stream.fileno()).columns or width
+        except (AttributeError, OSError, ValueError):
+            pass
         line = text if len(text) < width else text[: max(0, width - 2)] + "…"
         self.stream.write("\r\x1b[2K" + line)
         self.stream.flush()

@@ -24,6 +24,7 @@ all Spark tells about a running batch job.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -221,22 +222,29 @@ def _observed(df: Any) -> Any:
 
 
 def spark_error_message(exc: BaseException) -> str:
-    """The useful line of a Spark error: the innermost Python exception raised by the data
-    source (``pyconsumer.errors.X: ...``) when there is one, else Spark's own first line."""
+    """The useful line of a Spark error: the Python exception the data source raised
+    (``NoBrokersAvailable: no broker of ... could be reached``), taken from the last Python
+    traceback in Spark's message, else the message's first line."""
     text = str(exc)
-    found = re.findall(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Loss\w*)): "
-                       r"(.+)$", text, re.MULTILINE)
-    python = [(name, msg) for name, msg in found
-              if not name.startswith(("org.", "java.", "scala.", "py4j."))
-              and "Traceback" not in msg]
-    if python:
-        name, msg = python[-1]
-        return f"{name.rsplit('.', 1)[-1]}: {msg.strip()}"
+    at = text.rfind("Traceback (most recent call last):")
+    if at >= 0:
+        for line in text[at:].splitlines()[1:]:
+            if not line or line[0].isspace():
+                continue              # the frames are indented; the exception line is not
+            m = re.match(r"([A-Za-z_][\w.]*)(?::\s?(.*))?$", line)
+            if m:
+                name = m.group(1).rsplit(".", 1)[-1]
+                message = _SQLSTATE.sub("", m.group(2) or "")
+                return f"{name}: {message}" if message else name
+            break
     for line in text.splitlines():
-        line = line.strip()
+        line = _SQLSTATE.sub("", line.strip())
         if line:
             return line[:500]
     return type(exc).__name__
+
+
+_SQLSTATE = re.compile(r"(\s*SQLSTATE: \w+)+\s*$")
 
 
 # --------------------------------------------------------------------------- progress
@@ -283,6 +291,7 @@ class _StreamProgress:
         self.bytes = 0
         self.batches = 0
         self.lag: int | None = None
+        self.last_rate: float | None = None
         self.started = time.monotonic()
 
     def take(self, progress: Any) -> None:
@@ -304,8 +313,9 @@ class _StreamProgress:
         self.records += rows
         self.bytes += nbytes
         self.batches += 1
+        rate = float(progress["processedRowsPerSecond"] or 0.0)
+        self.last_rate = rate
         if self.status is not None:
-            rate = progress["processedRowsPerSecond"] or 0.0
             self.status.log(
                 f"micro-batch {batch_id}: {rows:,} records, {human_bytes(nbytes)} in "
                 f"{int(progress['batchDuration'] or 0) / 1000:.1f} s ({rate:,.0f} records/s); "
@@ -316,18 +326,23 @@ class _StreamProgress:
         if self.status is None or not self.status.live:
             return
         elapsed = time.monotonic() - self.started
-        rate = self.records / elapsed if elapsed > 0 else 0.0
-        text = (f"{self.mode}: {self.records:,} records, {human_bytes(self.bytes)}, "
-                f"{rate:,.0f} records/s")
-        if self.lag is not None:
-            text += f", lag {self.lag:,}"
-            if self.mode == "availableNow" and self.records + self.lag > 0:
-                text = bar(self.records / (self.records + self.lag)) + " " + text
+        parts = [f"{self.records:,} records, {human_bytes(self.bytes)}"]
+        if self.mode == "availableNow":
+            if self.lag is not None and self.records + self.lag > 0:
+                parts[0] = (f"{bar(self.records / (self.records + self.lag))} "
+                            f"{self.records:,} of {self.records + self.lag:,} records, "
+                            f"{human_bytes(self.bytes)}")
+            rate = self.records / elapsed if elapsed > 0 else 0.0
+            parts.append(f"{rate:,.0f} records/s (run average)")
+        elif self.last_rate is not None:
+            parts.append(f"last micro-batch {self.last_rate:,.0f} records/s")
+        if self.lag is not None and self.mode != "availableNow":
+            parts.append(f"lag {self.lag:,}")
         done, total = _tasks(tracker, tracker.getActiveStageIds())
         if total:
-            text += f" | running micro-batch: tasks {done}/{total}"
-        text += f" | {elapsed:,.0f} s"
-        self.status.update(text)
+            parts.append(f"micro-batch running: tasks {done}/{total}")
+        parts.append(f"{elapsed:,.0f} s")
+        self.status.update(f"{self.mode}: " + " | ".join(parts))
 
 
 @contextmanager
@@ -560,6 +575,66 @@ def _log4j2_properties(level: str) -> str:
     return _LOG4J2.format(level=level, loggers=loggers)
 
 
+class _QuietPy4J(logging.Filter):
+    """While the CLI's session lives: py4j's own log records (tracebacks of a call cut short
+    by Ctrl-C, "Error while sending or receiving") are dropped; the CLI reports the failure
+    itself. py4j logs some on the root logger (``logging.exception``), some on ``py4j.*``."""
+
+    installed: list["_QuietPy4J"] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        path = record.pathname.replace(os.sep, "/")
+        return "/py4j/" not in path
+
+    def install(self) -> None:
+        logging.getLogger().addFilter(self)
+        logging.getLogger("py4j").addFilter(self)
+        for name in ("py4j.java_gateway", "py4j.clientserver"):
+            logging.getLogger(name).addFilter(self)
+        _QuietPy4J.installed.append(self)
+
+    @classmethod
+    def uninstall_all(cls) -> None:
+        while cls.installed:
+            f = cls.installed.pop()
+            for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
+                logging.getLogger(name).removeFilter(f)
+
+
+def _kill_children_mentioning(marker: str, timeout: float = 5.0) -> None:
+    """Kill (and reap) this process's children whose command line contains ``marker``
+    (Linux /proc; elsewhere nothing is done)."""
+    if not os.path.isdir("/proc"):
+        return
+    me, needle = os.getpid(), marker.encode()
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            if ppid != me:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if needle not in f.read():
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    deadline = time.monotonic() + timeout
+    for pid in killed:
+        while time.monotonic() < deadline:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if done:
+                break
+            time.sleep(0.05)
+
+
 @contextmanager
 def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
                       conf: Mapping[str, str] | None = None, fast_jvm: bool = False,
@@ -599,18 +674,30 @@ def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
     settings.update(conf or {})
     spark = None
     try:
-        spark = local_session(master, app_name=app_name, local_dir=scratch, conf=settings)
+        try:
+            spark = local_session(master, app_name=app_name, local_dir=scratch, conf=settings)
+        except BaseException:
+            # interrupted (Ctrl-C) or failed while the JVM was starting: PySpark does not stop
+            # a JVM it has not connected to yet, and that one would run on (and hold the
+            # terminal's pipes) after this process exits
+            _kill_children_mentioning(scratch)
+            raise
+        quiet_py4j = _QuietPy4J()
+        quiet_py4j.install()
+        if threading.current_thread() is threading.main_thread():
+            # PySpark's SIGINT handler cancels jobs through py4j while a py4j call is waiting
+            # on the same connection, and logs the tracebacks that causes; a plain
+            # KeyboardInterrupt is enough: stop() below cancels what runs
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         yield spark
     finally:
         try:
             if spark is not None:
                 spark.stop()
         finally:
+            _QuietPy4J.uninstall_all()
             if saved_tmpdir is None:
                 os.environ.pop("TMPDIR", None)
             else:
                 os.environ["TMPDIR"] = saved_tmpdir
-            if threading.current_thread() is threading.main_thread():
-                # PySpark's SIGINT handler would cancel the jobs of a context that is gone
-                signal.signal(signal.SIGINT, signal.default_int_handler)
             shutil.rmtree(scratch, ignore_errors=True)

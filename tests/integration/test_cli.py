@@ -261,3 +261,79 @@ def test_closed_pipe_ends_quietly(tansu: TansuBroker, records_topic: str) -> Non
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.splitlines()) == 1
     assert proc.stderr == ""
+
+
+# --------------------------------------------------------------------------- ingest helpers
+# (pure Python: no Spark needed)
+
+
+def test_parse_trigger_ms() -> None:
+    from pyconsumer.ingest import parse_trigger_ms
+
+    assert parse_trigger_ms("10s") == 10_000
+    assert parse_trigger_ms("500ms") == 500
+    assert parse_trigger_ms("1.5 minutes") == 90_000
+    assert parse_trigger_ms("2m") == 120_000
+    assert parse_trigger_ms("3") == 3_000
+    for bad in ("", "soon", "0s", "-1s", "10 parsecs"):
+        with pytest.raises(ValueError):
+            parse_trigger_ms(bad)
+
+
+def test_source_options() -> None:
+    from pyconsumer.ingest import IngestError, source_options
+
+    assert source_options(bootstrap="h:1", topics=["a", "b"], starting_offsets="earliest",
+                          ending_offsets="latest", options={"includeHeaders": "true"},
+                          kafka={"fetch.max.bytes": "1000", "kafka.client.id": "x"}) == {
+        "kafka.bootstrap.servers": "h:1", "subscribe": "a,b", "startingOffsets": "earliest",
+        "endingOffsets": "latest", "includeHeaders": "true", "kafka.fetch.max.bytes": "1000",
+        "kafka.client.id": "x"}
+    assert source_options(bootstrap="h:1", pattern="t-.*")["subscribePattern"] == "t-.*"
+    assert "assign" in source_options(bootstrap="h:1", options={"assign": '{"t":[0]}'})
+    with pytest.raises(IngestError, match="give the topics"):
+        source_options(bootstrap="h:1")
+    with pytest.raises(IngestError, match="only one of"):
+        source_options(bootstrap="h:1", topics=["a"], pattern="b")
+    with pytest.raises(IngestError, match="--bootstrap-server"):
+        source_options(bootstrap=None, topics=["a"])
+
+
+def test_spark_error_message_finds_the_python_exception() -> None:
+    from pyconsumer.ingest import spark_error_message
+
+    text = (
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: "
+        "[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when ...: "
+        "Traceback (most recent call last):\n"
+        '  File "/x/source.py", line 203, in prepareForTriggerAvailableNow\n'
+        "    raise NoBrokersAvailable(\n"
+        "pyconsumer.errors.NoBrokersAvailable: no broker of h:1 could be reached\n"
+        " SQLSTATE: 38000 SQLSTATE: XXKST\n=== Streaming Query ===\n")
+    assert spark_error_message(Exception(text)) == \
+        "NoBrokersAvailable: no broker of h:1 could be reached"
+    assert spark_error_message(Exception("[PATH_NOT_FOUND] Path does not exist: x. "
+                                         "SQLSTATE: 42K03")) == \
+        "[PATH_NOT_FOUND] Path does not exist: x."
+    assert spark_error_message(Exception("Traceback (most recent call last):\n  File x\n"
+                                         "AssertionError\n")) == "AssertionError"
+
+
+def test_format_summary() -> None:
+    from pyconsumer.ingest import IngestSummary, PartitionSummary, format_summary
+
+    summary = IngestSummary(mode="availableNow", output="out", seconds=2.0, micro_batches=2,
+                            files=4, partitions=[PartitionSummary("t", 0, 0, 9, 10, 1500),
+                                                 PartitionSummary("t", 1, 5, 104, 100, 2_000_000)])
+    assert summary.records == 110 and summary.bytes == 2_001_500
+    assert summary.records_per_second == 55.0
+    assert format_summary(summary).splitlines() == [
+        "ingest summary (streaming, available now; 4 Parquet files added to out; "
+        "2 micro-batches):",
+        "  topic  partition  offsets  records      bytes",
+        "  -----  ---------  -------  -------  ---------",
+        "  t              0  0-9           10      1,500",
+        "  t              1  5-104        100  2,000,000",
+        "  total                          110  2,001,500",
+        "  110 records, 2.0 MB (key + value) in 2.00 s: 55 records/s, 1.0 MB/s",
+    ]
