@@ -67,8 +67,6 @@ def test_ingest_batch_writes_what_was_produced(spark: Any, tansu: TansuBroker,
 
 
 
-@pytest.mark.xfail(reason="pyconsumer.spark.source: for an empty batch plan PySpark reads one "
-                          "InputPartition(None), which the reader rejects", strict=False)
 def test_ingest_batch_with_nothing_new_adds_nothing(spark: Any, tansu: TansuBroker,
                                                     make_tansu_topic: Callable[..., str],
                                                     tmp_path: Path) -> None:
