@@ -269,6 +269,7 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
     broker = None
     created_topic = None
     figures: dict[str, Any] = {}
+    topic_deleted = False
     ok = False
     try:
         if bootstrap is None:
@@ -377,6 +378,7 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
         if created_topic is not None:
             try:
                 _delete_topic(bootstrap, created_topic)  # type: ignore[arg-type]
+                topic_deleted = True
             except Exception as exc:
                 say(f"(could not delete topic '{created_topic}': {exc})")
         if broker is not None:
@@ -397,6 +399,7 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
         say(f"  {k.ljust(width)}  {v}")
     left = sorted(_tmp_entries() - tmp_before)
     cleaned = "broker stopped, " if broker is not None else ""
+    cleaned += f"topic '{created_topic}' deleted, " if topic_deleted else ""
     cleaned += "Spark's temporary directory removed, " if spark is None else ""
     if left:
         say(f"\ncleaned up: {cleaned}but new in /tmp since the demo started "
@@ -441,6 +444,19 @@ def _demo(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _err("demo: interrupted")
         return 130
+    except Exception as exc:
+        if _is_spark_error(exc):
+            from pyconsumer.ingest import spark_error_message
+
+            _err(f"demo: {spark_error_message(exc)}")
+            return 1
+        from pyconsumer.errors import KafkaError
+
+        if isinstance(exc, KafkaError) or type(exc).__module__.startswith(
+                ("confluent_kafka", "pyconsumer.testing")):
+            _err(f"demo: {type(exc).__name__}: {exc}")
+            return 1
+        raise
 
 
 # --------------------------------------------------------------------------- parser

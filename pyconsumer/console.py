@@ -282,7 +282,7 @@ def add_consume_arguments(parser: Any) -> None:
     parser.add_argument("--from-beginning", action="store_true",
                         help="start at the earliest offset (with --group: where the group has "
                              "no committed offset); default: only new records")
-    parser.add_argument("-o", "--offset", metavar="OFFSET",
+    parser.add_argument("--offset", metavar="OFFSET",
                         help="start every assigned partition at OFFSET: earliest, latest or "
                              "an offset N")
     parser.add_argument("-n", "--max-messages", type=int, metavar="N",
