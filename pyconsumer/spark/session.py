@@ -38,10 +38,13 @@ def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", "4"))
-    if fast_jvm:
-        builder = builder.config("spark.driver.extraJavaOptions", FAST_JVM_OPTIONS)
+    java_options = [FAST_JVM_OPTIONS] if fast_jvm else []
     if local_dir is not None:
         builder = builder.config("spark.local.dir", local_dir)
+        # the JVM unpacks native codecs (lz4-java, snappy) into java.io.tmpdir: keep them too
+        java_options.append(f"-Djava.io.tmpdir={local_dir}")
+    if java_options and "spark.driver.extraJavaOptions" not in (conf or {}):
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
