@@ -648,7 +648,7 @@ def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
     one is used as it is (the arguments are ignored) and left running."""
     from pyspark.sql import SparkSession
 
-    from pyconsumer.spark.session import FAST_JVM_OPTIONS, local_session
+    from pyconsumer.spark.session import local_session
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -663,19 +663,15 @@ def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
         f.write(_log4j2_properties(log_level))
     saved_tmpdir = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = scratch           # Python workers and other children
-    java_opts = (f"-Djava.io.tmpdir={scratch} -Dlog4j2.configurationFile=file:{log_config} "
+    java_opts = (f"-Dlog4j2.configurationFile=file:{log_config} "
                  "-XX:-UsePerfData")         # no hsperfdata in /tmp
-    if fast_jvm:
-        java_opts = f"{FAST_JVM_OPTIONS} {java_opts}"
-    settings: dict[str, Any] = {
-        "spark.sql.warehouse.dir": os.path.join(scratch, "warehouse"),
-        "spark.driver.extraJavaOptions": java_opts,
-    }
+    settings: dict[str, Any] = {"spark.sql.warehouse.dir": os.path.join(scratch, "warehouse")}
     settings.update(conf or {})
     spark = None
     try:
         try:
-            spark = local_session(master, app_name=app_name, local_dir=scratch, conf=settings)
+            spark = local_session(master, app_name=app_name, local_dir=scratch,
+                                  fast_jvm=fast_jvm, java_options=java_opts, conf=settings)
         except BaseException:
             # interrupted (Ctrl-C) or failed while the JVM was starting: PySpark does not stop
             # a JVM it has not connected to yet, and that one would run on (and hold the

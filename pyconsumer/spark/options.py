@@ -255,6 +255,16 @@ _TIME_UNITS_US: dict[str, int] = {
 _DURATION_RE = re.compile(r"(-?[0-9]+)([a-z]+)?")
 
 
+def _number_and_unit(text: str, pattern: re.Pattern[str], units: Mapping[str, int]
+                     ) -> tuple[int, str | None] | None:
+    """``<integer><unit>`` (case and surrounding blanks ignored), or None when ``text`` does
+    not have that form or names a unit not in ``units``."""
+    match = pattern.fullmatch(text.strip().lower())
+    if match is None or (match.group(2) is not None and match.group(2) not in units):
+        return None
+    return int(match.group(1)), match.group(2)
+
+
 def parse_duration_ms(text: str, option: str) -> int:
     """A Spark time string (``JavaUtils.timeStringAsMs``) in milliseconds.
 
@@ -262,14 +272,13 @@ def parse_duration_ms(text: str, option: str) -> int:
     surrounding blanks ignored; a bare integer is milliseconds. ``"15m"`` -> 900000,
     ``"500us"`` -> 0 (truncated, as Java's ``TimeUnit.convert``). No space between number and
     unit, no long unit names (``"2 minutes"`` is rejected, as in Spark)."""
-    match = _DURATION_RE.fullmatch(text.strip().lower())
-    unit = match.group(2) if match else None
-    if match is None or (unit is not None and unit not in _TIME_UNITS_US):
+    parsed = _number_and_unit(text, _DURATION_RE, _TIME_UNITS_US)
+    if parsed is None:
         raise ConfigurationError(
             f"Option '{option}': {text!r} is not a duration; give an integer with a unit: "
             "microseconds (us), milliseconds (ms), seconds (s), minutes (m or min), hours (h) "
             "or days (d), e.g. 50s, 100ms, 15m (a bare integer is milliseconds)")
-    micros = int(match.group(1)) * _TIME_UNITS_US[unit or "ms"]
+    micros = parsed[0] * _TIME_UNITS_US[parsed[1] or "ms"]
     ms = abs(micros) // 1000 * (-1 if micros < 0 else 1)    # truncate toward zero
     if not _INT64_MIN <= ms <= _INT64_MAX:
         raise ConfigurationError(f"Option '{option}': duration {text!r} is out of range")
@@ -287,14 +296,13 @@ def parse_size_bytes(text: str, option: str) -> int:
     """A positive size in bytes: an integer, or with a binary unit like Spark's byte strings
     (``b``, ``k``/``kb``, ``m``/``mb``, ``g``/``gb``, ``t``/``tb``, ``p``/``pb``; case and
     surrounding blanks ignored): ``"64m"`` -> 67108864."""
-    match = _SIZE_RE.fullmatch(text.strip().lower())
-    unit = match.group(2) if match else None
-    if match is None or (unit is not None and unit not in _SIZE_UNITS):
+    parsed = _number_and_unit(text, _SIZE_RE, _SIZE_UNITS)
+    if parsed is None:
         raise ConfigurationError(
             f"Option '{option}': {text!r} is not a size; give a positive integer number of "
             "bytes, optionally with a unit k, m, g, t or p (powers of 1024), e.g. 1048576, "
             "512k, 64m, 1g")
-    size = int(match.group(1)) * _SIZE_UNITS[unit or "b"]
+    size = parsed[0] * _SIZE_UNITS[parsed[1] or "b"]
     if not 0 < size <= _INT64_MAX:
         raise ConfigurationError(f"Option '{option}': size {text!r} must be positive and "
                                  "fit in a long")

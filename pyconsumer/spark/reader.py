@@ -24,7 +24,6 @@ import pyarrow.compute as pc
 
 from pyconsumer.consumer.consumer import KafkaConsumer
 from pyconsumer.errors import KafkaTimeoutError, OffsetOutOfRangeError
-from pyconsumer.records import kafka_arrow_schema
 from pyconsumer.spark.offsets import report_data_loss
 from pyconsumer.spark.options import SourceOptions
 from pyconsumer.spark.planning import OffsetRange
@@ -50,8 +49,8 @@ _READER_DEFAULTS = {
     "fetch.max.bytes": str(64 * 1024 * 1024),
 }
 
-_cache: collections.OrderedDict[tuple[tuple[str, str], ...], KafkaConsumer] = \
-    collections.OrderedDict()
+_Key = tuple[tuple[str, str], ...]
+_cache: collections.OrderedDict[_Key, KafkaConsumer] = collections.OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -62,7 +61,8 @@ def _settings(options: SourceOptions) -> dict[str, str]:
     return settings
 
 
-def _checkout(options: SourceOptions) -> KafkaConsumer:
+def _checkout(options: SourceOptions) -> tuple[_Key, KafkaConsumer]:
+    """A cached consumer for these settings (taken out of the cache while in use), or a new one."""
     settings = _settings(options)
     key = tuple(sorted(settings.items()))
     with _cache_lock:
@@ -71,11 +71,10 @@ def _checkout(options: SourceOptions) -> KafkaConsumer:
         settings.setdefault("client.id", f"{options.group_id_prefix}-"
                                          f"{uuid.uuid4().hex[:8]}-executor")
         consumer = KafkaConsumer(**settings)
-    return consumer
+    return key, consumer
 
 
-def _checkin(options: SourceOptions, consumer: KafkaConsumer) -> None:
-    key = tuple(sorted(_settings(options).items()))
+def _checkin(key: _Key, consumer: KafkaConsumer) -> None:
     evicted = []
     with _cache_lock:
         old = _cache.pop(key, None)
@@ -124,14 +123,14 @@ def read_range(r: OffsetRange, options: SourceOptions, *, batch_rows: int = BATC
     beyond the log end is reported per failOnDataLoss."""
     if r.size <= 0:
         return
-    consumer = _checkout(options)
+    key, consumer = _checkout(options)
     ok = False
     try:
         yield from _read(consumer, r, options, batch_rows)
         ok = True
     finally:
         if ok:
-            _checkin(options, consumer)
+            _checkin(key, consumer)
         else:       # a failed or abandoned read leaves the consumer in an unknown state
             consumer.close(timeout_ms=1000)
 
@@ -209,7 +208,3 @@ def _skip_lost(consumer: KafkaConsumer, tp: TopicPartition, position: int, r: Of
     if new < r.end:
         consumer.seek(tp, new)
     return new
-
-
-def empty_batch(include_headers: bool) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(include_headers))

@@ -21,11 +21,12 @@ FAST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
                   fast_jvm: bool = False, local_dir: str | None = None,
-                  conf: dict[str, Any] | None = None) -> Any:
+                  java_options: str = "", conf: dict[str, Any] | None = None) -> Any:
     """Get or create a SparkSession with pyconsumer's source registered.
 
     ``fast_jvm`` trades throughput for start-up time (tests); ``local_dir`` puts Spark's
-    scratch files (shuffle, block manager) there instead of /tmp."""
+    scratch files (shuffle, block manager, the JVM's temporary files) there instead of /tmp;
+    ``java_options`` are more driver JVM flags."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -38,13 +39,15 @@ def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", "4"))
-    java_options = [FAST_JVM_OPTIONS] if fast_jvm else []
+    flags = [FAST_JVM_OPTIONS] if fast_jvm else []
     if local_dir is not None:
         builder = builder.config("spark.local.dir", local_dir)
         # the JVM unpacks native codecs (lz4-java, snappy) into java.io.tmpdir: keep them too
-        java_options.append(f"-Djava.io.tmpdir={local_dir}")
-    if java_options and "spark.driver.extraJavaOptions" not in (conf or {}):
-        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
+        flags.append(f"-Djava.io.tmpdir={local_dir}")
+    if java_options:
+        flags.append(java_options)
+    if flags:
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(flags))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

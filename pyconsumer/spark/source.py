@@ -251,7 +251,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         end: Mapping[TopicPartition, int]) -> dict[TopicPartition, float]:
         """Bytes per offset of each partition with a backlog, from one small sample read at
         its start (cached: record sizes of a partition change slowly)."""
-        from pyconsumer.spark.reader import read_range
         for tp, e in end.items():
             b = begin.get(tp)
             if b is None or e <= b or tp in self._bytes_per_offset:
