@@ -6,8 +6,9 @@ description); look one up with :func:`for_code`. Client errors (``KafkaProtocolE
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 
 class KafkaError(Exception):
@@ -430,6 +431,14 @@ INVALID_METADATA_CODES: frozenset[int] = frozenset(
     }
 )
 
+# Every code by Kafka's name, from the table above: ``ErrorCode.NOT_COORDINATOR == 16``. Code
+# is compared by name everywhere (no module-level ``_X = 16`` constants).
+ErrorCode = IntEnum("ErrorCode", {name: code for code, name, _, _ in BROKER_ERRORS},  # type: ignore[misc]
+                    module=__name__)
+if TYPE_CHECKING:  # the members come from the table; type checkers see plain ints
+    ErrorCode: Any  # type: ignore[no-redef]
+
+
 # Broker class names that would clash with a client error of the same CamelCase name.
 _CLASS_NAME_OVERRIDES: dict[int, str] = {
     35: "UnsupportedVersionResponseError",  # the client's UnsupportedVersionError is local
@@ -638,6 +647,7 @@ __all__ = [
     "LogTruncationError",
     "BrokerResponseError",
     "BROKER_ERRORS",
+    "ErrorCode",
     "ERRORS_BY_CODE",
     "INVALID_METADATA_CODES",
     "class_name_for",

@@ -33,6 +33,7 @@ from pyconsumer.consumer.offsets import (
 )
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState, SubscriptionType
 from pyconsumer.errors import (
+    ErrorCode,
     BrokerResponseError,
     IllegalStateError,
     KafkaError,
@@ -48,7 +49,6 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-_UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 class KafkaConsumer:
@@ -126,7 +126,7 @@ class KafkaConsumer:
                         if parts is not None:
                             result[name] = parts
                     elif (isinstance(error, BrokerResponseError)
-                          and error.errno == _UNKNOWN_TOPIC_OR_PARTITION):
+                          and error.errno == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                         continue
                     elif error.retriable:
                         retry.append(name)
@@ -134,7 +134,7 @@ class KafkaConsumer:
                         raise error
                 if topics is None:
                     retry += [n for n, c in metadata.topic_errors.items()
-                              if c != _UNKNOWN_TOPIC_OR_PARTITION and n not in metadata.topics]
+                              if c != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and n not in metadata.topics]
                 if not retry:
                     return result
                 if time.monotonic() + self.config.retry_backoff_ms / 1000.0 >= deadline:

@@ -26,6 +26,7 @@ from typing import Any
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
+    ErrorCode,
     CommitFailedError,
     KafkaConnectionError,
     KafkaError,
@@ -42,12 +43,9 @@ log = logging.getLogger(__name__)
 
 COORDINATOR_ID_BASE = 2**31 - 1
 
-_COORDINATOR_LOAD_IN_PROGRESS = 14
-_COORDINATOR_GONE = {15, 16}             # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-_REQUEST_TIMED_OUT = 7
-_UNSTABLE_OFFSET_COMMIT = 88
-_UNKNOWN_TOPIC_OR_PARTITION = 3
-_REBALANCED = {22, 25, 27}               # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
+_COORDINATOR_GONE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+_REBALANCED = {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID,
+               ErrorCode.REBALANCE_IN_PROGRESS}
 
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], KafkaError | None], Any]
 
@@ -218,9 +216,9 @@ class ConsumerCoordinator:
             return
         err = error_for_code(code, f"{what} for group {self.group_id}")
         assert err is not None
-        if code == _COORDINATOR_LOAD_IN_PROGRESS:
+        if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             raise _Retry(err)
-        if code in _COORDINATOR_GONE or code == _REQUEST_TIMED_OUT:
+        if code in _COORDINATOR_GONE or code == ErrorCode.REQUEST_TIMED_OUT:
             self.mark_coordinator_unknown(err.message)
             raise _Retry(err)
         raise err
@@ -255,13 +253,13 @@ class ConsumerCoordinator:
                 for p in t["partitions"]:
                     tp = TopicPartition(t["name"], p["partition_index"])
                     code = p["error_code"]
-                    if code == _UNSTABLE_OFFSET_COMMIT:
+                    if code == ErrorCode.UNSTABLE_OFFSET_COMMIT:
                         unstable.append(tp)
                         continue
                     if code:
                         err = error_for_code(code, f"committed offset of {tp}")
                         assert err is not None
-                        if code == _UNKNOWN_TOPIC_OR_PARTITION:
+                        if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                             raise KafkaError(f"Topic or partition {tp} does not exist "
                                              f"(OffsetFetch for group {self.group_id})")
                         raise err
@@ -270,7 +268,7 @@ class ConsumerCoordinator:
                     out[tp] = None if offset < 0 else OffsetAndMetadata(
                         offset, p.get("metadata") or "", None if epoch < 0 else epoch)
             if unstable:
-                err = error_for_code(_UNSTABLE_OFFSET_COMMIT, ", ".join(map(str, unstable)))
+                err = error_for_code(ErrorCode.UNSTABLE_OFFSET_COMMIT, ", ".join(map(str, unstable)))
                 assert err is not None
                 raise _Retry(err)    # a transaction is committing offsets: ask again
             return {tp: out.get(tp) for tp in parts}
@@ -307,7 +305,7 @@ class ConsumerCoordinator:
                 tp = TopicPartition(t["name"], p["partition_index"])
                 err = error_for_code(code, f"committing {tp} for group {self.group_id}")
                 assert err is not None
-                if code == 29:                               # TOPIC_AUTHORIZATION_FAILED
+                if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                     failed_topics.add(tp.topic)
                     continue
                 if code in _REBALANCED:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
+    ErrorCode,
     FetchProgressError,
     KafkaError,
     OffsetOutOfRangeError,
@@ -42,13 +43,10 @@ _ZERO_UUID = uuid.UUID(int=0)
 _LAST_VERSION_BY_NAME = 12        # Fetch v13+ names topics by id only
 
 # partition errors after which the leader is looked up again (Java FetchCollector)
-_REFRESH_METADATA = {6, 9, 56, 74, 78}   # NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE,
-                                         # KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
-                                         # OFFSET_NOT_AVAILABLE
-_UNKNOWN_LEADER_EPOCH = 75
-_UNKNOWN_TOPIC = {3, 100}                # UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID
-_OFFSET_OUT_OF_RANGE = 1
-_UNKNOWN_SERVER_ERROR = -1
+_REFRESH_METADATA = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REPLICA_NOT_AVAILABLE,
+                     ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FENCED_LEADER_EPOCH,
+                     ErrorCode.OFFSET_NOT_AVAILABLE}
+_UNKNOWN_TOPIC = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID}
 
 
 class _Fetched:
@@ -231,12 +229,12 @@ class Fetcher:
             if code in _REFRESH_METADATA:
                 log.debug("fetch of %s: %s; refreshing metadata", tp, error_for_code(code))
                 self.client.metadata.request_update()
-            elif code == _UNKNOWN_LEADER_EPOCH:
+            elif code == ErrorCode.UNKNOWN_LEADER_EPOCH:
                 log.debug("fetch of %s: unknown leader epoch", tp)
             elif code in _UNKNOWN_TOPIC:
                 log.warning("fetch of %s: %s", tp, error_for_code(code))
                 self.client.metadata.request_update()
-            elif code == _OFFSET_OUT_OF_RANGE:
+            elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 position = subs.position(tp)
                 if position is None or position.offset != fetched.fetch_offset:
                     log.debug("discarding stale out-of-range answer for %s", tp)
@@ -248,7 +246,7 @@ class Fetcher:
                     raise OffsetOutOfRangeError(
                         f"Fetch position {fetched.fetch_offset} is out of range for partition "
                         f"{tp} (auto.offset.reset=none)")
-            elif code == _UNKNOWN_SERVER_ERROR:
+            elif code == ErrorCode.UNKNOWN_SERVER_ERROR:
                 log.warning("unknown error fetching %s at offset %d", tp, fetched.fetch_offset)
             else:
                 err = error_for_code(code, f"fetching {tp} at offset {fetched.fetch_offset}")

@@ -41,7 +41,7 @@ from pyconsumer.consumer.group_protocol import (
     encode_subscription,
 )
 from pyconsumer.consumer.subscription import SubscriptionState
-from pyconsumer.errors import KafkaError, error_for_code
+from pyconsumer.errors import ErrorCode, KafkaError, error_for_code
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
@@ -50,13 +50,7 @@ from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
-_MEMBER_ID_REQUIRED = 79
-_UNKNOWN_MEMBER_ID = 25
-_ILLEGAL_GENERATION = 22
-_REBALANCE_IN_PROGRESS = 27
-_FENCED_INSTANCE_ID = 82
-_COORDINATOR_GONE = {15, 16}
-_REQUEST_TIMED_OUT = 7
+_COORDINATOR_GONE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
 class MemberState(enum.Enum):
@@ -239,7 +233,7 @@ class GroupMembership:
                           self.coordinator.group_id, r.error)
                 if time.monotonic() >= deadline:
                     return False
-                if getattr(r.error, "errno", None) != _MEMBER_ID_REQUIRED:
+                if getattr(r.error, "errno", None) != ErrorCode.MEMBER_ID_REQUIRED:
                     self.client.poll(timeout_ms=min(
                         self.config.retry_backoff_ms,
                         max(0.0, (deadline - time.monotonic()) * 1e3)))
@@ -259,13 +253,13 @@ class GroupMembership:
         (loading, moved) through ConsumerCoordinator.check_group_error."""
         err = error_for_code(code, f"{what} for group {self.coordinator.group_id}")
         assert err is not None
-        if code in (_UNKNOWN_MEMBER_ID, _ILLEGAL_GENERATION):
+        if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
             self._reset_generation(err.message)
             self._prepared = False
             raise _Retry(err)
-        if code == _REBALANCE_IN_PROGRESS:
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
             raise _Retry(err)
-        if code == _REQUEST_TIMED_OUT:      # not a coordinator move for a join (as Java)
+        if code == ErrorCode.REQUEST_TIMED_OUT:      # not a coordinator move for a join (as Java)
             raise err
         self.coordinator.check_group_error(code, what)
 
@@ -291,7 +285,7 @@ class GroupMembership:
     def _after_join(self, resp: Response) -> Future[Response]:
         body = resp.body
         code = body["error_code"]
-        if code == _MEMBER_ID_REQUIRED:
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.coordinator.member_id = body["member_id"]
             err = error_for_code(code)
             assert err is not None
@@ -418,10 +412,10 @@ class GroupMembership:
             return                                  # an answer for an older generation
         if code == 0:
             self._last_heartbeat_ok = time.monotonic()
-        elif code == _REBALANCE_IN_PROGRESS:
+        elif code == ErrorCode.REBALANCE_IN_PROGRESS:
             self._last_heartbeat_ok = time.monotonic()
             self.request_rejoin("the group is rebalancing")
-        elif code in (_UNKNOWN_MEMBER_ID, _ILLEGAL_GENERATION, _FENCED_INSTANCE_ID):
+        elif code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID):
             # this may run on the heartbeat thread: the listener (on_partitions_lost) must
             # run in the application's poll(), so only note it here
             self._pending_reset = f"heartbeat: {error_for_code(code)}"

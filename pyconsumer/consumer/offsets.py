@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
 from pyconsumer.errors import (
+    ErrorCode,
     KafkaError,
     KafkaTimeoutError,
     LogTruncationError,
@@ -33,8 +34,6 @@ log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
-_UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-_TOPIC_AUTHORIZATION_FAILED = 29
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -163,9 +162,9 @@ class OffsetsClient:
                     epoch = p.get("leader_epoch", -1)
                     outcome.offsets[tp] = (None if offset < 0 else
                                            ListedOffset(offset, ts, None if epoch < 0 else epoch))
-                elif code == _UNSUPPORTED_FOR_MESSAGE_FORMAT:
+                elif code == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT:
                     outcome.offsets[tp] = None   # pre-0.10 data: no timestamp search
-                elif code == _TOPIC_AUTHORIZATION_FAILED:
+                elif code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                     outcome.error = error_for_code(code, f"topic {tp.topic}")
                 else:
                     err = error_for_code(code, f"ListOffsets for {tp}")

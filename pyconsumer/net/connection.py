@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from pyconsumer import protocol
 from pyconsumer.errors import (
+    ErrorCode,
     KafkaConnectionError,
     KafkaError,
     KafkaProtocolError,
@@ -45,7 +46,6 @@ from pyconsumer.structs import BrokerInfo
 
 log = logging.getLogger(__name__)
 
-_UNSUPPORTED_VERSION = 35
 # a non-blocking socket (plain or TLS) has nothing more to give or take right now
 _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
@@ -511,7 +511,7 @@ class BrokerConnection:
         except KafkaProtocolError as e:
             self._fail(KafkaProtocolError(f"{self.describe}: {e}"), now)
             return
-        if code == _UNSUPPORTED_VERSION:
+        if code == ErrorCode.UNSUPPORTED_VERSION:
             # KIP-511: the broker answers with a v0 body listing what it supports; when that
             # body does not parse (librdkafka's mock sends a malformed one) fall back to v0
             retry = 0

@@ -13,10 +13,9 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pyconsumer.errors import KafkaError, error_for_code
+from pyconsumer.errors import ErrorCode, KafkaError, error_for_code
 from pyconsumer.structs import BrokerInfo, PartitionInfo, TopicPartition
 
-_UNKNOWN_TOPIC_OR_PARTITION = 3
 _ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -137,7 +136,7 @@ class ClusterMetadata:
             seen.add(name)
             if t["error_code"]:
                 self.topic_errors[name] = t["error_code"]
-                if t["error_code"] == _UNKNOWN_TOPIC_OR_PARTITION:
+                if t["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                     self.topics.pop(name, None)
                 continue
             self.topic_errors.pop(name, None)
