@@ -113,6 +113,12 @@ class IllegalStateError(KafkaClientError):
     """A call made in a state that forbids it (closed consumer, no assignment...)."""
 
 
+class ConcurrentAccessError(KafkaClientError):
+    """A second thread called the consumer while another was inside a call (Java's
+    ConcurrentModificationException): a consumer belongs to one thread; only ``wakeup()``
+    may be called from elsewhere."""
+
+
 class WakeupError(KafkaClientError):
     """``wakeup()`` interrupted a blocking call."""
 
@@ -641,6 +647,7 @@ __all__ = [
     "UnsupportedVersionError",
     "IllegalStateError",
     "WakeupError",
+    "ConcurrentAccessError",
     "NoOffsetForPartitionError",
     "FetchProgressError",
     "CommitFailedError",

@@ -6,48 +6,72 @@ pipelining the next Fetch before it returns; moves positions with seek/seek_to_b
 seek_to_end (resets resolved with ListOffsets, ``auto.offset.reset`` when a partition has no
 position); looks up beginning/end offsets and offsets by time. Group membership (subscribe,
 committed offsets) builds on the same network client and subscription state.
+
+Threads: see :mod:`pyconsumer.threads`. Every public method but ``wakeup()`` runs under the
+access guard (one application thread at a time) and the client lock.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
-import threading
 import time
 from types import TracebackType
 from typing import Any
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 import pyarrow as pa
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
-from pyconsumer.consumer.membership import GroupMembership, call_listener
+from pyconsumer.consumer.membership import GroupMembership
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     OffsetAndTimestamp,
     OffsetsClient,
 )
-from pyconsumer.consumer.subscription import FetchState, SubscriptionState, SubscriptionType
+from pyconsumer.consumer.subscription import (
+    FetchPosition,
+    FetchState,
+    SubscriptionState,
+    SubscriptionType,
+)
 from pyconsumer.errors import (
     ErrorCode,
     BrokerResponseError,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
-    WakeupError,
 )
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.security import check_security
 from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
 from pyconsumer.structs import OffsetAndMetadata, PartitionInfo, TopicPartition
+from pyconsumer.threads import AccessGuard, ClientLock
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 log = logging.getLogger(__name__)
+
+
+def _exclusive(method: Callable[P, R]) -> Callable[P, R]:
+    """A public consumer call: one application thread at a time, under the client lock."""
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        self: KafkaConsumer = args[0]  # type: ignore[assignment]
+        self._guard.acquire()
+        try:
+            with self._lock:
+                return method(*args, **kwargs)
+        finally:
+            self._guard.release()
+    return call
 
 
 
@@ -62,13 +86,14 @@ class KafkaConsumer:
         check_security(self.config)
         self._client: NetworkClient | None = None
         self._closed = False
-        self._lock = threading.RLock()
+        self._lock = ClientLock()
+        self._guard = AccessGuard()
         self._subscriptions = SubscriptionState(self.config.offset_reset_strategy)
         self._fetcher: Fetcher | None = None
         self._offsets: OffsetsClient | None = None
         self._coordinator: ConsumerCoordinator | None = None
         self._membership: GroupMembership | None = None
-        self._wakeup = threading.Event()
+        self._wakeup_pending = False         # wakeup() before the client existed
         if topics:
             self.subscribe(list(topics))
 
@@ -78,7 +103,10 @@ class KafkaConsumer:
         if self._closed:
             raise IllegalStateError("this consumer is closed")
         if self._client is None:
-            self._client = NetworkClient(self.config)
+            self._client = NetworkClient(self.config, lock=self._lock)
+            if self._wakeup_pending:
+                self._wakeup_pending = False
+                self._client.wakeup()
             self._fetcher = Fetcher(self._client, self.config, self._subscriptions)
             self._offsets = OffsetsClient(self._client, self.config, self._subscriptions)
             if self.config.group_id is not None:
@@ -145,6 +173,7 @@ class KafkaConsumer:
 
     # ------------------------------------------------------------------ public API
 
+    @_exclusive
     def topics(self, timeout_ms: float | None = None) -> dict[str, list[PartitionInfo]]:
         """Every topic the cluster lists (internal ones included, as Java's ``listTopics``)
         -> its partitions, ordered by partition number. Raises
@@ -152,6 +181,7 @@ class KafkaConsumer:
         (default.api.timeout.ms)."""
         return self._topic_metadata(None, timeout_ms)
 
+    @_exclusive
     def partitions_for(self, topic: str, timeout_ms: float | None = None) -> list[PartitionInfo]:
         """Java ``partitionsFor``: the topic's partitions, or an empty list when it does not
         exist (it may be created if ``allow.auto.create.topics`` and the broker allow it)."""
@@ -164,6 +194,7 @@ class KafkaConsumer:
             return cached
         return self._topic_metadata([topic], timeout_ms).get(topic, [])
 
+    @_exclusive
     def partitions_for_topic(self, topic: str, timeout_ms: float | None = None) -> set[int] | None:
         """The topic's partition numbers, or None when the topic does not exist (the
         kafka-python/aiokafka convention; :meth:`partitions_for` gives Java's PartitionInfo
@@ -171,6 +202,7 @@ class KafkaConsumer:
         parts = self.partitions_for(topic, timeout_ms)
         return {p.partition for p in parts} if parts else None
 
+    @_exclusive
     def negotiated_versions(self) -> dict[int, dict[str, int]]:
         """Node id -> {API name: version in use} for every broker connection that is up
         (bootstrap connections have negative node ids)."""
@@ -181,6 +213,7 @@ class KafkaConsumer:
 
     # ------------------------------------------------------------------ assignment
 
+    @_exclusive
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read exactly these partitions (Java ``assign``); an empty list unassigns all.
         Partitions kept from the previous assignment keep their positions; buffered data of
@@ -197,6 +230,7 @@ class KafkaConsumer:
                     client.metadata.request_update()
                 client.metadata_topics = topics
 
+    @_exclusive
     def subscribe(self, topics: Iterable[str] = (), pattern: str | re.Pattern[str] | None = None,
                   listener: Any = None) -> None:
         """Join the consumer group (group.id) and consume what it assigns: the given topics,
@@ -233,12 +267,14 @@ class KafkaConsumer:
                 client.metadata_topics = set(names)
                 client.metadata.request_update()
             self._membership.listener = listener
-            self._membership.start_heartbeat_thread(self._lock)
+            self._membership.start_heartbeat_thread()
 
+    @_exclusive
     def subscription(self) -> set[str]:
         """The subscribed topics (for a pattern: the topics it matches now)."""
         return set(self._subscriptions.subscription)
 
+    @_exclusive
     def unsubscribe(self) -> None:
         """Leave the group (revoking the owned partitions) or drop a manual assignment."""
         with self._lock:
@@ -255,14 +291,17 @@ class KafkaConsumer:
         if m is None:
             return
         owned = set(self._subscriptions.assigned_partitions())
-        if owned and m.generation >= 0:
+        if owned:
+            # Java onLeavePrepare: lost when the generation is already gone, else revoked
+            method = "on_partitions_lost" if m.generation_lost() else "on_partitions_revoked"
             try:
-                call_listener(m.listener, "on_partitions_revoked", owned)
+                m.run_listener(method, owned)
             except Exception as e:   # the listener's error must not stop the leave
                 log.warning("rebalance listener failed on leave: %s", e)
         m.stop_heartbeat_thread()
         m.maybe_leave(reason, deadline)
 
+    @_exclusive
     def assignment(self) -> set[TopicPartition]:
         return set(self._subscriptions.assigned_partitions())
 
@@ -274,6 +313,7 @@ class KafkaConsumer:
             raise IllegalStateError(f"No current assignment for partition {tp} ({what})")
         return tp
 
+    @_exclusive
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
         """Fetch ``partition`` from ``offset`` on the next poll (Java ``seek``)."""
         epoch = None
@@ -290,11 +330,13 @@ class KafkaConsumer:
                 leader_epoch = None if info is None else info.leader_epoch
             self._subscriptions.seek(tp, offset, epoch, None, leader_epoch)
 
+    @_exclusive
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         """Move to the log start offset on the next poll or position() (all assigned
         partitions when none are given); evaluated lazily, as in Java."""
         self._seek_to(partitions, OffsetResetStrategy("earliest"))
 
+    @_exclusive
     def seek_to_end(self, *partitions: TopicPartition) -> None:
         """Move to the log end offset (the last stable offset under read_committed)."""
         self._seek_to(partitions, OffsetResetStrategy("latest"))
@@ -307,6 +349,7 @@ class KafkaConsumer:
             for tp in parts:
                 self._subscriptions.request_reset(tp, strategy)
 
+    @_exclusive
     def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record poll() will return for ``partition``, resolving a
         pending reset first (raises KafkaTimeoutError after ``timeout_ms``)."""
@@ -325,8 +368,8 @@ class KafkaConsumer:
                         f"position of {tp} not determined within {self._timeout(timeout_ms):.0f} ms")
                 client.poll(timeout_ms=min(left, self.config.retry_backoff_ms),
                             until=lambda: st.has_valid_position)
-                self._check_wakeup()
 
+    @_exclusive
     def current_lag(self, partition: TopicPartition) -> int | None:
         """Java ``currentLag``: high watermark (last stable offset under read_committed) minus
         the position, from the last fetch; None when not known yet."""
@@ -338,38 +381,45 @@ class KafkaConsumer:
             return None
         return end - st.position.offset
 
+    @_exclusive
     def highwater(self, partition: TopicPartition) -> int | None:
         """The high watermark of ``partition`` as the last fetch response reported it
         (kafka-python's ``highwater``); None before a fetch answered for it."""
         return self._subscriptions.state(self._assigned(partition, "highwater")).high_watermark
 
+    @_exclusive
     def last_stable_offset(self, partition: TopicPartition) -> int | None:
         """The last stable offset of ``partition`` as the last fetch response reported it
         (the end a read_committed consumer reads to); None before a fetch answered for it."""
         st = self._subscriptions.state(self._assigned(partition, "last_stable_offset"))
         return st.last_stable_offset
 
+    @_exclusive
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching these partitions until resume(); positions are kept."""
         with self._lock:
             for tp in partitions:
                 self._subscriptions.pause(self._assigned(tp, "pause"))
 
+    @_exclusive
     def resume(self, *partitions: TopicPartition) -> None:
         with self._lock:
             for tp in partitions:
                 self._subscriptions.resume(self._assigned(tp, "resume"))
 
+    @_exclusive
     def paused(self) -> set[TopicPartition]:
         return self._subscriptions.paused_partitions()
 
     # ------------------------------------------------------------------ offsets lookups
 
+    @_exclusive
     def beginning_offsets(self, partitions: Iterable[TopicPartition],
                           timeout_ms: float | None = None) -> dict[TopicPartition, int]:
         """The log start offset of each partition."""
         return self._list(partitions, EARLIEST_TIMESTAMP, timeout_ms)
 
+    @_exclusive
     def end_offsets(self, partitions: Iterable[TopicPartition],
                     timeout_ms: float | None = None) -> dict[TopicPartition, int]:
         """The log end offset (high watermark; last stable offset under read_committed)."""
@@ -384,6 +434,7 @@ class KafkaConsumer:
         return {tp: (-1 if found.get(tp) is None else found[tp].offset)  # type: ignore[union-attr]
                 for tp in parts}
 
+    @_exclusive
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],
                           timeout_ms: float | None = None
                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -430,85 +481,122 @@ class KafkaConsumer:
                 for tp in initializing:
                     self._subscriptions.request_reset(tp)
         offsets.reset_positions_if_needed()
+        self._validate_leaders()
         offsets.validate_positions_if_needed()
         return True
 
-    def _check_wakeup(self) -> None:
-        if self._wakeup.is_set():
-            self._wakeup.clear()
-            raise WakeupError("the consumer was woken up (wakeup() was called)")
+    def _validate_leaders(self) -> None:
+        """KIP-320: a position is checked again whenever its partition's leader or leader
+        epoch changes in the metadata, not only after a seek."""
+        assert self._client is not None
+        metadata = self._client.metadata
+        for tp in self._subscriptions.assigned_partitions():
+            info = metadata.partition(tp)
+            if info is not None:
+                self._subscriptions.maybe_validate_for_leader(tp, info.leader, info.leader_epoch)
 
     def wakeup(self) -> None:
-        """Make the current (or next) blocking call raise WakeupError; thread-safe."""
-        self._wakeup.set()
-        if self._client is not None:
-            self._client.wakeup()
+        """Make the current (or next) blocking call raise WakeupError; the one method any
+        thread may call."""
+        client = self._client
+        if client is not None:
+            client.wakeup()
+        else:
+            self._wakeup_pending = True
+
+    def _delivered_positions(self) -> dict[TopicPartition, FetchPosition]:
+        subs = self._subscriptions
+        return {tp: st.position for tp in subs.assigned_partitions()
+                if (st := subs.state(tp)).has_valid_position and st.position is not None}
+
+    def _roll_back(self, before: Mapping[TopicPartition, FetchPosition]) -> None:
+        """Records were drained but never reached the caller (an exception, e.g. Ctrl-C, on
+        the way out): put the positions back and drop the buffered data of those partitions,
+        so the records are fetched and returned again and a commit never passes them."""
+        subs = self._subscriptions
+        moved = set()
+        for tp, position in before.items():
+            if subs.is_assigned(tp):
+                st = subs.state(tp)
+                if st.has_valid_position and st.position != position:
+                    st.position = position
+                    moved.add(tp)
+        if moved and self._fetcher is not None:
+            log.info("records of %s were not returned: positions rolled back",
+                     sorted(map(str, moved)))
+            self._fetcher.clear_buffered(keep=lambda tp: tp not in moved)
 
     def _poll(self, timeout_ms: float, max_records: int | None,
-              take: Callable[[CompletedFetch, int], T], count: Callable[[T], int]
-              ) -> list[tuple[TopicPartition, T]]:
+              take: Callable[[CompletedFetch, int], T], count: Callable[[T], int],
+              build: Callable[[list[tuple[TopicPartition, T]]], R]) -> R:
+        """The poll loop; ``build`` shapes what was drained into the result. Positions count
+        as delivered only once ``build`` returned: any exception before rolls them back."""
         if isinstance(timeout_ms, bool) or timeout_ms < 0:
             raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms!r}")
         limit = self.config.max_poll_records if max_records is None else max_records
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"max_records must be an int >= 1, got {max_records!r}")
-        with self._lock:
-            client, fetcher, offsets = self._parts()
-            if self._subscriptions.subscription_type is SubscriptionType.NONE:
-                raise IllegalStateError(
-                    "Consumer is not subscribed to any topics or assigned any partitions")
-            deadline = time.monotonic() + timeout_ms / 1000.0
-            membership = self._membership if self._subscriptions.has_auto_assignment else None
-            while True:
-                self._check_wakeup()
-                if self._coordinator is not None:
-                    self._coordinator.invoke_completed_callbacks()
-                if membership is not None:
-                    membership.last_poll = time.monotonic()
-                    membership.check_metadata()
-                    membership.ensure_active_group(deadline)
-                    membership.maybe_heartbeat()
-                if self._coordinator is not None:
-                    self._coordinator.maybe_auto_commit(self._all_consumed)
-                self._update_fetch_positions(deadline)
+        client, fetcher, offsets = self._parts()
+        if self._subscriptions.subscription_type is SubscriptionType.NONE:
+            raise IllegalStateError(
+                "Consumer is not subscribed to any topics or assigned any partitions")
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        membership = self._membership if self._subscriptions.has_auto_assignment else None
+        if membership is not None:
+            membership.timer.poll(time.monotonic())
+        final = False
+        while True:
+            client.run_deferred()
+            if self._coordinator is not None:
+                self._coordinator.invoke_completed_callbacks()
+            if membership is not None:
+                membership.check_metadata()
+                membership.ensure_active_group(deadline)
+                membership.coordinator.lookup_if_needed(time.monotonic())
+            if self._coordinator is not None:
+                self._coordinator.maybe_auto_commit(self._all_consumed)
+            self._update_fetch_positions(deadline)
+            before = self._delivered_positions()
+            try:
                 chunks = fetcher.drain(limit, take, count)
-                if chunks:
-                    # pipeline: the next fetch travels while the caller works on these
-                    if fetcher.send_fetches():
-                        client.poll(timeout_ms=0)
-                    return chunks
-                fetcher.send_fetches()
-                left = (deadline - time.monotonic()) * 1000.0
-                if not self._subscriptions.has_all_fetch_positions() or (
-                        membership is not None and membership.rejoin_needed):
-                    # a reset or a join waits for metadata or a backoff: come back to drive it
-                    left = min(left, self.config.retry_backoff_ms)
-                if membership is not None:
-                    left = min(left, membership.time_to_next_heartbeat_ms())
-                resets = offsets.resets_completed
-                # wake for data, a wakeup(), or a finished reset (fetches can start then)
-                client.poll(timeout_ms=max(0.0, left),
-                            until=lambda: fetcher.has_available() or self._wakeup.is_set()
-                            or offsets.resets_completed != resets)
-                self._check_wakeup()
-                if time.monotonic() >= deadline:
-                    self._update_fetch_positions(deadline)
-                    chunks = fetcher.drain(limit, take, count)
+                if chunks or final:
+                    # pipeline: the next fetch travels while the caller works on these (a
+                    # wakeup() now is for the next call: these records are returned)
                     if chunks and fetcher.send_fetches():
-                        client.poll(timeout_ms=0)
-                    return chunks
+                        client.poll(timeout_ms=0, wakeup=False)
+                    return build(chunks)
+            except BaseException:
+                self._roll_back(before)
+                raise
+            fetcher.send_fetches()
+            left = (deadline - time.monotonic()) * 1000.0
+            if not self._subscriptions.has_all_fetch_positions() or (
+                    membership is not None and membership.rejoin_needed):
+                # a reset or a join waits for metadata or a backoff: come back to drive it
+                left = min(left, self.config.retry_backoff_ms)
+            resets = offsets.resets_completed
+            # wake for data or a finished reset (fetches can start then); a wakeup() raises
+            client.poll(timeout_ms=max(0.0, left),
+                        until=lambda: fetcher.has_available()
+                        or offsets.resets_completed != resets)
+            final = time.monotonic() >= deadline
 
+    @_exclusive
     def poll(self, timeout_ms: float = 0, max_records: int | None = None
              ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records fetched for the assigned partitions, at most ``max_records``
         (max.poll.records), waiting up to ``timeout_ms`` for some; in offset order per
         partition. An empty result means no position moved."""
-        out: dict[TopicPartition, list[ConsumerRecord]] = {}
-        for tp, records in self._poll(timeout_ms, max_records,
-                                      lambda c, n: c.take_records(n), len):
-            out.setdefault(tp, []).extend(records)
-        return out
+        def build(chunks: list[tuple[TopicPartition, list[ConsumerRecord]]]
+                  ) -> dict[TopicPartition, list[ConsumerRecord]]:
+            out: dict[TopicPartition, list[ConsumerRecord]] = {}
+            for tp, records in chunks:
+                out.setdefault(tp, []).extend(records)
+            return out
 
+        return self._poll(timeout_ms, max_records, lambda c, n: c.take_records(n), len, build)
+
+    @_exclusive
     def poll_arrow(self, timeout_ms: float = 0, max_records: int | None = None, *,
                    include_headers: bool = False) -> pa.RecordBatch:
         """Like poll(), as one pyarrow.RecordBatch in Spark's Kafka source schema (rows of a
@@ -518,15 +606,17 @@ class KafkaConsumer:
             cursor.set_include_headers(include_headers)
             return cursor.take_arrow(n)
 
-        chunks = self._poll(timeout_ms, max_records, take, lambda b: b.num_rows)
-        batches = [b for _, b in chunks]
-        if not batches:
-            return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(include_headers))
-        if len(batches) == 1:
-            return batches[0]
-        if hasattr(pa, "concat_batches"):
-            return pa.concat_batches(batches)
-        return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+        def build(chunks: list[tuple[TopicPartition, pa.RecordBatch]]) -> pa.RecordBatch:
+            batches = [b for _, b in chunks]
+            if not batches:
+                return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(include_headers))
+            if len(batches) == 1:
+                return batches[0]
+            if hasattr(pa, "concat_batches"):
+                return pa.concat_batches(batches)
+            return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+        return self._poll(timeout_ms, max_records, take, lambda b: b.num_rows, build)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records forever (until wakeup() or close()), poll by poll."""
@@ -567,6 +657,7 @@ class KafkaConsumer:
             out[tp] = om
         return out
 
+    @_exclusive
     def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
                timeout_ms: float | None = None) -> None:
         """Commit ``offsets`` (default: the position of every assigned partition, i.e. what
@@ -578,6 +669,7 @@ class KafkaConsumer:
             deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
             coordinator.commit_sync(todo, deadline)
 
+    @_exclusive
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Commit without waiting; ``callback(offsets, error_or_None)`` runs from a later
@@ -588,6 +680,7 @@ class KafkaConsumer:
             assert self._client is not None
             self._client.poll(timeout_ms=0)
 
+    @_exclusive
     def committed(self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
                   ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offset of each partition (None where there is none)."""
@@ -597,6 +690,7 @@ class KafkaConsumer:
             deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
             return coordinator.fetch_committed(parts, deadline)
 
+    @_exclusive
     def close(self, timeout_ms: float | None = None) -> None:
         """Close the consumer: with enable.auto.commit, commit the consumed positions first
         (waiting at most ``timeout_ms``, 30 s by default as in Java); a subscribed member then
@@ -607,6 +701,7 @@ class KafkaConsumer:
                 return
             try:
                 if self._coordinator is not None and self._client is not None:
+                    self._client.clear_wakeup()     # closing is not interrupted by a wakeup
                     deadline = time.monotonic() + (30_000 if timeout_ms is None
                                                    else timeout_ms) / 1000.0
                     try:
@@ -628,7 +723,7 @@ class KafkaConsumer:
             finally:
                 self._closed = True
                 if self._membership is not None:
-                    self._membership.stop_heartbeat_thread()
+                    self._membership.close()
                 if self._client is not None:
                     self._client.close()
                     self._client = None

@@ -25,16 +25,19 @@ from typing import Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.group_errors import GroupAction, classify
 from pyconsumer.errors import (
-    ErrorCode,
     CommitFailedError,
+    ErrorCode,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    RebalanceInProgressError,
     error_for_code,
 )
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
+from pyconsumer.net.deadline import Retry, remaining_ms, retry_until
 from pyconsumer.net.future import Future
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo, OffsetAndMetadata, TopicPartition
@@ -43,19 +46,7 @@ log = logging.getLogger(__name__)
 
 COORDINATOR_ID_BASE = 2**31 - 1
 
-_COORDINATOR_GONE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
-_REBALANCED = {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID,
-               ErrorCode.REBALANCE_IN_PROGRESS}
-
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], KafkaError | None], Any]
-
-
-class _Retry(Exception):
-    """A retriable outcome of one attempt (the coordinator moved, is loading...)."""
-
-    def __init__(self, error: KafkaError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class ConsumerCoordinator:
@@ -71,12 +62,20 @@ class ConsumerCoordinator:
         self.member_id = ""
         self.coordinator: int | None = None
         self._find: Future[Response] | None = None
+        self._last_find_error: KafkaError | None = None
+        self._next_lookup = 0.0
         self._completed_commits: collections.deque[
             tuple[CommitCallback | None, dict[TopicPartition, OffsetAndMetadata],
                   KafkaError | None]] = collections.deque()
         self._async_in_flight = 0
         interval = config.auto_commit_interval_ms / 1000.0
         self._next_auto_commit = time.monotonic() + interval
+        #: set by the group membership: raises when a commit cannot be made now (not a
+        #: stable member), and hears what a commit's answer says about the generation
+        self.check_can_commit: Callable[[], None] = lambda: None
+        self.on_group_error: Callable[[GroupAction, KafkaError], None] = lambda action, err: None
+        #: called (on any thread) when the coordinator was found
+        self.on_found: Callable[[], None] = lambda: None
 
     # ------------------------------------------------------------------ discovery
 
@@ -90,6 +89,8 @@ class ConsumerCoordinator:
         return False
 
     def mark_coordinator_unknown(self, reason: str) -> None:
+        """Forget the coordinator (it moved, its broker is gone): the next group request or
+        heartbeat step finds it again. Any thread."""
         if self.coordinator is not None:
             log.info("group %s: coordinator node %d marked unknown: %s", self.group_id,
                      COORDINATOR_ID_BASE - self.coordinator, reason)
@@ -115,37 +116,44 @@ class ConsumerCoordinator:
             return {"key": group, "key_type": 0}
 
         self._find = self.client.send(node, ApiKey.FIND_COORDINATOR, body)
-        self._find.add_callback(self._on_find)
+        self._find.add_callback(self._on_find, any_thread=True)
         return self._find
 
+    def lookup_if_needed(self, now: float) -> None:
+        """Non-blocking: start a FindCoordinator when the coordinator is unknown, at most once
+        per retry.backoff.ms (the heartbeat step and poll() call this)."""
+        if not self.coordinator_unknown() or now < self._next_lookup:
+            return
+        if self._find is not None and not self._find.done:
+            return
+        self._next_lookup = now + self.config.retry_backoff_ms / 1000.0
+        self._lookup()
+
     def _on_find(self, fut: Future[Response]) -> None:
-        if fut.failed() or fut.value is None:
+        self._last_find_error = self._find_error(fut)
+        if self._last_find_error is not None:
             return
+        assert fut.value is not None
         resp = fut.value
-        if resp.version >= 4:
-            entries = [c for c in resp.body["coordinators"] if c["key"] == self.group_id]
-            if not entries:
-                return
-            found = entries[0]
-        else:
-            found = resp.body
-        if found["error_code"]:
-            return
+        found = ([c for c in resp.body["coordinators"] if c["key"] == self.group_id][0]
+                 if resp.version >= 4 else resp.body)
         node_id = COORDINATOR_ID_BASE - found["node_id"]
         self.client.metadata.extra_nodes[node_id] = BrokerInfo(node_id, found["host"],
                                                                found["port"])
         self.coordinator = node_id
         log.info("group %s: coordinator is broker %d (%s:%d)", self.group_id,
                  found["node_id"], found["host"], found["port"])
+        self.on_found()
 
     def _find_error(self, fut: Future[Response]) -> KafkaError | None:
         if fut.failed():
-            return fut.exception if isinstance(fut.exception, KafkaError) else None
+            err = fut.exception
+            return err if isinstance(err, KafkaError) else KafkaConnectionError(str(err))
         assert fut.value is not None
         resp = fut.value
         if resp.version >= 4:
             entries = [c for c in resp.body["coordinators"] if c["key"] == self.group_id]
-            code = entries[0]["error_code"] if entries else 15
+            code = entries[0]["error_code"] if entries else ErrorCode.COORDINATOR_NOT_AVAILABLE
             message = entries[0].get("error_message") if entries else None
         else:
             code, message = resp.body["error_code"], resp.body.get("error_message")
@@ -154,74 +162,84 @@ class ConsumerCoordinator:
 
     def ensure_coordinator_ready(self, deadline: float) -> bool:
         """Find the coordinator, retrying until ``deadline``; False when time ran out."""
-        while self.coordinator_unknown():
+        def attempt() -> None:
+            if not self.coordinator_unknown():
+                return
             fut = self._lookup()
-            self.client.poll(timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0),
-                             future=fut)
+            self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
             if not fut.done:
-                return False
+                raise Retry(None)
             err = self._find_error(fut)
             if err is not None and not err.retriable:
                 raise err
             if self.coordinator_unknown():
-                if time.monotonic() >= deadline:
-                    return False
-                if err is not None:
-                    log.debug("group %s: finding the coordinator failed: %s", self.group_id, err)
-                self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
-                                                max(0.0, (deadline - time.monotonic()) * 1000.0)))
+                log.debug("group %s: finding the coordinator failed: %s", self.group_id, err)
+                raise Retry(err)
+
+        try:
+            retry_until(deadline, attempt, wait=self._backoff, backoff_ms=self.config.retry_backoff_ms,
+                        timeout=lambda last: KafkaTimeoutError(str(last)))
+        except KafkaTimeoutError:
+            return False
         return True
+
+    def _backoff(self, ms: float) -> None:
+        self.client.poll(timeout_ms=ms)
 
     # ------------------------------------------------------------------ one request, retried
 
     def _call(self, api: ApiKey, body: Callable[[int], dict[str, Any]],
               parse: Callable[[Response], Any], deadline: float, what: str) -> Any:
         """Send to the coordinator and parse, retrying retriable outcomes until ``deadline``."""
-        last: KafkaError | None = None
-        while True:
+        def attempt() -> Any:
             if not self.ensure_coordinator_ready(deadline):
-                break
+                raise Retry(self._last_find_error)
             assert self.coordinator is not None
             fut = self.client.send(self.coordinator, api, body)
-            self.client.poll(timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0),
-                             future=fut)
+            self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
             if not fut.done:
-                break
-            try:
-                return parse(self.response_or_retry(fut))
-            except _Retry as r:
-                last = r.error
-                log.debug("group %s: %s failed, retrying: %s", self.group_id, what, r.error)
-            if time.monotonic() >= deadline:
-                break
-            self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
-                                            max(0.0, (deadline - time.monotonic()) * 1000.0)))
-        raise KafkaTimeoutError(f"{what} for group {self.group_id} did not complete in time"
-                                + (f" (last error: {last})" if last else ""))
+                raise Retry(None)
+            return parse(self.response_or_retry(fut))
+
+        def timeout(last: KafkaError | None) -> KafkaTimeoutError:
+            return KafkaTimeoutError(f"{what} for group {self.group_id} did not complete in time"
+                                     + (f" (last error: {last})" if last else ""))
+
+        return retry_until(deadline, attempt, wait=self._backoff,
+                           backoff_ms=self.config.retry_backoff_ms, timeout=timeout)
 
     def response_or_retry(self, fut: Future[Response]) -> Response:
         """The response of a completed request to the coordinator; a retriable failure marks
-        the coordinator unknown and raises _Retry, any other failure is raised as is."""
+        the coordinator unknown and raises Retry, any other failure is raised as is."""
         if fut.failed():
             err = fut.exception
             if isinstance(err, KafkaError) and err.retriable:
                 self.mark_coordinator_unknown(str(err))
-                raise _Retry(err)
+                raise Retry(err)
             raise err  # type: ignore[misc]
         assert fut.value is not None
         return fut.value
 
-    def check_group_error(self, code: int, what: str) -> None:
-        if not code:
-            return
-        err = error_for_code(code, f"{what} for group {self.group_id}")
+    def group_error(self, api: ApiKey, code: int, what: str,
+                    message: str | None = None) -> tuple[GroupAction, KafkaError | None]:
+        """Classify a group error code: retry and coordinator moves are raised as Retry here
+        (the coordinator marked unknown first), fatal errors raised as they are; the other
+        actions are returned with the error for the caller to act on."""
+        action = classify(api, code)
+        if action is GroupAction.NONE:
+            return action, None
+        err = error_for_code(code, f"{what} for group {self.group_id}"
+                             + (f": {message}" if message else ""))
         assert err is not None
-        if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            raise _Retry(err)
-        if code in _COORDINATOR_GONE or code == ErrorCode.REQUEST_TIMED_OUT:
+        if action is GroupAction.RETRY:
+            raise Retry(err)
+        if action is GroupAction.COORDINATOR_MOVED:
             self.mark_coordinator_unknown(err.message)
-            raise _Retry(err)
-        raise err
+            raise Retry(err)
+        if action is GroupAction.FATAL:
+            self.on_group_error(action, err)
+            raise err
+        return action, err
 
     # ------------------------------------------------------------------ committed offsets
 
@@ -242,11 +260,12 @@ class ConsumerCoordinator:
         def parse(resp: Response) -> dict[TopicPartition, OffsetAndMetadata | None]:
             if resp.version >= 8:
                 g = resp.body["groups"][0]
-                self.check_group_error(g["error_code"], "OffsetFetch")
-                topics = g["topics"]
+                code, topics = g["error_code"], g["topics"]
             else:
-                self.check_group_error(resp.body.get("error_code", 0), "OffsetFetch")
-                topics = resp.body["topics"]
+                code, topics = resp.body.get("error_code", 0), resp.body["topics"]
+            _, err = self.group_error(ApiKey.OFFSET_FETCH, code, "OffsetFetch")
+            if err is not None:
+                raise err
             out: dict[TopicPartition, OffsetAndMetadata | None] = {}
             unstable = []
             for t in topics:
@@ -270,7 +289,7 @@ class ConsumerCoordinator:
             if unstable:
                 err = error_for_code(ErrorCode.UNSTABLE_OFFSET_COMMIT, ", ".join(map(str, unstable)))
                 assert err is not None
-                raise _Retry(err)    # a transaction is committing offsets: ask again
+                raise Retry(err)    # a transaction is committing offsets: ask again
             return {tp: out.get(tp) for tp in parts}
 
         result: dict[TopicPartition, OffsetAndMetadata | None] = self._call(
@@ -308,15 +327,23 @@ class ConsumerCoordinator:
                 if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                     failed_topics.add(tp.topic)
                     continue
-                if code in _REBALANCED:
+                action, err = self.group_error(ApiKey.OFFSET_COMMIT, code, f"committing {tp}")
+                assert err is not None
+                self.on_group_error(action, err)
+                if action is GroupAction.LOST:
                     raise CommitFailedError(
                         f"Commit cannot be completed since the group {self.group_id} has "
                         f"already rebalanced and assigned the partitions to another member "
                         f"({err.message}); the offsets were not committed")
-                self.check_group_error(code, "OffsetCommit")
+                if action is GroupAction.REJOIN:
+                    raise RebalanceInProgressError(
+                        f"Offset commit cannot be completed since the group {self.group_id} is "
+                        "rebalancing: finish the rebalance by calling poll(), then commit the "
+                        "offsets of the partitions still assigned")
                 raise err
         if failed_topics:
-            err = error_for_code(29, f"topics {', '.join(sorted(failed_topics))}")
+            err = error_for_code(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                 f"topics {', '.join(sorted(failed_topics))}")
             assert err is not None
             raise err
 
@@ -325,6 +352,7 @@ class ConsumerCoordinator:
         if not offsets:
             self.invoke_completed_callbacks()
             return
+        self.check_can_commit()
         self._call(ApiKey.OFFSET_COMMIT, self._commit_body(offsets), self._parse_commit,
                    deadline, "OffsetCommit")
         self.invoke_completed_callbacks()
@@ -335,6 +363,11 @@ class ConsumerCoordinator:
         frozen = dict(offsets)
         if not frozen:
             self._completed_commits.append((callback, frozen, None))
+            return
+        try:
+            self.check_can_commit()
+        except KafkaError as e:
+            self._completed_commits.append((callback, frozen, e))
             return
 
         def send() -> None:
@@ -356,7 +389,7 @@ class ConsumerCoordinator:
                 assert fut.value is not None
                 try:
                     self._parse_commit(fut.value)
-                except _Retry as r:
+                except Retry as r:
                     error = r.error
                 except KafkaError as e:
                     error = e
@@ -385,7 +418,8 @@ class ConsumerCoordinator:
         while self._completed_commits:
             callback, offsets, error = self._completed_commits.popleft()
             if callback is not None:
-                callback(offsets, error)
+                with self.client.lock.set_aside():      # user code: heartbeats go on
+                    callback(offsets, error)
 
     def async_commits_pending(self) -> bool:
         return self._async_in_flight > 0 or (self._find is not None and not self._find.done)
@@ -400,6 +434,11 @@ class ConsumerCoordinator:
         if now < self._next_auto_commit:
             return
         self._next_auto_commit = now + self.config.auto_commit_interval_ms / 1000.0
+        try:
+            self.check_can_commit()
+        except KafkaError as e:
+            log.debug("group %s: no auto-commit now: %s", self.group_id, e)
+            return
         offsets = consumed()
         if offsets:
             self.commit_async(offsets, None)

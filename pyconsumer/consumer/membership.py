@@ -4,20 +4,27 @@ Java's ``AbstractCoordinator`` + ``ConsumerCoordinator`` membership half:
 
 * member states UNJOINED -> PREPARING_REBALANCE -> COMPLETING_REBALANCE -> STABLE;
 * before a join, auto-committed offsets are committed; with the EAGER protocol every owned
-  partition is revoked (listener ``on_partitions_revoked``), with COOPERATIVE nothing is;
+  partition is revoked (listener ``on_partitions_revoked``), with COOPERATIVE nothing is; a
+  member whose generation was reset (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION on any request,
+  ``max.poll.interval.ms`` exceeded) has *lost* its partitions, whatever the protocol:
+  ``on_partitions_lost``, the assignment cleared, before poll() returns anything;
 * the JoinGroup carries one (name, subscription) pair per assignor, in preference order; the
   leader decodes every member's subscription, fetches metadata for all their topics, runs the
   chosen assignor and sends the result with SyncGroup;
 * after SyncGroup (COOPERATIVE): partitions no longer assigned are revoked and the member
   rejoins at once, so they can be handed over in the next round; partitions added are
   assigned. EAGER: the whole assignment is assigned;
-* MEMBER_ID_REQUIRED rejoins with the id the broker gave; UNKNOWN_MEMBER_ID and
-  ILLEGAL_GENERATION reset the generation (owned partitions are *lost*: ``on_partitions_lost``)
-  and rejoin; REBALANCE_IN_PROGRESS (join, sync, heartbeat) rejoins;
+* error codes are classified once (:mod:`pyconsumer.consumer.group_errors`): retry, the
+  coordinator moved (find it again), rejoin, lost, MEMBER_ID_REQUIRED, fatal
+  (FENCED_INSTANCE_ID: raised from poll(), and from every poll() after: the member is fenced);
 * static membership: ``group.instance.id`` is sent everywhere; a static member does not leave
   the group on close (its session keeps its partitions until it comes back);
-* heartbeats every ``heartbeat.interval.ms`` from poll() and from a background thread between
-  polls; a member that does not call poll() within ``max.poll.interval.ms`` leaves the group.
+* heartbeats: a poll hook of the network client (:meth:`GroupMembership.heartbeat_step`) runs
+  on every network poll, in whichever thread polls: the application's (blocking calls keep
+  heartbeating) or the heartbeat thread's between polls (see :mod:`pyconsumer.threads`). It
+  finds a lost coordinator again, sends heartbeats on time, marks the coordinator unknown when
+  the session passed without an answer, and leaves the group when ``poll()`` was not called
+  within ``max.poll.interval.ms``. It only records: the application thread acts.
 """
 from __future__ import annotations
 
@@ -31,7 +38,8 @@ from typing import Any, Protocol
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.assignors import Assignor, RebalanceProtocol, assignor_for
 from pyconsumer.consumer.assignors.sticky import StickyAssignor
-from pyconsumer.consumer.coordinator import ConsumerCoordinator, _Retry
+from pyconsumer.consumer.coordinator import ConsumerCoordinator
+from pyconsumer.consumer.group_errors import GroupAction, classify
 from pyconsumer.consumer.group_protocol import (
     Assignment,
     Subscription,
@@ -40,17 +48,23 @@ from pyconsumer.consumer.group_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from pyconsumer.consumer.heartbeat import HeartbeatTimer
 from pyconsumer.consumer.subscription import SubscriptionState
-from pyconsumer.errors import ErrorCode, KafkaError, error_for_code
+from pyconsumer.errors import (
+    CommitFailedError,
+    ErrorCode,
+    KafkaError,
+    RebalanceInProgressError,
+    error_for_code,
+)
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
+from pyconsumer.net.deadline import Retry, remaining_ms
 from pyconsumer.net.future import Future
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
-
-_COORDINATOR_GONE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
 class MemberState(enum.Enum):
@@ -103,17 +117,22 @@ class GroupMembership:
         self.rejoin_needed = True
         self.rejoin_reason = "initial join"
         self.listener: Any = None
-        self.last_poll = time.monotonic()
-        self._next_heartbeat = 0.0
-        self._heartbeat_future: Future[Response] | None = None
-        self._last_heartbeat_ok = time.monotonic()
+        self.timer = HeartbeatTimer(
+            session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            max_poll_interval_ms=config.max_poll_interval_ms,
+            retry_backoff_ms=config.retry_backoff_ms, now=time.monotonic())
         self._joined_topics: frozenset[str] = frozenset()
         self._metadata_snapshot: dict[str, int] = {}
         self._prepared = False
         self._thread: _HeartbeatThread | None = None
         self._join_fut: Future[Response] | None = None
         self._sync_fut: Future[Response] | None = None
-        self._pending_reset: str | None = None   # generation lost on the heartbeat thread
+        self._fatal: KafkaError | None = None    # raised from every poll() once set
+        coordinator.check_can_commit = self._check_can_commit
+        coordinator.on_group_error = self._on_group_error
+        coordinator.on_found = lambda: self.timer.reset(time.monotonic())
+        client.add_poll_hook(self.heartbeat_step)
 
     # ------------------------------------------------------------------ state helpers
 
@@ -134,18 +153,71 @@ class GroupMembership:
     def _owned(self) -> set[TopicPartition]:
         return set(self.subscriptions.assigned_partitions())
 
-    def _reset_generation(self, reason: str) -> None:
-        """The member's generation is gone: its partitions are lost, not revoked."""
-        log.info("group %s: resetting the generation (%s)", self.coordinator.group_id, reason)
+    def run_listener(self, method: str, partitions: set[TopicPartition]) -> None:
+        with self.client.lock.set_aside():       # user code: heartbeats go on meanwhile
+            call_listener(self.listener, method, partitions)
+
+    def reset_generation(self, reason: str) -> None:
+        """Forget the generation (any thread: this only records). The owned partitions are
+        lost; the application thread hands them back in its next poll()."""
+        if self.coordinator.generation != -1 or self.coordinator.member_id:
+            log.info("group %s: resetting the generation (%s)", self.coordinator.group_id,
+                     reason)
         self.coordinator.generation = -1
         self.coordinator.member_id = ""
         self.state = MemberState.UNJOINED
-        lost = self._owned()
-        if lost:
-            self.subscriptions.assign_from_subscribed([])
-            self.on_unassigned(lost)
-            call_listener(self.listener, "on_partitions_lost", lost)
         self.request_rejoin(reason)
+
+    def generation_lost(self) -> bool:
+        return self.coordinator.generation == -1 and not self.coordinator.member_id
+
+    def handle_lost_partitions(self) -> None:
+        """Application thread: a reset generation's partitions are lost (Java onJoinPrepare
+        with NO_GENERATION): listener, then the assignment is cleared, buffered data dropped."""
+        if not self.generation_lost():
+            return
+        lost = self._owned()
+        if not lost:
+            return
+        log.info("group %s: partitions lost with the generation: %s", self.coordinator.group_id,
+                 sorted(map(str, lost)))
+        self.subscriptions.assign_from_subscribed([])
+        self.on_unassigned(lost)
+        self.run_listener("on_partitions_lost", lost)
+
+    def raise_if_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+
+    def _on_group_error(self, action: GroupAction, err: KafkaError) -> None:
+        """What a group request's answer said about the membership (any thread)."""
+        if action is GroupAction.LOST:
+            self.reset_generation(str(err))
+        elif action is GroupAction.REJOIN:
+            self.request_rejoin(str(err))
+        elif action is GroupAction.FATAL and getattr(err, "errno", None) \
+                == ErrorCode.FENCED_INSTANCE_ID:
+            # another instance with our group.instance.id took over: never rejoin
+            self._fatal = err
+            self.state = MemberState.UNJOINED
+
+    def _check_can_commit(self) -> None:
+        """Java generationIfStable: a member of a group commits only while stable."""
+        if not self.subscriptions.has_auto_assignment:
+            return                        # assign(): a standalone commit
+        self.raise_if_fatal()
+        if self.state is MemberState.STABLE and not self.generation_lost():
+            return
+        if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+            raise RebalanceInProgressError(
+                f"Offset commit cannot be completed since the group {self.coordinator.group_id} "
+                "is rebalancing: call poll() to complete the rebalance, then commit the "
+                "partitions still assigned")
+        raise CommitFailedError(
+            f"Offset commit cannot be completed since the consumer is not part of an active "
+            f"group {self.coordinator.group_id} for auto partition assignment (its generation "
+            f"was reset: {self.rejoin_reason}); it is likely that the consumer was kicked out "
+            "of the group (e.g. max.poll.interval.ms exceeded); the offsets were not committed")
 
     def _snapshot(self) -> dict[str, int]:
         out = {}
@@ -174,7 +246,7 @@ class GroupMembership:
         if self._prepared:
             return
         self._prepared = True
-        if self.config.enable_auto_commit and self.generation >= 0:
+        if self.config.enable_auto_commit and not self.generation_lost():
             try:
                 self.coordinator.commit_sync(
                     self.consumed(),
@@ -182,12 +254,14 @@ class GroupMembership:
             except KafkaError as e:
                 log.warning("group %s: commit before rebalance failed: %s",
                             self.coordinator.group_id, e)
-        if self.protocol is RebalanceProtocol.EAGER:
+        if self.generation_lost():
+            self.handle_lost_partitions()
+        elif self.protocol is RebalanceProtocol.EAGER:
             revoked = self._owned()
             self.subscriptions.assign_from_subscribed([])
             if revoked:
                 self.on_unassigned(revoked)
-                call_listener(self.listener, "on_partitions_revoked", revoked)
+                self.run_listener("on_partitions_revoked", revoked)
         self.state = MemberState.PREPARING_REBALANCE
 
     def _subscription_metadata(self, assignor: Assignor) -> bytes:
@@ -200,12 +274,12 @@ class GroupMembership:
 
     def ensure_active_group(self, deadline: float) -> bool:
         """Join (or rejoin) if needed, until ``deadline``; True when the member is stable.
+        First raises a fatal error and hands back partitions lost with the generation.
 
         A JoinGroup may wait at the broker for every member (up to the rebalance timeout):
         the requests in flight are kept between calls, so a short poll() does not resend."""
-        if self._pending_reset is not None:
-            reason, self._pending_reset = self._pending_reset, None
-            self._reset_generation(reason)
+        self.raise_if_fatal()
+        self.handle_lost_partitions()
         if not self.rejoin_needed and self.state is MemberState.STABLE:
             return True
         if not self.subscriptions.subscription and self.subscriptions.pattern is None:
@@ -227,16 +301,17 @@ class GroupMembership:
                     return False
                 fut, self._sync_fut = self._sync_fut, None
                 assignment = self._after_sync(self.coordinator.response_or_retry(fut))
-            except _Retry as r:
+            except Retry as r:
                 self._join_fut = self._sync_fut = None
                 log.debug("group %s: join round failed, retrying: %s",
                           self.coordinator.group_id, r.error)
+                if self.generation_lost() and self._owned():
+                    self._prepared = False     # hand the lost partitions back first
                 if time.monotonic() >= deadline:
                     return False
-                if getattr(r.error, "errno", None) != ErrorCode.MEMBER_ID_REQUIRED:
-                    self.client.poll(timeout_ms=min(
-                        self.config.retry_backoff_ms,
-                        max(0.0, (deadline - time.monotonic()) * 1e3)))
+                if r.backoff:
+                    self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
+                                                    remaining_ms(deadline)))
                 continue
             except BaseException:
                 self._join_fut = self._sync_fut = None
@@ -245,23 +320,17 @@ class GroupMembership:
             return self.state is MemberState.STABLE
 
     def _wait(self, fut: Future[Response], deadline: float) -> bool:
-        self.client.poll(timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0), future=fut)
+        self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
         return fut.done
 
-    def _group_error(self, code: int, what: str) -> None:
-        """Membership errors (lost generation, rebalance) here; the coordinator's own
-        (loading, moved) through ConsumerCoordinator.check_group_error."""
-        err = error_for_code(code, f"{what} for group {self.coordinator.group_id}")
+    def _group_error(self, api: ApiKey, code: int, what: str) -> None:
+        """A JoinGroup/SyncGroup error: always ends this round (Retry or raised)."""
+        action, err = self.coordinator.group_error(api, code, what)
         assert err is not None
-        if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
-            self._reset_generation(err.message)
-            self._prepared = False
-            raise _Retry(err)
-        if code == ErrorCode.REBALANCE_IN_PROGRESS:
-            raise _Retry(err)
-        if code == ErrorCode.REQUEST_TIMED_OUT:      # not a coordinator move for a join (as Java)
-            raise err
-        self.coordinator.check_group_error(code, what)
+        if action is GroupAction.MEMBER_ID_REQUIRED:
+            raise Retry(err, backoff=False)
+        self._on_group_error(action, err)
+        raise Retry(err)
 
     def _send_join(self) -> Future[Response]:
         group = self.coordinator.group_id
@@ -286,12 +355,9 @@ class GroupMembership:
         body = resp.body
         code = body["error_code"]
         if code == ErrorCode.MEMBER_ID_REQUIRED:
-            self.coordinator.member_id = body["member_id"]
-            err = error_for_code(code)
-            assert err is not None
-            raise _Retry(err)
+            self.coordinator.member_id = body["member_id"]   # rejoin at once with it (KIP-394)
         if code:
-            self._group_error(code, "JoinGroup")
+            self._group_error(ApiKey.JOIN_GROUP, code, "JoinGroup")
         self.coordinator.generation = body["generation_id"]
         self.coordinator.member_id = body["member_id"]
         self.state = MemberState.COMPLETING_REBALANCE
@@ -314,7 +380,7 @@ class GroupMembership:
     def _after_sync(self, resp: Response) -> Assignment:
         code = resp.body["error_code"]
         if code:
-            self._group_error(code, "SyncGroup")
+            self._group_error(ApiKey.SYNC_GROUP, code, "SyncGroup")
         return decode_assignment(resp.body["assignment"] or b"")
 
     def _lead(self, protocol_name: str, members: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -346,8 +412,7 @@ class GroupMembership:
         self._joined_topics = frozenset(self.subscriptions.subscription)
         self._metadata_snapshot = self._snapshot()
         self.state = MemberState.STABLE
-        self._last_heartbeat_ok = time.monotonic()
-        self._next_heartbeat = time.monotonic() + self.config.heartbeat_interval_ms / 1000.0
+        self.timer.reset(time.monotonic())
         for a in self.assignors:
             if isinstance(a, StickyAssignor):
                 a.last_assignment = list(assignment.partitions)
@@ -356,81 +421,87 @@ class GroupMembership:
         self.subscriptions.assign_from_subscribed(assignment.partitions)
         if revoked:
             self.on_unassigned(revoked)
-            call_listener(self.listener, "on_partitions_revoked", revoked)
+            self.run_listener("on_partitions_revoked", revoked)
             if self.protocol is RebalanceProtocol.COOPERATIVE:
                 # hand the revoked partitions over in a follow-up round (KIP-429)
                 self.request_rejoin("partitions were revoked in a cooperative rebalance")
         added = new - owned if self.protocol is RebalanceProtocol.COOPERATIVE else new
-        call_listener(self.listener, "on_partitions_assigned", added)
+        self.run_listener("on_partitions_assigned", added)
         log.info("group %s: generation %d, member %s, assigned %s", self.coordinator.group_id,
                  self.generation, self.member_id, sorted(map(str, new)))
 
     # ------------------------------------------------------------------ heartbeat
 
-    def time_to_next_heartbeat_ms(self) -> float:
-        if self.state is not MemberState.STABLE:
-            return float("inf")
-        return max(0.0, (self._next_heartbeat - time.monotonic()) * 1000.0)
-
-    def maybe_heartbeat(self) -> None:
-        """Send a heartbeat when one is due and none is in flight; leave the group when the
-        application stopped polling for longer than max.poll.interval.ms."""
-        if self.state is not MemberState.STABLE or self.coordinator.coordinator_unknown():
-            return
-        now = time.monotonic()
-        if (now - self.last_poll) * 1000.0 > self.config.max_poll_interval_ms:
-            log.warning("group %s: poll() was not called within max.poll.interval.ms=%d; "
-                        "leaving the group", self.coordinator.group_id,
-                        self.config.max_poll_interval_ms)
+    def heartbeat_step(self, now: float) -> float | None:
+        """The network client's poll hook (any thread; only records and sends): returns the
+        seconds until it wants to run again, or None when the member is not stable."""
+        if self.state is not MemberState.STABLE or self._fatal is not None:
+            return None
+        coordinator = self.coordinator
+        if coordinator.coordinator_unknown():
+            coordinator.lookup_if_needed(now)
+            return self.config.retry_backoff_ms / 1000.0
+        timer = self.timer
+        if timer.poll_timeout_expired(now):
+            log.warning("group %s: consumer poll timeout has expired: poll() was not called "
+                        "within max.poll.interval.ms=%d; leaving the group, its partitions "
+                        "are lost", coordinator.group_id, self.config.max_poll_interval_ms)
             self.maybe_leave("consumer poll timeout has expired")
-            return
-        if (now - self._last_heartbeat_ok) * 1000.0 > self.config.session_timeout_ms:
-            self.coordinator.mark_coordinator_unknown("no heartbeat answer within the session")
-            return
-        if now < self._next_heartbeat or (self._heartbeat_future is not None
-                                          and not self._heartbeat_future.done):
-            return
-        self._next_heartbeat = now + self.config.heartbeat_interval_ms / 1000.0
+            return None
+        if timer.session_expired(now):
+            coordinator.mark_coordinator_unknown("no heartbeat answer within session.timeout.ms")
+            return self.config.retry_backoff_ms / 1000.0
+        if timer.should_heartbeat(now):
+            self._send_heartbeat(now)
+        return min(timer.time_to_next_heartbeat(now) if not timer.in_flight
+                   else self.config.retry_backoff_ms / 1000.0,
+                   timer.time_to_poll_timeout(now))
+
+    def _send_heartbeat(self, now: float) -> None:
         group, gen, member = self.coordinator.group_id, self.generation, self.member_id
         instance = self.coordinator.group_instance_id
         assert self.coordinator.coordinator is not None
         fut = self.client.send(self.coordinator.coordinator, ApiKey.HEARTBEAT, {
             "group_id": group, "generation_id": gen, "member_id": member,
             "group_instance_id": instance})
-        self._heartbeat_future = fut
-        fut.add_callback(lambda f: self._on_heartbeat(f, gen))
+        self.timer.sent(now)
+        fut.add_callback(lambda f: self._on_heartbeat(f, gen), any_thread=True)
 
     def _on_heartbeat(self, fut: Future[Response], generation: int) -> None:
+        now = time.monotonic()
         if fut.failed():
+            self.timer.failed(now)
             err = fut.exception
             if isinstance(err, KafkaError) and err.retriable:
                 self.coordinator.mark_coordinator_unknown(f"heartbeat failed: {err}")
             return
+        self.timer.received(now)
         assert fut.value is not None
         code = fut.value.body["error_code"]
         if generation != self.generation:
             return                                  # an answer for an older generation
-        if code == 0:
-            self._last_heartbeat_ok = time.monotonic()
-        elif code == ErrorCode.REBALANCE_IN_PROGRESS:
-            self._last_heartbeat_ok = time.monotonic()
-            self.request_rejoin("the group is rebalancing")
-        elif code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID):
-            # this may run on the heartbeat thread: the listener (on_partitions_lost) must
-            # run in the application's poll(), so only note it here
-            self._pending_reset = f"heartbeat: {error_for_code(code)}"
-            self.request_rejoin(self._pending_reset)
-        elif code in _COORDINATOR_GONE:
-            self.coordinator.mark_coordinator_unknown(f"heartbeat: {error_for_code(code)}")
+        action = classify(ApiKey.HEARTBEAT, code)
+        if action is GroupAction.NONE:
+            return
+        err = error_for_code(code, f"heartbeat for group {self.coordinator.group_id}")
+        assert err is not None
+        if action is GroupAction.COORDINATOR_MOVED:
+            self.coordinator.mark_coordinator_unknown(f"heartbeat: {err.message}")
+        elif action is GroupAction.RETRY:
+            self.timer.failed(now)
+        elif action is GroupAction.FATAL and code != ErrorCode.FENCED_INSTANCE_ID:
+            log.warning("group %s: heartbeat error %s", self.coordinator.group_id, err)
+            self._fatal = err
         else:
-            log.warning("group %s: heartbeat error %s", self.coordinator.group_id,
-                        error_for_code(code))
+            self._on_group_error(action, err)
 
     # ------------------------------------------------------------------ leave
 
     def maybe_leave(self, reason: str, deadline: float | None = None) -> None:
         """LeaveGroup for a dynamic member with a generation; static members keep their
-        session (their partitions wait for them). The generation is reset either way."""
+        session (their partitions wait for them). The generation is reset either way, so the
+        partitions still owned are lost at the next poll() (any thread; ``deadline``: wait
+        for the answer, application thread only)."""
         if (self.coordinator.group_instance_id is None and self.member_id
                 and not self.coordinator.coordinator_unknown()):
             group, member = self.coordinator.group_id, self.member_id
@@ -440,17 +511,18 @@ class GroupMembership:
                                               "members": [{"member_id": member,
                                                            "group_instance_id": None,
                                                            "reason": reason}]})
+            fut.add_callback(lambda f: None, any_thread=True)
             if deadline is not None:
-                self.client.poll(timeout_ms=max(0.0, (deadline - time.monotonic()) * 1e3),
-                                 future=fut)
-        self.coordinator.generation = -1
-        self.coordinator.member_id = ""
-        self.state = MemberState.UNJOINED
-        self.request_rejoin(reason)
+                self.client.poll(timeout_ms=remaining_ms(deadline), future=fut, wakeup=False)
+        self.reset_generation(reason)
 
-    def start_heartbeat_thread(self, lock: threading.RLock) -> None:
+    def close(self) -> None:
+        self.stop_heartbeat_thread()
+        self.client.remove_poll_hook(self.heartbeat_step)
+
+    def start_heartbeat_thread(self) -> None:
         if self._thread is None:
-            self._thread = _HeartbeatThread(self, lock)
+            self._thread = _HeartbeatThread(self)
             self._thread.start()
 
     def stop_heartbeat_thread(self) -> None:
@@ -460,13 +532,16 @@ class GroupMembership:
 
 
 class _HeartbeatThread(threading.Thread):
-    """Keeps the membership alive while the application is between polls."""
+    """Keeps the membership alive while the application is away from the consumer: a
+    non-blocking background poll (which runs the heartbeat step) every few tens of ms,
+    skipped while the application holds the lock (its own polls run the step then)."""
 
-    def __init__(self, membership: GroupMembership, lock: threading.RLock) -> None:
+    _PERIOD = 0.05
+
+    def __init__(self, membership: GroupMembership) -> None:
         super().__init__(name=f"pyconsumer-heartbeat-{membership.coordinator.group_id}",
                          daemon=True)
         self.membership = membership
-        self.lock = lock
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
@@ -475,22 +550,18 @@ class _HeartbeatThread(threading.Thread):
             self.join(5)
 
     def run(self) -> None:
-        m = self.membership
-        while not self._stop_event.is_set():
-            wait = min(m.config.heartbeat_interval_ms, 100) / 1000.0
-            if self._stop_event.wait(wait):
-                return
-            if not self.lock.acquire(timeout=0.05):
-                continue                     # poll() is running: it heartbeats itself
+        client = self.membership.client
+        while not self._stop_event.wait(self._PERIOD):
+            if not client.lock.acquire(blocking=False):
+                continue                     # the application is inside a call
             try:
-                if m.client.closed:
+                if client.closed:
                     return
-                m.maybe_heartbeat()
-                m.client.poll(timeout_ms=0)
+                client.poll(timeout_ms=0, background=True, wakeup=False)
             except Exception:
                 log.exception("heartbeat thread")
             finally:
-                self.lock.release()
+                client.lock.release()
 
 
 __all__ = ["GroupMembership", "MemberState", "RebalanceListener"]

@@ -238,6 +238,25 @@ class SubscriptionState:
         self.seek(tp, offset, None, None, leader_epoch)
         return True
 
+    def maybe_validate_for_leader(self, tp: TopicPartition, leader: int | None,
+                                  leader_epoch: int | None) -> bool:
+        """Java maybeValidatePositionForCurrentLeader (KIP-320): when the partition's leader or
+        leader epoch differs from the one the position was checked against, remember the new
+        one and, if both the position's epoch and the leader's epoch are known, check the
+        position again (AWAIT_VALIDATION). True when a validation is now needed."""
+        st = self._assignment.get(tp)
+        if st is None or st.position is None or leader is None or leader < 0 \
+                or st.fetch_state not in (FetchState.FETCHING, FetchState.AWAIT_VALIDATION):
+            return False
+        if (st.position.leader, st.position.leader_epoch) == (leader, leader_epoch):
+            return False
+        st.position = st.position._replace(leader=leader, leader_epoch=leader_epoch)
+        if st.position.offset_epoch is not None and leader_epoch is not None:
+            st.transition(FetchState.AWAIT_VALIDATION)
+            st.next_retry_time = None
+            return True
+        return False
+
     def partitions_needing_reset(self, now: float) -> list[TopicPartition]:
         return [tp for tp, st in self._assignment.items()
                 if st.fetch_state is FetchState.AWAIT_RESET

@@ -1,9 +1,11 @@
 """The network client: connections to every broker, one selector loop, the metadata cache.
 
-Single-threaded by design, like Java's ``NetworkClient``: requests are queued with
-:meth:`NetworkClient.send` (which returns a :class:`~pyconsumer.net.future.Future`) and
-completed inside :meth:`NetworkClient.poll`. A re-entrant lock lets a heartbeat thread share
-the client; :meth:`NetworkClient.wakeup` interrupts a blocking poll from any thread.
+Like Java's ``NetworkClient``: requests are queued with :meth:`NetworkClient.send` (which
+returns a :class:`~pyconsumer.net.future.Future`) and completed inside
+:meth:`NetworkClient.poll`. Threads (see :mod:`pyconsumer.threads`): ``lock`` serialises every
+use; the heartbeat thread polls with ``background=True`` (callbacks not marked thread-safe wait
+for the application's next poll); poll hooks run on every poll, whoever polls;
+:meth:`NetworkClient.wakeup` makes the application's blocking poll raise WakeupError.
 """
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import logging
 import random
 import selectors
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import (
     KafkaConnectionError,
+    WakeupError,
     KafkaError,
     KafkaTimeoutError,
     NoBrokersAvailable,
@@ -30,11 +32,12 @@ from pyconsumer.net.connection import (
     RequestBody,
     Response,
 )
-from pyconsumer.net.future import Future
+from pyconsumer.net.future import Callback, Future, defer_callbacks
 from pyconsumer.net.metadata import ClusterMetadata
 from pyconsumer.net.security import build_ssl_context
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
+from pyconsumer.threads import ClientLock
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,8 @@ class NetworkClient:
     """Connections to the cluster's brokers; see the module doc."""
 
     def __init__(self, config: ConsumerConfig, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 lock: ClientLock | None = None) -> None:
         self.config = config
         self._clock = clock
         self.settings = ConnectionSettings(
@@ -91,7 +95,12 @@ class NetworkClient:
         self._conns: dict[int, BrokerConnection] = {}
         self._selector = selectors.DefaultSelector()
         self._registered: dict[int, tuple[int, int]] = {}   # node -> (fd, events)
-        self._lock = threading.RLock()
+        self.lock = lock if lock is not None else ClientLock()
+        #: run on every poll iteration, in whichever thread polls; each returns the seconds
+        #: until it wants to run again (None: no wish), which bounds the poll's sleep
+        self._hooks: list[Callable[[float], float | None]] = []
+        #: callbacks of requests completed on the heartbeat thread, for the application
+        self._deferred: list[tuple[Callback, Future[Any]]] = []
         self._metadata_future: Future[Response] | None = None
         self._closed = False
         self._waker_r, self._waker_w = socket.socketpair()
@@ -151,7 +160,7 @@ class NetworkClient:
     def ready(self, node_id: int) -> bool:
         """True when ``node_id`` can take a request now; otherwise start connecting to it
         (unless it is in reconnect backoff)."""
-        with self._lock:
+        with self.lock:
             conn = self._connection(node_id)
             if conn.state is ConnectionState.DISCONNECTED and not conn.in_backoff():
                 self._initiate(conn)
@@ -207,7 +216,7 @@ class NetworkClient:
         function of the version (chosen when the request goes on the wire) returning one. The
         future completes inside :meth:`poll`; it fails at once if the node is in reconnect
         backoff."""
-        with self._lock:
+        with self.lock:
             if self._closed:
                 fut: Future[Response] = Future()
                 fut.failure(KafkaConnectionError("the network client is closed"))
@@ -246,27 +255,67 @@ class NetworkClient:
 
     # ------------------------------------------------------------------ poll
 
+    def add_poll_hook(self, hook: Callable[[float], float | None]) -> None:
+        """Run ``hook(now)`` on every poll iteration (the heartbeat's step)."""
+        with self.lock:
+            self._hooks.append(hook)
+
+    def remove_poll_hook(self, hook: Callable[[float], float | None]) -> None:
+        with self.lock:
+            if hook in self._hooks:
+                self._hooks.remove(hook)
+
+    def _run_hooks(self, now: float) -> float | None:
+        wants = [w for hook in list(self._hooks) if (w := hook(now)) is not None]
+        return min(wants) if wants else None
+
+    def run_deferred(self) -> None:
+        """Run the callbacks the heartbeat thread left for the application (in order)."""
+        while self._deferred:
+            fn, fut = self._deferred.pop(0)
+            fn(fut)
+
+    def _check_wakeup(self) -> None:
+        if self._wakeup_requested:
+            self._wakeup_requested = False
+            raise WakeupError("the consumer was woken up (wakeup() was called)")
+
     def poll(self, timeout_ms: float | None = 0, future: Future[Any] | None = None,
-             until: Callable[[], bool] | None = None) -> None:
+             until: Callable[[], bool] | None = None, *, background: bool = False,
+             wakeup: bool = True) -> None:
         """Do network I/O for up to ``timeout_ms`` (None: until ``future`` completes), returning
-        early when ``future`` completes, ``until()`` turns true or :meth:`wakeup` is called."""
+        early when ``future`` completes or ``until()`` turns true. With ``wakeup`` (the
+        application's calls), a :meth:`wakeup` raises WakeupError. ``background``: the
+        heartbeat thread's poll (no metadata refresh, callbacks deferred, wakeups left alone)."""
         deadline = None if timeout_ms is None else self._clock() + timeout_ms / 1000.0
         while True:
-            with self._lock:
+            with self.lock:
                 if self._closed:
                     return
-                self._maybe_update_metadata()
+                if background:
+                    now = self._clock()
+                    self._run_hooks(now)
+                    with defer_callbacks(self._deferred):
+                        self._poll_once(0.0 if timeout_ms is None else
+                                        max(0.0, min(timeout_ms / 1000.0, 1.0)))
+                    return
+                self.run_deferred()
+                if wakeup:
+                    self._check_wakeup()
                 now = self._clock()
+                hook_wait = self._run_hooks(now)
+                self._maybe_update_metadata()
                 wait = (0.0 if until is not None and until()
                         else self._poll_wait(now, deadline, future))
+                if hook_wait is not None:
+                    wait = min(wait, hook_wait)
                 self._poll_once(wait)
             if future is not None and future.done:
                 return
             if until is not None and until():
                 return
-            if self._wakeup_requested:
-                self._wakeup_requested = False
-                return
+            if wakeup:
+                self._check_wakeup()
             if deadline is not None and self._clock() >= deadline:
                 return
 
@@ -333,8 +382,12 @@ class NetworkClient:
         except (KeyError, ValueError):
             pass
 
+    def clear_wakeup(self) -> None:
+        self._wakeup_requested = False
+
     def wakeup(self) -> None:
-        """Make a blocking :meth:`poll` (in any thread) return soon."""
+        """Make the application's current (or next) blocking :meth:`poll` raise WakeupError;
+        callable from any thread."""
         self._wakeup_requested = True
         try:
             self._waker_w.send(b"\x00")
@@ -386,7 +439,7 @@ class NetworkClient:
         errors: dict[int, KafkaError] = {}
         reached = False
         while True:
-            with self._lock:
+            with self.lock:
                 node_id = self.least_loaded_node()
                 if node_id is not None:
                     fut = self._send_metadata(node_id, listed)
@@ -426,7 +479,7 @@ class NetworkClient:
 
     def close(self) -> None:
         """Close every connection; outstanding requests fail with a connection error."""
-        with self._lock:
+        with self.lock:
             if self._closed:
                 return
             self._closed = True

@@ -26,13 +26,16 @@ def tps(topic: str, n: int) -> set[TopicPartition]:
 
 
 class Runner:
-    """Polls a consumer in a thread, collecting (partition, offset) and listener calls."""
+    """Polls a consumer in a thread, collecting (partition, offset) and listener calls. The
+    consumer belongs to that thread while it runs (a consumer refuses a second thread): the
+    test reads ``assignment`` as the runner saw it after its last poll."""
 
     def __init__(self, consumer: KafkaConsumer, commit: bool = False) -> None:
         self.consumer = consumer
         self.commit = commit
         self.records: list[tuple[TopicPartition, int]] = []
         self.errors: list[BaseException] = []
+        self.assignment: set[TopicPartition] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -45,6 +48,7 @@ class Runner:
                     self.records += [(tp, r.offset) for r in recs]
                 if got and self.commit:
                     self.consumer.commit()
+                self.assignment = self.consumer.assignment()
         except BaseException as e:  # reported by the test
             self.errors.append(e)
 
@@ -89,21 +93,21 @@ def test_one_member_then_two_then_one(mock_cluster: MockCluster) -> None:
     assert c1.subscription() == {"orders"}
     r1 = Runner(c1, commit=True)
     wait_for(lambda: len(r1.records) >= 100)          # c1 alone owns all four partitions
-    assert c1.assignment() == tps("orders", 4)
+    assert r1.assignment == tps("orders", 4)
     assert first_listener.calls[0] == ("assigned", tps("orders", 4))
 
     c2 = KafkaConsumer("orders", **settings)
     r2 = Runner(c2, commit=True)
-    wait_for(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
-    assert c1.assignment() | c2.assignment() == tps("orders", 4)
+    wait_for(lambda: len(r1.assignment) == 2 and len(r2.assignment) == 2)
+    assert r1.assignment | r2.assignment == tps("orders", 4)
     # eager: everything revoked before the rebalance, then the new share assigned
     assert ("revoked", tps("orders", 4)) in first_listener.calls
-    assert first_listener.calls[-1] == ("assigned", c1.assignment())
+    assert first_listener.calls[-1] == ("assigned", r1.assignment)
 
     wait_for(lambda: len({x for x in r1.records + r2.records}) == 400)
     r2.stop()
     c2.close()                                         # leaves the group
-    wait_for(lambda: c1.assignment() == tps("orders", 4))
+    wait_for(lambda: r1.assignment == tps("orders", 4))
     more = sample_records(40, partitions=4, seed=8)
     delivered2 = produce(mock_cluster.bootstrap, "orders", more)
     everything |= {(TopicPartition("orders", p), o) for p, o in delivered2}
@@ -128,15 +132,15 @@ def test_cooperative_rebalance_revokes_only_what_moves(mock_cluster: MockCluster
     c1 = KafkaConsumer(**settings)
     c1.subscribe(["coop"], listener=listener)
     r1 = Runner(c1)
-    wait_for(lambda: c1.assignment() == tps("coop", 4))
+    wait_for(lambda: r1.assignment == tps("coop", 4))
     c2 = KafkaConsumer("coop", **settings)
     r2 = Runner(c2)
-    wait_for(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
+    wait_for(lambda: len(r1.assignment) == 2 and len(r2.assignment) == 2)
     r1.stop()
     r2.stop()
     revoked = [p for kind, p in listener.calls if kind == "revoked"]
     assert revoked and all(len(p) == 2 for p in revoked)   # never everything
-    assert tps("coop", 4) - c1.assignment() == revoked[0]
+    assert tps("coop", 4) - r1.assignment == revoked[0]
     c1.close()
     c2.close()
 
