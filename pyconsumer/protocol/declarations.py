@@ -5,8 +5,9 @@ followed by its fields, indented two spaces per nesting level:
 ``<Name> <type> <versions> [nullable=<versions>] [tag=<n>@<tagged versions>] [default=<v>]``.
 Types are Kafka's: int8/16/32/64, uint16, float64, bool, string, bytes, records, uuid, ``[]T``
 for arrays, and a capitalised name for a struct whose fields follow on deeper lines.
-Versions are ``N+``, ``A-B``, ``N`` or ``none``. One deliberate leniency: SyncGroupResponse's
-Assignment is read as nullable (librdkafka's mock sends null with an error code). Blocks with api key -1 are not requests but
+Versions are ``N+``, ``A-B``, ``N`` or ``none``. Two deliberate leniencies: SyncGroupResponse's
+Assignment and JoinGroupResponse's ProtocolName, Leader and MemberId are read as nullable
+(librdkafka's mock sends nulls with an error code). Blocks with api key -1 are not requests but
 the embedded formats of the consumer group protocol (JoinGroup metadata, SyncGroup assignment). Field names and versions follow Apache Kafka's
 message specs (clients/src/main/resources/common/message/*.json); the codec
 (:mod:`pyconsumer.protocol.codec`) reads this table and is the only encoder and decoder.
@@ -100,10 +101,10 @@ JoinGroupResponse 11 0-9 flexible=6+
   ErrorCode int16 0+
   GenerationId int32 0+ default=-1
   ProtocolType string 7+ nullable=7+ default=null
-  ProtocolName string 0+ nullable=7+
-  Leader string 0+
+  ProtocolName string 0+ nullable=0+
+  Leader string 0+ nullable=0+
   SkipAssignment bool 9+ default=false
-  MemberId string 0+
+  MemberId string 0+ nullable=0+
   Members []JoinGroupResponseMember 0+
     MemberId string 0+
     GroupInstanceId string 5+ nullable=5+ default=null
