@@ -225,3 +225,30 @@ def test_callbacks_completed_on_the_heartbeat_thread_wait_for_the_application() 
     for fn, f in sink:
         fn(f)
     assert seen == ["heartbeat", "state"]
+
+
+# ---------------------------------------------------------------------- KIP-320
+
+
+def test_a_leader_epoch_change_sends_the_position_to_validation() -> None:
+    from pyconsumer.config import OffsetResetStrategy
+    from pyconsumer.consumer.subscription import FetchState, SubscriptionState
+    from pyconsumer.structs import TopicPartition
+
+    tp = TopicPartition("t", 0)
+    subs = SubscriptionState(OffsetResetStrategy("earliest"))
+    subs.assign_from_user([tp])
+    subs.seek(tp, 10)                                   # no epoch known: nothing to check
+    assert not subs.maybe_validate_for_leader(tp, 1, 5)
+    assert subs.state(tp).fetch_state is FetchState.FETCHING
+    subs.advance(tp, 20, 5)                             # records of leader epoch 5 consumed
+    assert not subs.maybe_validate_for_leader(tp, 1, 5)  # same leader and epoch as recorded
+    assert subs.maybe_validate_for_leader(tp, 2, 6)      # new leader epoch: check the position
+    st = subs.state(tp)
+    assert st.fetch_state is FetchState.AWAIT_VALIDATION
+    assert (st.position.offset, st.position.leader, st.position.leader_epoch) == (20, 2, 6)
+    subs.complete_validation(tp)
+    assert not subs.maybe_validate_for_leader(tp, 2, 6)
+    assert not subs.maybe_validate_for_leader(tp, -1, 7)   # no leader now: wait for one
+    subs.request_reset(tp)
+    assert not subs.maybe_validate_for_leader(tp, 3, 8)    # a reset wins
