@@ -46,7 +46,7 @@ import re
 import ssl
 import struct
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, NoReturn, TypeVar, overload
 
 from pyconsumer.errors import ConfigurationError

@@ -48,6 +48,7 @@ from pyconsumer.errors import (
     KafkaTimeoutError,
 )
 from pyconsumer.net.client import NetworkClient
+from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
 from pyconsumer.net.security import check_security
 from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
 from pyconsumer.structs import OffsetAndMetadata, PartitionInfo, TopicPartition
@@ -67,8 +68,7 @@ def _exclusive(method: Callable[P, R]) -> Callable[P, R]:
         self: KafkaConsumer = args[0]  # type: ignore[assignment]
         self._guard.acquire()
         try:
-            with self._lock:
-                return method(*args, **kwargs)
+            return method(*args, **kwargs)
         finally:
             self._guard.release()
     return call
@@ -137,39 +137,40 @@ class KafkaConsumer:
                         ) -> dict[str, list[PartitionInfo]]:
         """Java TopicMetadataFetcher: ask until no topic has a retriable error or time is up;
         unknown topics are left out, other topic errors raised."""
-        with self._lock:
-            client = self._network()
-            budget = self._timeout(timeout_ms)
-            deadline = time.monotonic() + budget / 1000.0
-            while True:
-                remaining = max(0.0, (deadline - time.monotonic()) * 1000.0)
-                metadata = client.update_metadata(topics, timeout_ms=remaining)
-                names = list(metadata.topics) if topics is None else topics
-                retry = []
-                result: dict[str, list[PartitionInfo]] = {}
-                for name in names:
-                    error = metadata.topic_error(name)
-                    if error is None:
-                        parts = metadata.partitions_for(name)
-                        if parts is not None:
-                            result[name] = parts
-                    elif (isinstance(error, BrokerResponseError)
-                          and error.errno == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
-                        continue
-                    elif error.retriable:
-                        retry.append(name)
-                    else:
-                        raise error
-                if topics is None:
-                    retry += [n for n, c in metadata.topic_errors.items()
-                              if c != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and n not in metadata.topics]
-                if not retry:
-                    return result
-                if time.monotonic() + self.config.retry_backoff_ms / 1000.0 >= deadline:
-                    raise KafkaTimeoutError(
-                        f"metadata for topic(s) {', '.join(sorted(retry))} still not available "
-                        f"after {budget:.0f} ms: {metadata.topic_error(retry[0])}")
-                client.poll(timeout_ms=self.config.retry_backoff_ms)
+        client = self._network()
+        budget = self._timeout(timeout_ms)
+        deadline = deadline_after(budget)
+
+        def attempt() -> dict[str, list[PartitionInfo]]:
+            metadata = client.update_metadata(topics, timeout_ms=remaining_ms(deadline))
+            names = list(metadata.topics) if topics is None else topics
+            retry = []
+            result: dict[str, list[PartitionInfo]] = {}
+            for name in names:
+                error = metadata.topic_error(name)
+                if error is None:
+                    parts = metadata.partitions_for(name)
+                    if parts is not None:
+                        result[name] = parts
+                elif (isinstance(error, BrokerResponseError)
+                      and error.errno == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                    continue
+                elif error.retriable:
+                    retry.append(name)
+                else:
+                    raise error
+            if topics is None:
+                retry += [n for n, c in metadata.topic_errors.items()
+                          if c != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and n not in metadata.topics]
+            if retry:
+                err = metadata.topic_error(retry[0])
+                raise Retry(KafkaTimeoutError(f"metadata for topic(s) {', '.join(sorted(retry))} "
+                                              f"still not available: {err}"))
+            return result
+
+        return retry_until(deadline, attempt, wait=lambda ms: client.poll(timeout_ms=ms),
+                           backoff_ms=self.config.retry_backoff_ms,
+                           timeout=lambda last: KafkaTimeoutError(f"{last} (after {budget:.0f} ms)"))
 
     # ------------------------------------------------------------------ public API
 
@@ -219,16 +220,15 @@ class KafkaConsumer:
         Partitions kept from the previous assignment keep their positions; buffered data of
         the others is dropped."""
         parts = [_as_tp(tp) for tp in partitions]
-        with self._lock:
-            client = self._network()
-            if self._subscriptions.assign_from_user(parts):
-                assert self._fetcher is not None
-                assigned = set(parts)
-                self._fetcher.clear_buffered(keep=lambda tp: tp in assigned)
-                topics = {tp.topic for tp in parts}
-                if topics - (client.metadata_topics or set()):
-                    client.metadata.request_update()
-                client.metadata_topics = topics
+        client = self._network()
+        if self._subscriptions.assign_from_user(parts):
+            assert self._fetcher is not None
+            assigned = set(parts)
+            self._fetcher.clear_buffered(keep=lambda tp: tp in assigned)
+            topics = {tp.topic for tp in parts}
+            if topics - (client.metadata_topics or set()):
+                client.metadata.request_update()
+            client.metadata_topics = topics
 
     @_exclusive
     def subscribe(self, topics: Iterable[str] = (), pattern: str | re.Pattern[str] | None = None,
@@ -253,21 +253,20 @@ class KafkaConsumer:
         if self.config.group_protocol != "classic":
             raise IllegalStateError(f"group.protocol={self.config.group_protocol} (KIP-848) is "
                                     "not supported yet; use group.protocol=classic")
-        with self._lock:
-            client = self._network()
-            assert self._membership is not None
-            if pattern is not None:
-                compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
-                self._subscriptions.subscribe_pattern(compiled)
-                client.metadata_topics = None            # watch every topic for matches
-                client.metadata.request_update()
-            else:
-                if self._subscriptions.subscribe(names):
-                    self._membership.request_rejoin("the subscription changed")
-                client.metadata_topics = set(names)
-                client.metadata.request_update()
-            self._membership.listener = listener
-            self._membership.start_heartbeat_thread()
+        client = self._network()
+        assert self._membership is not None
+        if pattern is not None:
+            compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+            self._subscriptions.subscribe_pattern(compiled)
+            client.metadata_topics = None            # watch every topic for matches
+            client.metadata.request_update()
+        else:
+            if self._subscriptions.subscribe(names):
+                self._membership.request_rejoin("the subscription changed")
+            client.metadata_topics = set(names)
+            client.metadata.request_update()
+        self._membership.listener = listener
+        self._membership.start_heartbeat_thread()
 
     @_exclusive
     def subscription(self) -> set[str]:
@@ -277,14 +276,13 @@ class KafkaConsumer:
     @_exclusive
     def unsubscribe(self) -> None:
         """Leave the group (revoking the owned partitions) or drop a manual assignment."""
-        with self._lock:
-            if self._membership is not None and self._subscriptions.has_auto_assignment:
-                self._leave("the consumer unsubscribed", time.monotonic() + 5)
-            self._subscriptions.unsubscribe()
-            if self._fetcher is not None:
-                self._fetcher.clear_buffered()
-            if self._client is not None:
-                self._client.metadata_topics = set()
+        if self._membership is not None and self._subscriptions.has_auto_assignment:
+            self._leave("the consumer unsubscribed", time.monotonic() + 5)
+        self._subscriptions.unsubscribe()
+        if self._fetcher is not None:
+            self._fetcher.clear_buffered()
+        if self._client is not None:
+            self._client.metadata_topics = set()
 
     def _leave(self, reason: str, deadline: float) -> None:
         m = self._membership
@@ -322,13 +320,12 @@ class KafkaConsumer:
             offset = offset.offset
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"seek offset must be an int >= 0, got {offset!r}")
-        with self._lock:
-            tp = self._assigned(partition, "seek")
-            leader_epoch = None
-            if epoch is not None and self._client is not None:
-                info = self._client.metadata.partition(tp)
-                leader_epoch = None if info is None else info.leader_epoch
-            self._subscriptions.seek(tp, offset, epoch, None, leader_epoch)
+        tp = self._assigned(partition, "seek")
+        leader_epoch = None
+        if epoch is not None and self._client is not None:
+            info = self._client.metadata.partition(tp)
+            leader_epoch = None if info is None else info.leader_epoch
+        self._subscriptions.seek(tp, offset, epoch, None, leader_epoch)
 
     @_exclusive
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
@@ -343,31 +340,35 @@ class KafkaConsumer:
 
     def _seek_to(self, partitions: tuple[TopicPartition, ...], strategy: OffsetResetStrategy
                  ) -> None:
-        with self._lock:
-            parts = ([self._assigned(tp, "seek") for tp in partitions] if partitions
-                     else self._subscriptions.assigned_partitions())
-            for tp in parts:
-                self._subscriptions.request_reset(tp, strategy)
+        parts = ([self._assigned(tp, "seek") for tp in partitions] if partitions
+                 else self._subscriptions.assigned_partitions())
+        for tp in parts:
+            self._subscriptions.request_reset(tp, strategy)
 
     @_exclusive
     def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record poll() will return for ``partition``, resolving a
         pending reset first (raises KafkaTimeoutError after ``timeout_ms``)."""
-        with self._lock:
-            tp = self._assigned(partition, "position")
-            client, _, _ = self._parts()
-            deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
-            while True:
-                self._update_fetch_positions(deadline)
-                st = self._subscriptions.state(tp)
-                if st.has_valid_position and st.position is not None:
-                    return st.position.offset
-                left = (deadline - time.monotonic()) * 1000.0
-                if left <= 0:
-                    raise KafkaTimeoutError(
-                        f"position of {tp} not determined within {self._timeout(timeout_ms):.0f} ms")
-                client.poll(timeout_ms=min(left, self.config.retry_backoff_ms),
-                            until=lambda: st.has_valid_position)
+        tp = self._assigned(partition, "position")
+        client, _, _ = self._parts()
+        deadline = deadline_after(self._timeout(timeout_ms))
+        st = self._subscriptions.state(tp)
+
+        def attempt() -> int:
+            self._update_fetch_positions(deadline)
+            if st.has_valid_position and st.position is not None:
+                return st.position.offset
+            # a reset or validation is in flight: wait for it (the loop's backoff is 0)
+            client.poll(timeout_ms=min(remaining_ms(deadline), self.config.retry_backoff_ms),
+                        until=lambda: st.has_valid_position)
+            if st.has_valid_position and st.position is not None:
+                return st.position.offset
+            raise Retry(None, backoff=False)
+
+        return retry_until(deadline, attempt, wait=lambda ms: None, backoff_ms=0,
+                           timeout=lambda last: KafkaTimeoutError(
+                               f"position of {tp} not determined within "
+                               f"{self._timeout(timeout_ms):.0f} ms"))
 
     @_exclusive
     def current_lag(self, partition: TopicPartition) -> int | None:
@@ -397,15 +398,13 @@ class KafkaConsumer:
     @_exclusive
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching these partitions until resume(); positions are kept."""
-        with self._lock:
-            for tp in partitions:
-                self._subscriptions.pause(self._assigned(tp, "pause"))
+        for tp in partitions:
+            self._subscriptions.pause(self._assigned(tp, "pause"))
 
     @_exclusive
     def resume(self, *partitions: TopicPartition) -> None:
-        with self._lock:
-            for tp in partitions:
-                self._subscriptions.resume(self._assigned(tp, "resume"))
+        for tp in partitions:
+            self._subscriptions.resume(self._assigned(tp, "resume"))
 
     @_exclusive
     def paused(self) -> set[TopicPartition]:
@@ -428,9 +427,8 @@ class KafkaConsumer:
     def _list(self, partitions: Iterable[TopicPartition], ts: int, timeout_ms: float | None
               ) -> dict[TopicPartition, int]:
         parts = [_as_tp(tp) for tp in partitions]
-        with self._lock:
-            _, _, offsets = self._parts()
-            found = offsets.list_offsets({tp: ts for tp in parts}, self._timeout(timeout_ms))
+        _, _, offsets = self._parts()
+        found = offsets.list_offsets({tp: ts for tp in parts}, self._timeout(timeout_ms))
         return {tp: (-1 if found.get(tp) is None else found[tp].offset)  # type: ignore[union-attr]
                 for tp in parts}
 
@@ -444,9 +442,8 @@ class KafkaConsumer:
         for tp, ts in asked.items():
             if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
                 raise ValueError(f"the timestamp for {tp} must be an int >= 0, got {ts!r}")
-        with self._lock:
-            _, _, offsets = self._parts()
-            found = offsets.list_offsets(asked, self._timeout(timeout_ms))
+        _, _, offsets = self._parts()
+        found = offsets.list_offsets(asked, self._timeout(timeout_ms))
         return {tp: (None if found.get(tp) is None else
                      OffsetAndTimestamp(*found[tp]))  # type: ignore[misc]
                 for tp in asked}
@@ -663,32 +660,29 @@ class KafkaConsumer:
         """Commit ``offsets`` (default: the position of every assigned partition, i.e. what
         poll() has returned) and wait for the answer, retrying retriable errors until
         ``timeout_ms`` (default.api.timeout.ms). Java ``commitSync``."""
-        with self._lock:
-            coordinator = self._group("commit()")
-            todo = self._offsets_arg(offsets)
-            deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
-            coordinator.commit_sync(todo, deadline)
+        coordinator = self._group("commit()")
+        todo = self._offsets_arg(offsets)
+        deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
+        coordinator.commit_sync(todo, deadline)
 
     @_exclusive
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Commit without waiting; ``callback(offsets, error_or_None)`` runs from a later
         poll(), commit() or close(), in the order the commits were made."""
-        with self._lock:
-            coordinator = self._group("commit_async()")
-            coordinator.commit_async(self._offsets_arg(offsets), callback)
-            assert self._client is not None
-            self._client.poll(timeout_ms=0)
+        coordinator = self._group("commit_async()")
+        coordinator.commit_async(self._offsets_arg(offsets), callback)
+        assert self._client is not None
+        self._client.poll(timeout_ms=0)
 
     @_exclusive
     def committed(self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
                   ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offset of each partition (None where there is none)."""
         parts = [_as_tp(tp) for tp in partitions]
-        with self._lock:
-            coordinator = self._group("committed()")
-            deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
-            return coordinator.fetch_committed(parts, deadline)
+        coordinator = self._group("committed()")
+        deadline = time.monotonic() + self._timeout(timeout_ms) / 1000.0
+        return coordinator.fetch_committed(parts, deadline)
 
     @_exclusive
     def close(self, timeout_ms: float | None = None) -> None:
@@ -696,37 +690,36 @@ class KafkaConsumer:
         (waiting at most ``timeout_ms``, 30 s by default as in Java); a subscribed member then
         revokes its partitions (listener) and leaves the group (a static member keeps its
         session); pending commit callbacks run; every connection closes. Idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            try:
-                if self._coordinator is not None and self._client is not None:
-                    self._client.clear_wakeup()     # closing is not interrupted by a wakeup
-                    deadline = time.monotonic() + (30_000 if timeout_ms is None
-                                                   else timeout_ms) / 1000.0
-                    try:
-                        if self.config.enable_auto_commit:
-                            self._coordinator.commit_sync(self._all_consumed(), deadline)
-                    except KafkaError as e:
-                        log.warning("closing: the final commit failed: %s", e)
-                    try:
-                        if self._subscriptions.has_auto_assignment:
-                            self._leave("the consumer is being closed", deadline)
-                        coordinator = self._coordinator
-                        if coordinator.async_commits_pending():
-                            self._client.poll(
-                                timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0),
-                                until=lambda: not coordinator.async_commits_pending())
-                        coordinator.invoke_completed_callbacks()
-                    except KafkaError as e:
-                        log.warning("closing: %s", e)
-            finally:
-                self._closed = True
-                if self._membership is not None:
-                    self._membership.close()
-                if self._client is not None:
-                    self._client.close()
-                    self._client = None
+        if self._closed:
+            return
+        try:
+            if self._coordinator is not None and self._client is not None:
+                self._client.clear_wakeup()     # closing is not interrupted by a wakeup
+                deadline = time.monotonic() + (30_000 if timeout_ms is None
+                                               else timeout_ms) / 1000.0
+                try:
+                    if self.config.enable_auto_commit:
+                        self._coordinator.commit_sync(self._all_consumed(), deadline)
+                except KafkaError as e:
+                    log.warning("closing: the final commit failed: %s", e)
+                try:
+                    if self._subscriptions.has_auto_assignment:
+                        self._leave("the consumer is being closed", deadline)
+                    coordinator = self._coordinator
+                    if coordinator.async_commits_pending():
+                        self._client.poll(
+                            timeout_ms=max(0.0, (deadline - time.monotonic()) * 1000.0),
+                            until=lambda: not coordinator.async_commits_pending())
+                    coordinator.invoke_completed_callbacks()
+                except KafkaError as e:
+                    log.warning("closing: %s", e)
+        finally:
+            self._closed = True
+            if self._membership is not None:
+                self._membership.close()
+            if self._client is not None:
+                self._client.close()
+                self._client = None
 
     @property
     def closed(self) -> bool:

@@ -26,6 +26,7 @@ from pyconsumer.errors import (
 )
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
+from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
 from pyconsumer.net.future import Future
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import TopicPartition
@@ -185,36 +186,33 @@ class OffsetsClient:
         ``timeout_ms``; raises :class:`KafkaTimeoutError` naming the partitions left."""
         remaining = dict(timestamps)
         result: dict[TopicPartition, ListedOffset | None] = {}
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline = deadline_after(timeout_ms)
         self._watch_topics(tp.topic for tp in remaining)
-        last_error: KafkaError | None = None
-        while True:
+
+        def attempt() -> dict[TopicPartition, ListedOffset | None]:
+            nonlocal remaining
             done: list[_Outcome] = []
-            futures = self._send_round(remaining, done.append)
-            for fut in futures:
-                left = max(0.0, (deadline - time.monotonic()) * 1000.0)
-                self.client.poll(timeout_ms=left, future=fut)
+            for fut in self._send_round(remaining, done.append):
+                self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
             if not done:
-                break
+                raise Retry(None)
             outcome = done[0]
             if outcome.error is not None:
                 raise outcome.error
             result.update(outcome.offsets)
             remaining = {tp: remaining[tp] for tp in outcome.retry}
-            last_error = outcome.last_retriable or last_error
-            if not remaining:
-                return result
-            if time.monotonic() >= deadline:
-                break
-            # let the metadata refresh (leader moved...) land, then ask again
-            self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
-                                            max(0.0, (deadline - time.monotonic()) * 1000.0)))
-            if time.monotonic() >= deadline:
-                break
-        names = ", ".join(sorted(str(tp) for tp in remaining))
-        raise KafkaTimeoutError(
-            f"offsets for {names} not received within {timeout_ms:.0f} ms"
-            + (f" (last error: {last_error})" if last_error else ""))
+            if remaining:
+                # let the metadata refresh (leader moved...) land, then ask again
+                raise Retry(outcome.last_retriable)
+            return result
+
+        def timeout(last: KafkaError | None) -> KafkaTimeoutError:
+            names = ", ".join(sorted(str(tp) for tp in remaining))
+            return KafkaTimeoutError(f"offsets for {names} not received within {timeout_ms:.0f} ms"
+                                     + (f" (last error: {last})" if last else ""))
+
+        return retry_until(deadline, attempt, wait=lambda ms: self.client.poll(timeout_ms=ms),
+                           backoff_ms=self.config.retry_backoff_ms, timeout=timeout)
 
     def _watch_topics(self, topics: Iterable[str]) -> None:
         watched = self.client.metadata_topics
