@@ -188,14 +188,14 @@ def test_a_blocking_poll_recovers_from_a_dropped_connection_at_once(
     topic = make_tansu_topic(1)
     tp = TopicPartition(topic, 0)
     records = sample_records(110, partitions=[0], seed=88)
-    produce(tansu.bootstrap, topic, records[:100])
-    got: list[Row] = []
+    want = expected_rows(topic, records[:100], produce(tansu.bootstrap, topic, records[:100]))
+    got: dict[TopicPartition, list[Row]] = {}
     with FaultProxy(tansu.bootstrap, lifetime=60) as proxy, KafkaConsumer(
             bootstrap_servers=proxy.bootstrap, auto_offset_reset="earliest",
             fetch_max_wait_ms=500) as consumer:
         consumer.assign([tp])
-        poll_until(consumer, {tp: got}, {tp: [(0, None, None)] * 100}, timeout=20)
-        assert len(got) == 100
+        poll_until(consumer, got, want, timeout=20)
+        assert got == want
         proxy.drop()                    # the Fetch waiting at the broker fails
         time.sleep(0.1)
         produce(tansu.bootstrap, topic, records[100:])
