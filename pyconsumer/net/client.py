@@ -89,7 +89,9 @@ class NetworkClient:
             ssl_context=build_ssl_context(config),
         )
         self.metadata = ClusterMetadata(config.bootstrap_servers, config.metadata_max_age_ms,
-                                        clock=clock)
+                                        clock=clock,
+                                        refresh_backoff_ms=config.retry_backoff_ms,
+                                        refresh_backoff_max_ms=config.retry_backoff_max_ms)
         #: topics the periodic refresh asks for; None: every topic; empty: no periodic refresh
         self.metadata_topics: set[str] | None = set()
         self._conns: dict[int, BrokerConnection] = {}
@@ -224,6 +226,9 @@ class NetworkClient:
             try:
                 conn = self._connection(node_id)
             except KafkaConnectionError as e:   # the node left the cluster metadata
+                # its partitions may be led elsewhere now, or it may be back: ask (the
+                # refresh backoff keeps callers that retry at once from flooding the cluster)
+                self.metadata.request_update()
                 fut = Future()
                 fut.failure(e)
                 return fut
@@ -236,6 +241,13 @@ class NetworkClient:
                         + (f" after: {conn.last_error}" if conn.last_error else "")))
                     return fut
                 self._initiate(conn)
+                if conn.state is ConnectionState.DISCONNECTED:
+                    # failed at once (the name did not resolve): do not leave the request
+                    # queued on a closed connection until its timeout
+                    fut = Future()
+                    fut.failure(conn.last_error or KafkaConnectionError(
+                        f"cannot connect to {conn.describe}"))
+                    return fut
             fut = conn.send(api_key, body, version, timeout_ms, now=self._clock(),
                             max_version=max_version)
             self._update_registration(conn)
@@ -328,7 +340,7 @@ class NetworkClient:
             if d is not None:
                 limits.append(d - now)
         if self.metadata_topics is None or self.metadata_topics:
-            limits.append(self.metadata.time_to_next_update_ms(now) / 1000.0)
+            limits.append(self._metadata_wait(now))
         if not limits:
             return 1.0   # nothing scheduled: wake now and then to re-check (wakeups interrupt)
         return min(max(0.0, min(limits)), 1.0)
@@ -395,6 +407,19 @@ class NetworkClient:
             pass
 
     # ------------------------------------------------------------------ metadata
+
+    def _metadata_wait(self, now: float) -> float:
+        """Seconds until the background metadata refresh needs the loop: while a request is
+        out, never (its socket and deadline wake the loop); when one is due but every broker
+        is in reconnect backoff, until the first backoff ends (Java's NetworkClient waits
+        reconnect.backoff.ms there too), not 0, which would spin."""
+        if self._metadata_future is not None and not self._metadata_future.done:
+            return float("inf")
+        due = self.metadata.time_to_next_update_ms(now) / 1000.0
+        if due > 0 or self.least_loaded_node() is not None:
+            return due
+        delays = [self.connection_delay_ms(n.node_id) for n in self.metadata.nodes()]
+        return max(min(delays, default=self.config.reconnect_backoff_ms), 1.0) / 1000.0
 
     def _maybe_update_metadata(self) -> None:
         """Send a Metadata request in the background when one is due (age or request)."""

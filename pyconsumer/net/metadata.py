@@ -4,7 +4,11 @@ Filled from Metadata responses (Java ``Metadata`` + ``MetadataCache``). A partit
 leader epoch is older than the cached one is kept as it was: the answering broker has not yet
 heard of the newer leader (KIP-320), and trusting it would send fetches back to a stale leader.
 The cache is refreshed when older than ``metadata.max.age.ms`` or when someone asked for an
-update (a NOT_LEADER error, a disconnect, a new subscription).
+update (a NOT_LEADER error, a disconnect, a new subscription), but never sooner than the
+refresh backoff after the previous attempt (Java ``Metadata.timeToAllowUpdate``, KIP-580):
+``retry.backoff.ms``, doubling up to ``retry.backoff.max.ms`` while attempts fail or answers
+change nothing. Without it a client whose brokers are down, or whose answer still lacks a
+leader, would ask again on every turn of its loop.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from pyconsumer.errors import ErrorCode, KafkaError, error_for_code
+from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.structs import BrokerInfo, PartitionInfo, TopicPartition
 
 _ZERO_UUID = uuid.UUID(int=0)
@@ -37,7 +42,8 @@ class ClusterMetadata:
     """What the client knows of the cluster. Times are monotonic seconds."""
 
     def __init__(self, bootstrap: Iterable[tuple[str, int]], max_age_ms: int = 300_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, *,
+                 refresh_backoff_ms: float = 100, refresh_backoff_max_ms: float = 1000) -> None:
         #: bootstrap servers as nodes -1, -2, ... (Java's convention), used until the first
         #: Metadata response names the real brokers
         self.bootstrap_nodes = [BrokerInfo(-(i + 1), host, port)
@@ -55,6 +61,14 @@ class ClusterMetadata:
         self.last_refresh: float | None = None
         self.update_version = 0               # bumped on every response applied
         self._update_requested = True
+        self._refresh_backoff = ExponentialBackoff(refresh_backoff_ms, refresh_backoff_max_ms)
+        #: consecutive failed attempts, and answers in a row that changed nothing (Java's
+        #: attempts and equivalentResponseCount): both lengthen the refresh backoff
+        self._failed_attempts = 0
+        self._equivalent_answers = 0
+        #: monotonic time before which a requested refresh waits (the refresh backoff)
+        self._allowed_at = 0.0
+        self._fingerprint: object = None
 
     # ------------------------------------------------------------------ queries
 
@@ -103,11 +117,18 @@ class ClusterMetadata:
         return self._update_requested
 
     def time_to_next_update_ms(self, now: float | None = None) -> float:
-        """0 when an update is due (requested or older than metadata.max.age.ms)."""
-        if self._update_requested or self.last_refresh is None:
-            return 0.0
+        """0 when an update is due: requested or older than metadata.max.age.ms, and the
+        refresh backoff since the previous attempt is over."""
         now = self._clock() if now is None else now
-        return max(0.0, self.max_age_ms - (now - self.last_refresh) * 1000.0)
+        allowed = max(0.0, (self._allowed_at - now) * 1000.0)
+        if self._update_requested or self.last_refresh is None:
+            return allowed
+        return max(allowed, self.max_age_ms - (now - self.last_refresh) * 1000.0)
+
+    def _attempted(self, now: float) -> None:
+        """Start the refresh backoff after an attempt (answered or failed)."""
+        rounds = max(self._failed_attempts, self._equivalent_answers)
+        self._allowed_at = now + self._refresh_backoff.backoff_ms(max(rounds - 1, 0)) / 1000.0
 
     # ------------------------------------------------------------------ update
 
@@ -165,13 +186,29 @@ class ClusterMetadata:
             for name in list(self.topics):
                 if name not in seen:
                     del self.topics[name]
+        # an answer asked for (not a periodic one) that changed nothing: the next requested
+        # one waits longer, so a leader that stays unknown is not polled for at full speed
+        fingerprint = (self.brokers, {n: (t.topic_id, t.partitions) for n, t in self.topics.items()},
+                       dict(self.topic_errors))
+        expired = (self.last_refresh is None
+                   or (now - self.last_refresh) * 1000.0 >= self.max_age_ms)
+        if fingerprint == self._fingerprint and self._update_requested and not expired:
+            self._equivalent_answers += 1
+        else:
+            self._equivalent_answers = 0
+        self._fingerprint = fingerprint
+        self._failed_attempts = 0
         self.last_refresh = now
         self.update_version += 1
         self._update_requested = stale   # a stale answer: ask again (another broker may know)
+        self._attempted(now)
 
     def failed_update(self, now: float | None = None) -> None:
-        """A Metadata request failed; keep the cache and ask again."""
+        """A Metadata request failed; keep the cache and ask again after the backoff."""
+        now = self._clock() if now is None else now
         self._update_requested = True
+        self._failed_attempts += 1
+        self._attempted(now)
 
 
 __all__ = ["ClusterMetadata", "TopicMetadata"]

