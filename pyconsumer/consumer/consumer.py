@@ -571,11 +571,15 @@ class KafkaConsumer:
                     membership is not None and membership.rejoin_needed):
                 # a reset or a join waits for metadata or a backoff: come back to drive it
                 left = min(left, self.config.retry_backoff_ms)
-            resets = offsets.resets_completed
-            # wake for data or a finished reset (fetches can start then); a wakeup() raises
+            # a leader in reconnect backoff: come back when it may be fetched again
+            left = min(left, fetcher.retry_in_ms)
+            resets, completions = offsets.resets_completed, fetcher.completions
+            # wake for data, a finished reset (fetches can start then) or a fetch that ended
+            # without data (failed: send it again at once, as Java); a wakeup() raises
             client.poll(timeout_ms=max(0.0, left),
                         until=lambda: fetcher.has_available()
-                        or offsets.resets_completed != resets)
+                        or offsets.resets_completed != resets
+                        or fetcher.completions != completions)
             final = time.monotonic() >= deadline
 
     @_exclusive

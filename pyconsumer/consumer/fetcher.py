@@ -78,6 +78,10 @@ class Fetcher:
         self._next_in_line: _Fetched | None = None
         self._nodes_in_flight: set[int] = set()
         self._read_committed = config.isolation_level == "read_committed"
+        #: bumped whenever a Fetch completes, answered or failed (a waiting poll re-sends)
+        self.completions = 0
+        #: ms until a leader skipped for its reconnect backoff may be fetched again (inf: none)
+        self.retry_in_ms = float("inf")
 
     # ------------------------------------------------------------------ sending
 
@@ -94,6 +98,7 @@ class Fetcher:
         metadata = self.client.metadata
         per_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
         caught_up: dict[int, bool] = {}
+        self.retry_in_ms = float("inf")
         for tp in self.subscriptions.fetchable_partitions():
             if tp in buffered:
                 continue
@@ -102,7 +107,11 @@ class Fetcher:
                 metadata.request_update()
                 continue
             node = info.leader
-            if node in self._nodes_in_flight or self.client.connection_delay_ms(node) > 0:
+            if node in self._nodes_in_flight:
+                continue
+            delay = self.client.connection_delay_ms(node)
+            if delay > 0:
+                self.retry_in_ms = min(self.retry_in_ms, delay)
                 continue
             position = self.subscriptions.position(tp)
             assert position is not None
@@ -165,6 +174,7 @@ class Fetcher:
     def _on_response(self, fut: Future[Response], node: int, offsets: dict[TopicPartition, int],
                      by_id: dict[uuid.UUID, str]) -> None:
         self._nodes_in_flight.discard(node)
+        self.completions += 1
         if fut.failed():
             log.debug("fetch from node %d failed: %s", node, fut.exception)
             return

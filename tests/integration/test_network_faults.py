@@ -179,10 +179,6 @@ def test_no_busy_loop_while_every_broker_is_down(mock_cluster: MockCluster) -> N
 
 # ----------------------------------------------------------------------------- fault proxy
 
-@pytest.mark.xfail(strict=True, reason=(
-    "consumer.poll() re-sends a failed Fetch only on the next turn of its own loop: its "
-    "client.poll(until=...) waits out the whole poll timeout after a disconnect "
-    "(pyconsumer/consumer/consumer.py _poll; Java's loop re-sends after one network poll)"))
 def test_a_blocking_poll_recovers_from_a_dropped_connection_at_once(
         tansu: TansuBroker, make_tansu_topic: Callable[..., str]) -> None:
     topic = make_tansu_topic(1)
@@ -235,8 +231,7 @@ def test_consume_through_a_proxy_that_stalls_drops_and_delays(
         with injector:
             while (sum(len(v) for v in got.values()) < len(records)
                    and time.monotonic() - started < 90):
-                # short polls: a blocking poll waits out its timeout after each disconnect
-                # (the xfail test above); the application's wait is not what is tested here
+                # short polls with a little work between them, as an ingestion loop does
                 for tp, recs in consumer.poll(timeout_ms=100, max_records=200).items():
                     got[tp].extend((r.offset, r.key, r.value) for r in recs)
                 time.sleep(0.02)                 # the application's work on a batch
