@@ -13,11 +13,15 @@ wrappers included), check CRCs when ``check_crcs`` (CRC32C for v2, CRC32 for v0/
 decompress gzip, snappy (raw and xerial framing), lz4 (frame, including Kafka's broken
 magic-0 header checksum) and zstd, skip control batches, drop aborted transactions under
 ``isolation_level="read_committed"`` given the response's ``aborted_transactions``
-(``[(producer_id, first_offset)]``), skip records below ``fetch_offset``, and ignore a
-truncated trailing batch (a fetch cut at ``max.partition.fetch.bytes``). Malformed or
-truncated data raises :class:`pyconsumer.errors.CorruptRecordError` (an unknown codec,
-:class:`~pyconsumer.errors.UnsupportedCodecError`) naming topic, partition and offset; a
-deserializer that raises becomes :class:`~pyconsumer.errors.RecordDeserializationError`.
+(``[(producer_id, first_offset)]``), skip records below ``fetch_offset``, and stop at a
+truncated trailing batch (a fetch cut at ``max.partition.fetch.bytes``;
+:attr:`CompletedFetch.incomplete_batch` then gives its offset, declared size and the bytes
+that arrived). Malformed or truncated data raises :class:`pyconsumer.errors.CorruptRecordError`
+(an unknown codec, :class:`~pyconsumer.errors.UnsupportedCodecError`) naming topic, partition
+and offset; a deserializer that raises becomes
+:class:`~pyconsumer.errors.RecordDeserializationError`. A CompletedFetch hands out the good
+records before bad data first; it then stays at the first record not handed out (not drained,
+``next_fetch_offset`` unchanged) and every later take raises the same error.
 
 Limits: Arrow ``binary`` columns use int32 offsets, so one RecordBatch holds at most 2 GiB
 of keys (and of values). :func:`decode_arrow` raises ``OverflowError`` for a larger record

@@ -139,6 +139,9 @@ cdef class _Walker:
     cdef bint finished               # no more records in this record set
     cdef object error                # CorruptRecordError met after records were handed out:
                                      # raised by every later take (Java's cachedRecordException)
+    cdef int64_t cut_offset          # base offset of the incomplete trailing batch (-1 unknown)
+    cdef Py_ssize_t cut_size         # its declared size in bytes (-1 unknown)
+    cdef Py_ssize_t cut_have         # its bytes present (0: the walker met none)
     cdef int magic                   # current batch magic
     cdef int64_t base_offset         # current batch base offset (v0/v1: wrapper offset)
     cdef int64_t base_ts             # current batch base timestamp
@@ -163,6 +166,7 @@ cdef class _Walker:
     cdef int load_batch(self) except -1          # 1 when a batch with records is loaded, 0 at end
     cdef int advance(self) except -1             # load_batch, or finish at the end (0)
     cdef int maybe_finish(self) except -1        # finish when no complete batch remains
+    cdef void _incomplete(self, int64_t offset, Py_ssize_t size, Py_ssize_t have) noexcept
     cdef int set_region(self, const uint8_t* p, Py_ssize_t n, int64_t off) noexcept nogil
     cdef int decompress(self, int codec, const uint8_t* src, Py_ssize_t n,
                         int64_t off) except -1   # into dbuf, sets the region

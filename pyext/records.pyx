@@ -936,6 +936,9 @@ cdef class _Walker:
         self.batch_next_offset = -1
         self.finished = False
         self.error = None
+        self.cut_offset = -1
+        self.cut_size = -1
+        self.cut_have = 0
         self.remaining = 0
         self.epoch = -1
         self.ts_type = -1
@@ -971,17 +974,23 @@ cdef class _Walker:
         cdef Reader hr
         while True:
             left = self.length - self.pos
-            if left < HEADER_UP_TO_MAGIC:
-                return 0                       # nothing, or a partial trailing header
+            if left <= 0:
+                return 0
             b = self.data + self.pos
+            if left < LOG_OVERHEAD:
+                # a partial trailing header: the size is unknown
+                self._incomplete(<int64_t>pyx_be64(b) if left >= 8 else -1, -1, left)
+                return 0
             base = <int64_t>pyx_be64(b)
             length = <int32_t>pyx_be32(b + 8)
-            magic = <int8_t>b[16]
-            if length < 0:
+            if length < HEADER_UP_TO_MAGIC - LOG_OVERHEAD:
                 self.fail(f"Invalid batch length {length}", base)
             size = LOG_OVERHEAD + <Py_ssize_t>length
             if size > left:
-                return 0                       # partial trailing batch (fetch size limit)
+                # partial trailing batch (a fetch size limit, or a log cut mid-batch)
+                self._incomplete(base, size, left)
+                return 0
+            magic = <int8_t>b[16]
             if magic == 2:
                 if length < V2_MIN_LENGTH:
                     self.fail(f"Record batch length {length} is smaller than the minimum "
@@ -1049,6 +1058,11 @@ cdef class _Walker:
                 continue
             else:
                 self.fail(f"Unknown record batch magic {magic}", base)
+
+    cdef void _incomplete(self, int64_t offset, Py_ssize_t size, Py_ssize_t have) noexcept:
+        self.cut_offset = offset
+        self.cut_size = size
+        self.cut_have = have
 
     cdef int _load_region(self, const uint8_t* b, Py_ssize_t size, int32_t count, int codec,
                           int64_t base) except -1:
@@ -1427,15 +1441,17 @@ cdef class _Walker:
         return 0
 
     cdef int maybe_finish(self) except -1:
-        """Finish now if the current batch is used up and no complete batch follows."""
+        """Finish now if the current batch is used up and no complete batch follows; never
+        while an error is pending (the position must stay before the bad data)."""
         cdef Py_ssize_t left
         cdef int32_t length
-        if self.finished or self.remaining > 0:
+        if self.finished or self.remaining > 0 or self.error is not None:
             return 0
         left = self.length - self.pos
-        if left >= HEADER_UP_TO_MAGIC:
+        if left >= LOG_OVERHEAD:
             length = <int32_t>pyx_be32(self.data + self.pos + 8)
-            if length < 0 or LOG_OVERHEAD + <Py_ssize_t>length <= left:
+            if (length < HEADER_UP_TO_MAGIC - LOG_OVERHEAD
+                    or LOG_OVERHEAD + <Py_ssize_t>length <= left):
                 return 0                       # a batch follows (or corruption to report)
         self.advance()
         return 1
@@ -1733,10 +1749,23 @@ cdef class CompletedFetch:
 
     @property
     def is_drained(self):
-        if self.discarded or self.w.finished:
+        if self.discarded:
+            return True
+        if self.w.error is not None:
+            return False                       # the next take raises it: not drained
+        if self.w.finished:
             return True
         self.w.maybe_finish()
         return self.w.finished
+
+    @property
+    def incomplete_batch(self):
+        """(offset, declared size, bytes present) of the incomplete batch this record set
+        ends with, once the cursor stopped there (the broker cut the batch at a size limit,
+        or the log ends mid-batch); -1 for what the bytes do not say; None otherwise."""
+        if self.w.cut_have == 0:
+            return None
+        return (self.w.cut_offset, self.w.cut_size, self.w.cut_have)
 
     @property
     def last_epoch(self):
