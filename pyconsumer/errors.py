@@ -150,7 +150,16 @@ class CommitFailedError(KafkaClientError):
 
 class FetchProgressError(KafkaClientError):
     """A fetch response held bytes for a partition but no complete record batch, so the
-    consumer cannot move forward (a batch larger than the broker would send whole)."""
+    consumer cannot move forward (a batch larger than the broker would send whole, or a log
+    cut mid-batch). ``topic``, ``partition`` and ``offset`` say where; the position stays
+    there until the application seeks."""
+
+    def __init__(self, message: str, topic: str | None = None, partition: int | None = None,
+                 offset: int | None = None) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
 
 
 class DataLossError(KafkaClientError):

@@ -366,7 +366,8 @@ class Fetcher:
         if cut is None:
             return FetchProgressError(
                 f"Failed to make progress reading {tp} at offset {offset} ({where}): the fetch "
-                "response held bytes but no record at or after that offset")
+                "response held bytes but no record at or after that offset",
+                tp.topic, tp.partition, offset)
         batch_offset, size, have = cut
         batch = (f"the record batch at offset {batch_offset}" if batch_offset >= 0
                  else "a record batch")
@@ -374,7 +375,8 @@ class Fetcher:
             return FetchProgressError(
                 f"Cannot read {tp} at offset {offset} ({where}): {batch} declares {size} bytes, "
                 f"more than a fetch may ask for ({settings}); it is corrupt, or those settings "
-                f"are too small for it ({have} bytes of it arrived)")
+                f"are too small for it ({have} bytes of it arrived)",
+                tp.topic, tp.partition, offset)
         again = self._refetch.get(tp)
         tries = again.tries if again is not None and again.offset == offset else 0
         if tries >= _MAX_REFETCHES:
@@ -383,7 +385,8 @@ class Fetcher:
             return FetchProgressError(
                 f"Failed to make progress reading {tp} at offset {offset} ({where}): {batch} "
                 f"{what}, after {tries + 1} fetches asking for up to {fetched.max_bytes} bytes "
-                f"({settings}); the log ends mid-batch")
+                f"({settings}); the log ends mid-batch",
+                tp.topic, tp.partition, offset)
         # ask for the whole batch (never less than the usual size); an unknown size (a cut
         # inside the batch header) gets the usual size again
         ask = min(max(size, config.max_partition_fetch_bytes), limit)

@@ -203,6 +203,7 @@ def test_batch_length_0x7fffffff_fails_at_once() -> None:
                 message = str(info.value)
                 assert "topic=t, partition=0, offset=10" in message
                 assert f"declares {12 + 0x7FFFFFFF} bytes" in message
+                assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 0, 10)
                 assert "max.partition.fetch.bytes=1048576, fetch.max.bytes=52428800" in message
                 assert c.position(TP) == 10
         assert not peer.errors, peer.errors
