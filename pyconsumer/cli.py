@@ -412,7 +412,7 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     from pyconsumer.testing import wait_for_topic
 

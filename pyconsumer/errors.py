@@ -448,10 +448,11 @@ INVALID_METADATA_CODES: frozenset[int] = frozenset(
 
 # Every code by Kafka's name, from the table above: ``ErrorCode.NOT_COORDINATOR == 16``. Code
 # is compared by name everywhere (no module-level ``_X = 16`` constants).
-ErrorCode = IntEnum("ErrorCode", {name: code for code, name, _, _ in BROKER_ERRORS},  # type: ignore[misc]
-                    module=__name__)
-if TYPE_CHECKING:  # the members come from the table; type checkers see plain ints
-    ErrorCode: Any  # type: ignore[no-redef]
+if TYPE_CHECKING:  # the members come from the table at run time; type checkers see ints
+    ErrorCode: Any
+else:
+    ErrorCode = IntEnum("ErrorCode", {name: code for code, name, _, _ in BROKER_ERRORS},
+                        module=__name__)
 
 
 # Broker class names that would clash with a client error of the same CamelCase name.
