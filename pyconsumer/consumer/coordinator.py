@@ -27,6 +27,7 @@ from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.consumer.group_errors import GroupAction, classify
 from pyconsumer.errors import (
+    BrokerResponseError,
     CommitFailedError,
     ErrorCode,
     KafkaConnectionError,
@@ -221,7 +222,8 @@ class ConsumerCoordinator:
         return fut.value
 
     def group_error(self, api: ApiKey, code: int, what: str,
-                    message: str | None = None) -> tuple[GroupAction, KafkaError | None]:
+                    message: str | None = None
+                    ) -> tuple[GroupAction, BrokerResponseError | None]:
         """Classify a group error code: retry and coordinator moves are raised as Retry here
         (the coordinator marked unknown first), fatal errors raised as they are; the other
         actions are returned with the error for the caller to act on."""
