@@ -153,7 +153,10 @@ class MockCluster:
 
     Every rebalance of a group that is not empty (a join, a leave, an expiry) waits
     session.timeout.ms - 1 s for members to join before the leader is elected; an explicit
-    LeaveGroup starts that rebalance at once, an expiry only after session.timeout.ms.
+    LeaveGroup starts that rebalance at once, an expiry only after session.timeout.ms. The sync
+    completes when the leader's SyncGroup arrives: followers whose SyncGroup came earlier get
+    their assignment, a follower whose SyncGroup comes later gets INVALID_REQUEST (a real broker
+    answers it with the assignment).
     """
 
     def __init__(self, num_brokers: int = 3, *, initial_rebalance_delay_ms: int = 0,
