@@ -16,12 +16,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
+from pyconsumer.protocol import ApiKey
+
 __all__ = ["MockCluster", "MockClusterError", "MockRequest", "find_librdkafka"]
 
 _RD_KAFKA_PRODUCER = 0
 _lib: ctypes.CDLL | None = None
 _lib_lock = threading.Lock()
 _live: "weakref.WeakSet[MockCluster]" = weakref.WeakSet()
+#: the highest versions the mock's group handlers really parse (librdkafka's
+#: src/rdkafka_mock_handlers.c); it advertises higher ones (6, 4, 4)
+_GROUP_VERSION_CAPS: tuple[tuple[ApiKey, int], ...] = (
+    (ApiKey.JOIN_GROUP, 5), (ApiKey.SYNC_GROUP, 3), (ApiKey.LEAVE_GROUP, 2))
 
 
 class MockClusterError(RuntimeError):
@@ -139,8 +145,18 @@ class MockCluster:
 
     The mock advertises JoinGroup v6, SyncGroup v4 and LeaveGroup v4 (their flexible versions)
     but cannot parse them (it closes the connection on a read underflow, or answers LeaveGroup
-    v4 with a null array): librdkafka itself never sends them. ``cap_group_versions`` (default
-    True) makes it advertise what it can handle: JoinGroup 0-5, SyncGroup 0-3, LeaveGroup 0-3.
+    v4 with a null array): librdkafka itself never sends them. LeaveGroup v3 is broken too: its
+    handler reads a single MemberId string where v3 has the Members array (so the member is not
+    found and stays in the group until its session expires) and answers without the Members
+    array. ``cap_group_versions`` (default True) makes it advertise what it can handle:
+    JoinGroup 0-5, SyncGroup 0-3, LeaveGroup 0-2.
+
+    Every rebalance of a group that is not empty (a join, a leave, an expiry) waits
+    session.timeout.ms - 1 s for members to join before the leader is elected; an explicit
+    LeaveGroup starts that rebalance at once, an expiry only after session.timeout.ms. The sync
+    completes when the leader's SyncGroup arrives: followers whose SyncGroup came earlier get
+    their assignment, a follower whose SyncGroup comes later gets INVALID_REQUEST (a real broker
+    answers it with the assignment).
     """
 
     def __init__(self, num_brokers: int = 3, *, initial_rebalance_delay_ms: int = 0,
@@ -173,7 +189,7 @@ class MockCluster:
         self.bootstrap: str = self._lib.rd_kafka_mock_cluster_bootstraps(mc).decode()
         self.set_group_initial_rebalance_delay_ms(initial_rebalance_delay_ms)
         if cap_group_versions:
-            for api_key, highest in ((11, 5), (14, 3), (13, 3)):   # JoinGroup, SyncGroup, LeaveGroup
+            for api_key, highest in _GROUP_VERSION_CAPS:
                 self.set_apiversion(api_key, 0, highest)
 
     # ------------------------------------------------------------------ helpers

@@ -69,15 +69,47 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
 class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, set[TopicPartition]]] = []
+        self.times: list[float] = []          # time.monotonic() of each call
+
+    def _note(self, kind: str, partitions: set[TopicPartition]) -> None:
+        self.calls.append((kind, partitions))
+        self.times.append(time.monotonic())
 
     def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        self.calls.append(("revoked", partitions))
+        self._note("revoked", partitions)
 
     def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self.calls.append(("assigned", partitions))
+        self._note("assigned", partitions)
 
     def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        self.calls.append(("lost", partitions))
+        self._note("lost", partitions)
+
+
+# The mock starts a rebalance as soon as a LeaveGroup arrives; the remaining member learns it
+# from its next heartbeat (300 ms) and the mock elects a leader session.timeout.ms - 1 s later.
+# Without a LeaveGroup the member first has to expire (session.timeout.ms), and the rebalance
+# then waits session.timeout.ms - 1 s more. These bounds separate the two with seconds to spare.
+SESSION_S = GROUP_SETTINGS["session_timeout_ms"] / 1000
+PROMPT_REVOKE_S = 2.5                 # an expiry cannot start the rebalance before SESSION_S
+PROMPT_HAND_OVER_S = SESSION_S + 2.0  # an expiry cannot finish it before 2 * SESSION_S - 1
+
+
+def assert_prompt_hand_over(leaver: KafkaConsumer, stayer: Runner, listener: Recorder,
+                            everything: set[TopicPartition], eager: bool = True) -> None:
+    """Close ``leaver`` (a LeaveGroup) and check that ``stayer``, polled by a Runner, soon owns
+    ``everything``; an eager stayer must also revoke its partitions at once (a cooperative one
+    calls its listener only when the new partitions arrive)."""
+    calls_before = len(listener.calls)
+    start = time.monotonic()
+    leaver.close()
+    wait_for(lambda: stayer.assignment == everything, timeout=4 * SESSION_S)
+    owned_all = time.monotonic() - start
+    first_call = listener.times[calls_before] - start
+    assert not eager or first_call < PROMPT_REVOKE_S, (
+        f"the remaining member's rebalance began {first_call:.1f} s after the other left: "
+        "no LeaveGroup reached the coordinator (session expiry instead)")
+    assert owned_all < PROMPT_HAND_OVER_S, (
+        f"the remaining member owned every partition only {owned_all:.1f} s after the other left")
 
 
 def test_one_member_then_two_then_one(mock_cluster: MockCluster) -> None:
@@ -106,8 +138,7 @@ def test_one_member_then_two_then_one(mock_cluster: MockCluster) -> None:
 
     wait_for(lambda: len({x for x in r1.records + r2.records}) == 400)
     r2.stop()
-    c2.close()                                         # leaves the group
-    wait_for(lambda: r1.assignment == tps("orders", 4))
+    assert_prompt_hand_over(c2, r1, first_listener, tps("orders", 4))   # c2 leaves the group
     more = sample_records(40, partitions=4, seed=8)
     delivered2 = produce(mock_cluster.bootstrap, "orders", more)
     everything |= {(TopicPartition("orders", p), o) for p, o in delivered2}
@@ -133,15 +164,21 @@ def test_cooperative_rebalance_revokes_only_what_moves(mock_cluster: MockCluster
     c1.subscribe(["coop"], listener=listener)
     r1 = Runner(c1)
     wait_for(lambda: r1.assignment == tps("coop", 4))
-    c2 = KafkaConsumer("coop", **settings)
+    stayer_listener = Recorder()
+    c2 = KafkaConsumer(**settings)
+    c2.subscribe(["coop"], listener=stayer_listener)
     r2 = Runner(c2)
     wait_for(lambda: len(r1.assignment) == 2 and len(r2.assignment) == 2)
     r1.stop()
-    r2.stop()
     revoked = [p for kind, p in listener.calls if kind == "revoked"]
     assert revoked and all(len(p) == 2 for p in revoked)   # never everything
     assert tps("coop", 4) - r1.assignment == revoked[0]
-    c1.close()
+    kept = r2.assignment
+    assert_prompt_hand_over(c1, r2, stayer_listener, tps("coop", 4), eager=False)
+    r2.stop()
+    # cooperative: c2 never gives anything up and, at the end, gains exactly the other two
+    assert {kind for kind, _ in stayer_listener.calls} == {"assigned"}
+    assert stayer_listener.calls[-1] == ("assigned", tps("coop", 4) - kept)
     c2.close()
 
 
@@ -182,15 +219,29 @@ def test_static_member_does_not_leave(mock_cluster: MockCluster) -> None:
 
 def test_max_poll_interval_leaves_and_rejoins(mock_cluster: MockCluster) -> None:
     mock_cluster.create_topic("slow", 2)
-    c = KafkaConsumer("slow", **dict(GROUP_SETTINGS, max_poll_interval_ms=1000,
-                                     session_timeout_ms=6000),
+    listener = Recorder()
+    c = KafkaConsumer(**dict(GROUP_SETTINGS, max_poll_interval_ms=1000, session_timeout_ms=6000),
                       bootstrap_servers=mock_cluster.bootstrap, group_id="g-slow")
     try:
+        c.subscribe(["slow"], listener=listener)
         wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
         mock_cluster.start_request_tracking()
-        time.sleep(2.0)                                   # no poll: the heartbeat thread leaves
-        assert 13 in {r.api_key for r in mock_cluster.get_requests()}
-        wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
+        # no poll: after max.poll.interval.ms the heartbeat thread leaves
+        wait_for(lambda: 13 in {r.api_key for r in mock_cluster.get_requests()}, timeout=5)
+        calls_before = len(listener.calls)
+        left = time.monotonic()
+
+        def assigned() -> list[set[TopicPartition]]:
+            return [p for kind, p in listener.calls[calls_before:] if kind == "assigned"]
+
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and len(assigned()) > 0)
+        rejoined = time.monotonic() - left
+        # The leave reached the coordinator, so the old member is gone: the rejoin's first
+        # assignment is both partitions, soon. Had it stayed (until its session expires, 6 s),
+        # the leader would have given it a partition of the new generation.
+        assert assigned()[0] == tps("slow", 2), listener.calls[calls_before:]
+        assert rejoined < PROMPT_HAND_OVER_S, f"rejoined {rejoined:.1f} s after leaving"
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment() == tps("slow", 2))
     finally:
         c.close()
 
