@@ -11,6 +11,7 @@ and field.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 from pyconsumer.errors import KafkaProtocolError, UnsupportedVersionError
@@ -112,7 +113,7 @@ def _frame(w: Writer) -> bytes:
 
 def encode_request(
     api_key: int, version: int, correlation_id: int, client_id: str | None,
-    body: dict[str, Any],
+    body: Mapping[str, Any],
 ) -> bytes:
     """A whole request frame, 4-byte length prefix included."""
     msg = _check_version(api_key, version)
@@ -175,7 +176,7 @@ def api_versions_error_code(payload: Buffer) -> int:
 
 
 def encode_response(
-    api_key: int, version: int, correlation_id: int, body: dict[str, Any]
+    api_key: int, version: int, correlation_id: int, body: Mapping[str, Any]
 ) -> bytes:
     """A whole response frame (used by tests and fake peers)."""
     _check_version(api_key, version)
