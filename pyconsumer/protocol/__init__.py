@@ -6,7 +6,9 @@ Messages are declared once as data (:mod:`.declarations`) and encoded/decoded by
 with defaults for fields the version lacks, so callers need not branch on versions. A Fetch
 response's ``records`` are a zero-copy ``memoryview`` slice of the response frame.
 Malformed input raises :class:`pyconsumer.errors.KafkaProtocolError` naming message, version
-and field.
+and field; so does a body key that no version of the message has. :mod:`.bodies` holds a
+TypedDict for every body and struct, generated from the declarations by
+:mod:`.generate_stubs`.
 """
 from __future__ import annotations
 

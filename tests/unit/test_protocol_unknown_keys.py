@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_nested_typo_names_the_struct_path() -> None:
 
 
 def test_several_unknown_keys_are_all_listed() -> None:
-    body = {**HEARTBEAT, "zzz": 1, "member": "m2", 7: "x"}
+    body: dict[Any, Any] = {**HEARTBEAT, "zzz": 1, "member": "m2", 7: "x"}
     with pytest.raises(KafkaProtocolError, match=re.escape(
             "unknown keys 'member' (did you mean 'member_id'?), 'zzz' and 7 at the top level; "
             "no version of HeartbeatRequest has them")):
@@ -73,7 +74,7 @@ def test_a_field_of_another_version_is_accepted_and_ignored() -> None:
     # topic (v0-12) and topic_id (v13+) side by side, replica_id (v0-14) at v15+ and
     # replica_state (v15+) at v4: one body for every Fetch version
     tid = uuid.UUID(int=0x1234)
-    body = {"replica_id": -1, "replica_state": {"replica_id": -1, "replica_epoch": -1},
+    body: dict[str, Any] = {"replica_id": -1, "replica_state": {"replica_id": -1, "replica_epoch": -1},
             "max_wait_ms": 500, "min_bytes": 1, "topics": [
                 {"topic": "t", "topic_id": tid, "partitions": [
                     {"partition": 0, "fetch_offset": 5, "partition_max_bytes": 1 << 20}]}]}
