@@ -15,7 +15,7 @@ tests/unit/test_protocol_specs.py checks the declarations against it.
 
 Usage::
 
-    python tools/kafka_spec_digest.py --kafka PATH_TO_KAFKA_GIT [--rev REV] > tests/data/kafka_specs.txt
+    python tools/kafka_spec_digest.py --kafka KAFKA_GIT [--rev REV] > tests/data/kafka_specs.txt
 """
 from __future__ import annotations
 

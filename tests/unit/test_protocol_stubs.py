@@ -80,7 +80,8 @@ def test_examples_read_as_the_brief_says() -> None:
     assert hints["topics"] == list[bodies.FetchTopic]                        # every version
     assert hints["replica_id"] == NotRequired[int]                            # v0-14
     assert hints["cluster_id"] == NotRequired[Union[str, None]]               # v12+, nullable
-    assert typing.get_type_hints(bodies.ReplicaState)["replica_id"] is int    # v15+ in a v15+ struct
+    # v15+ in a struct that exists at v15+ only: required
+    assert typing.get_type_hints(bodies.ReplicaState)["replica_id"] is int
     meta = typing.get_type_hints(bodies.MetadataRequest, include_extras=True)
     assert meta["topics"] == Union[list[bodies.MetadataRequestTopic], None]   # null at v1+
     # one declared name, two different structs: each prefixed with its message

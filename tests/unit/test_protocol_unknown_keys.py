@@ -74,10 +74,11 @@ def test_a_field_of_another_version_is_accepted_and_ignored() -> None:
     # topic (v0-12) and topic_id (v13+) side by side, replica_id (v0-14) at v15+ and
     # replica_state (v15+) at v4: one body for every Fetch version
     tid = uuid.UUID(int=0x1234)
-    body: dict[str, Any] = {"replica_id": -1, "replica_state": {"replica_id": -1, "replica_epoch": -1},
-            "max_wait_ms": 500, "min_bytes": 1, "topics": [
-                {"topic": "t", "topic_id": tid, "partitions": [
-                    {"partition": 0, "fetch_offset": 5, "partition_max_bytes": 1 << 20}]}]}
+    body: dict[str, Any] = {
+        "replica_id": -1, "replica_state": {"replica_id": -1, "replica_epoch": -1},
+        "max_wait_ms": 500, "min_bytes": 1, "topics": [
+            {"topic": "t", "topic_id": tid, "partitions": [
+                {"partition": 0, "fetch_offset": 5, "partition_max_bytes": 1 << 20}]}]}
     for version, drop in [(4, ("replica_state", "topic_id")), (13, ("replica_state", "topic")),
                           (17, ("replica_id", "topic"))]:
         only = {k: v for k, v in body.items() if k not in drop}
