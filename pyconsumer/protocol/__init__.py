@@ -6,11 +6,14 @@ Messages are declared once as data (:mod:`.declarations`) and encoded/decoded by
 with defaults for fields the version lacks, so callers need not branch on versions. A Fetch
 response's ``records`` are a zero-copy ``memoryview`` slice of the response frame.
 Malformed input raises :class:`pyconsumer.errors.KafkaProtocolError` naming message, version
-and field.
+and field; so does a body key that no version of the message has. :mod:`.bodies` holds a
+TypedDict for every body and struct, generated from the declarations by
+:mod:`.generate_stubs`.
 """
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 from pyconsumer.errors import KafkaProtocolError, UnsupportedVersionError
@@ -112,7 +115,7 @@ def _frame(w: Writer) -> bytes:
 
 def encode_request(
     api_key: int, version: int, correlation_id: int, client_id: str | None,
-    body: dict[str, Any],
+    body: Mapping[str, Any],
 ) -> bytes:
     """A whole request frame, 4-byte length prefix included."""
     msg = _check_version(api_key, version)
@@ -175,7 +178,7 @@ def api_versions_error_code(payload: Buffer) -> int:
 
 
 def encode_response(
-    api_key: int, version: int, correlation_id: int, body: dict[str, Any]
+    api_key: int, version: int, correlation_id: int, body: Mapping[str, Any]
 ) -> bytes:
     """A whole response frame (used by tests and fake peers)."""
     _check_version(api_key, version)

@@ -3,11 +3,15 @@
 For a (message, version) pair the declarations are compiled once into a list of per-field
 reader and writer functions (fields absent at that version are filled with their defaults on
 decode and ignored on encode); flexible versions use compact lengths and tagged fields.
+Encoding refuses a body key that names no field of its struct at any version (a typo would
+otherwise encode the field's default silently); a key of a field that only other versions
+have is accepted and ignored, so one body can serve several versions.
 """
 from __future__ import annotations
 
+import difflib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +33,23 @@ class EncodeError(Exception):
         self.path: list[str] = []
 
 
+class UnknownKeysError(EncodeError):
+    """Body keys that name no field of the struct at any version of the message."""
+
+    def __init__(self, unknown: Collection[object], known: Collection[str]) -> None:
+        self.unknown = sorted(unknown, key=repr)
+        names = [_suggest(k, known) for k in self.unknown]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        super().__init__(f"unknown key{'s' if len(names) > 1 else ''} {listed}")
+
+
+def _suggest(key: object, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(str(key), known, n=3) if isinstance(key, str) else []
+    if not close:
+        return repr(key)
+    return f"{key!r} (did you mean {' or '.join(repr(c) for c in close)}?)"
+
+
 _FIXED: dict[str, tuple[str, Any]] = {
     "int8": ("int8", 0), "int16": ("int16", 0), "int32": ("int32", 0), "int64": ("int64", 0),
     "uint16": ("uint16", 0), "float64": ("float64", 0.0), "bool": ("boolean", False),
@@ -44,10 +65,12 @@ _RANGES: dict[str, tuple[int, int]] = {
 class StructCodec:
     """Readers/writers for one struct's fields at one version."""
 
-    __slots__ = ("regular", "tagged", "absent", "flexible")
+    __slots__ = ("regular", "tagged", "absent", "flexible", "known")
 
     def __init__(self, fields: list[Field], version: int, flexible: bool) -> None:
         self.flexible = flexible
+        # every field of the struct at any version: the keys a body may hold
+        self.known = frozenset(f.key for f in fields)
         self.regular: list[tuple[str, ReadFn, WriteFn, DefaultFn, bool]] = []
         self.tagged: dict[int, tuple[str, ReadFn, WriteFn, DefaultFn]] = {}
         self.absent: list[tuple[str, DefaultFn]] = []
@@ -101,8 +124,10 @@ class StructCodec:
                 out[key] = default()
 
     def write(self, w: Writer, value: Any) -> None:
-        if not isinstance(value, dict):
+        if not isinstance(value, (dict, Mapping)):    # dict first: the common, cheap check
             raise EncodeError(f"expected a dict, got {type(value).__name__}")
+        if not self.known.issuperset(value):
+            raise UnknownKeysError(value.keys() - self.known, self.known)
         key = "?"
         try:
             for key, _r, write, default, _c in self.regular:
@@ -286,7 +311,7 @@ def _array_writer(elem: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
                 raise EncodeError("array is not nullable at this version")
             w.length(-1, flexible, "array")
             return
-        if isinstance(v, (str, bytes, dict)):
+        if isinstance(v, (str, bytes, dict, Mapping)):
             raise EncodeError(f"array needs a sequence, got {type(v).__name__}")
         items = list(v)
         w.length(len(items), flexible, "array")
@@ -325,9 +350,16 @@ def decode_body(message: Message, version: int, r: Reader) -> dict[str, Any]:
     return body
 
 
-def encode_body(message: Message, version: int, body: dict[str, Any], w: Writer) -> None:
+def encode_body(message: Message, version: int, body: Mapping[str, Any], w: Writer) -> None:
     try:
         compiled(message, version).write(w, body)
+    except UnknownKeysError as e:
+        where = f"in {_where(e.path)}" if e.path else "at the top level"
+        them = "them" if len(e.unknown) > 1 else "it"
+        raise KafkaProtocolError(
+            f"Cannot encode {message.name} v{version}: {e.message} {where}; "
+            f"no version of {message.name} has {them}"
+        ) from None
     except EncodeError as e:
         raise KafkaProtocolError(
             f"Cannot encode {message.name} v{version}: {e.message} at field {_where(e.path)}"
