@@ -28,13 +28,23 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
   those names), or assignor objects with a ``name`` attribute.
 * SSL files are read as PEM; ``ssl.keystore.type``/``ssl.truststore.type`` explicitly set to
   JKS or PKCS12 together with a store location is refused.
-* SASL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (credentials from ``sasl.username``/
-  ``sasl.password`` or a PlainLoginModule/ScramLoginModule ``sasl.jaas.config``) and
-  OAUTHBEARER (``sasl.oauth.token.provider``); GSSAPI (Kerberos) is refused.
+* SASL is not implemented: ``security.protocol=SASL_PLAINTEXT``/``SASL_SSL`` passes these
+  checks but is refused when the consumer (its network client) is built. The ``sasl.*``
+  settings are still validated (mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER;
+  GSSAPI refused) but have no effect.
 * Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above
   ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` are
   errors; an empty ``partition.assignment.strategy`` with a classic group fails at
   construction instead of at subscribe().
+
+Settings in the table that pyconsumer accepts but that change nothing (each row's
+``no_effect`` gives the reason; ``Setting.implemented`` is False): ``bootstrap.resolve.
+timeout.ms``, ``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms``,
+``metadata.cluster.check.enable``, ``group.remote.assignor``, ``ssl.truststore.type``,
+``ssl.keystore.type``, ``ssl.truststore.password`` and the ``sasl.*`` settings. Setting one to
+a value other than its default logs a WARNING naming it and the reason, once per process.
+Every other setting is read by the consumer (``tests/unit/test_settings_truthful.py`` checks
+both).
 """
 from __future__ import annotations
 
@@ -526,6 +536,8 @@ token_provider_parser: Parser[Callable[[], str] | None] = Parser(
 TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+_SASL_NO_EFFECT = ("SASL is not implemented: security.protocol=SASL_PLAINTEXT/SASL_SSL is "
+                   "refused when the consumer is built (the value is still checked)")
 
 
 # --------------------------------------------------------------------------- the table
@@ -537,7 +549,9 @@ class Setting(Generic[T]):
     ``name`` is the Java name (dotted), ``attr`` the snake_case attribute, ``default`` the raw
     Java default (parsed like any value), ``validator`` the parser (``validator.accepted`` in
     words), ``type`` the Java type name, ``unit`` ms/bytes/... and ``java`` False for a
-    pyconsumer-only setting.
+    pyconsumer-only setting. ``no_effect`` is the reason a setting is accepted but changes
+    nothing (None: implemented); ``quiet`` are values that say what pyconsumer does anyway
+    and so are not warned about (compared case-insensitively for strings).
     """
 
     def __init__(
@@ -549,6 +563,8 @@ class Setting(Generic[T]):
         *,
         unit: str = "",
         java: bool = True,
+        no_effect: str | None = None,
+        quiet: tuple[Any, ...] = (),
     ) -> None:
         self.name = name
         self.attr = name.replace(".", "_")
@@ -558,11 +574,27 @@ class Setting(Generic[T]):
         self.doc = doc
         self.unit = unit
         self.java = java
+        self.no_effect = no_effect
+        self.quiet = quiet
         self.required = default is _REQUIRED
         default_text = "required, no default" if self.required else f"default {default!r}"
         unit_text = f", unit {unit}" if unit else ""
         origin = "Java setting" if java else "pyconsumer setting"
-        self.__doc__ = f"{doc} ({origin} ``{name}``; {default_text}{unit_text})"
+        effect_text = f"; accepted, no effect: {no_effect}" if no_effect else ""
+        self.__doc__ = f"{doc} ({origin} ``{name}``; {default_text}{unit_text}{effect_text})"
+
+    @property
+    def implemented(self) -> bool:
+        """False for a setting that is accepted but has no effect (see ``no_effect``)."""
+        return self.no_effect is None
+
+    def is_quiet(self, value: Any) -> bool:
+        """True when ``value`` needs no no-effect warning: the default, or a ``quiet`` one."""
+        if value == self.validator(self.default):
+            return True
+        if isinstance(value, str):
+            return value.upper() in {q.upper() for q in self.quiet if isinstance(q, str)}
+        return value in self.quiet
 
     def __set_name__(self, owner: type, attr: str) -> None:
         if attr != self.attr:
@@ -609,15 +641,15 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "sasl.login.class": ("refuse", "a Java Login class; not supported"),
     "sasl.login.callback.handler.class": (
         "refuse",
-        "a Java callback handler; for OAUTHBEARER pass sasl.oauth.token.provider",
+        "a Java callback handler (SASL itself is not implemented yet)",
     ),
     "sasl.client.callback.handler.class": (
         "refuse",
-        "a Java callback handler; pass sasl.username/sasl.password or sasl.oauth.token.provider",
+        "a Java callback handler (SASL itself is not implemented yet)",
     ),
     "sasl.oauthbearer.": (
         "refuse",
-        "Java's built-in OAuth client; pass a token callable as sasl.oauth.token.provider",
+        "Java's built-in OAuth client; SASL is not implemented yet (sasl.oauth.token.provider)",
     ),
     "share.acknowledgement.mode": ("refuse", "applies to ShareConsumer only (Java refuses it too)"),
     "share.acquire.mode": ("refuse", "applies to ShareConsumer only (Java refuses it too)"),
@@ -640,6 +672,19 @@ def _fail(message: str) -> NoReturn:
     raise ConfigurationError(message)
 
 
+#: no-effect settings already warned about in this process (warn once, not per consumer)
+_NO_EFFECT_WARNED: set[str] = set()
+
+
+def _warn_no_effect(setting: Setting[Any]) -> None:
+    if setting.name in _NO_EFFECT_WARNED:
+        return
+    _NO_EFFECT_WARNED.add(setting.name)
+    # no value in the message: it may be a password
+    log.warning("setting %s is accepted but has no effect in pyconsumer: %s",
+                setting.name, setting.no_effect)
+
+
 class ConsumerConfig:
     """Validated consumer settings. Every setting is a snake_case attribute; see the module doc.
 
@@ -658,16 +703,23 @@ class ConsumerConfig:
         "client.dns.lookup",
         "use_all_dns_ips",
         string(("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
-        "use_all_dns_ips: try each resolved address in turn; "
-        "resolve_canonical_bootstrap_servers_only: expand bootstrap hosts to canonical names",
+        "use_all_dns_ips: a connection tries each address its host resolves to, in turn "
+        "(all address families, where Java keeps the first one's); "
+        "resolve_canonical_bootstrap_servers_only: when the network client is built (the "
+        "consumer's first call that needs the cluster), each bootstrap host is replaced by the "
+        "canonical (reverse DNS) names of its addresses, and a host that does not resolve is "
+        "a ConfigurationError, as in Java",
     )
     bootstrap_resolve_timeout_ms = Setting(
         "bootstrap.resolve.timeout.ms",
         0,
         int64(0),
-        "0: resolve bootstrap hosts when the consumer is built and fail there; > 0: resolve "
-        "in the background for at most this long (Kafka 4.4)",
+        "Java (KIP-909): 0 resolves bootstrap hosts when the consumer is built and fails "
+        "there; > 0 resolves them in the background for at most this long",
         unit="ms",
+        no_effect="pyconsumer resolves host names each time it connects, so an unresolvable "
+        "bootstrap host is neither refused at construction nor given a deadline: the first "
+        "call that needs metadata fails with NoBrokersAvailable naming it",
     )
     client_id = Setting(
         "client.id",
@@ -690,21 +742,26 @@ class ConsumerConfig:
         "metadata.recovery.strategy",
         "rebootstrap",
         string(("none", "rebootstrap"), case_insensitive=True),
-        "When no known broker is reachable: rebootstrap from bootstrap.servers, or none",
+        "Java: when no known broker is reachable, rebootstrap from bootstrap.servers, or none",
+        no_effect="pyconsumer never rebootstraps: once a Metadata answer named the brokers it "
+        "keeps asking them, even when none is reachable (Java's 'none')",
     )
     metadata_recovery_rebootstrap_trigger_ms = Setting(
         "metadata.recovery.rebootstrap.trigger.ms",
         300000,
         int64(0),
-        "Rebootstrap after this long without being able to get metadata",
+        "Java: rebootstrap after this long without being able to get metadata",
         unit="ms",
+        no_effect="pyconsumer never rebootstraps (see metadata.recovery.strategy)",
     )
     metadata_cluster_check_enable = Setting(
         "metadata.cluster.check.enable",
         True,
         boolean,
-        "Send cluster and node ids when connecting, so brokers >= 4.4 can detect a misrouted "
-        "connection",
+        "Java (KIP-1242): send cluster and node ids when connecting, so brokers can detect a "
+        "misrouted connection",
+        no_effect="pyconsumer sends ApiVersions v4 at most, which carries no cluster or node "
+        "id (the check needs v5)",
     )
     request_timeout_ms = Setting(
         "request.timeout.ms",
@@ -746,24 +803,34 @@ class ConsumerConfig:
         "retry.backoff.ms",
         100,
         int64(0),
-        "First wait before retrying a failed request (grows exponentially per failure)",
+        "Wait before retrying a failed request (coordinator lookup, commits, offset "
+        "lookups...); also the first metadata refresh backoff, which doubles while refreshes "
+        "fail or change nothing",
         unit="ms",
     )
     retry_backoff_max_ms = Setting(
-        "retry.backoff.max.ms", 1000, int64(0), "Largest retry wait", unit="ms"
+        "retry.backoff.max.ms",
+        1000,
+        int64(0),
+        "Largest metadata refresh backoff (other retries wait retry.backoff.ms each time); "
+        "below retry.backoff.ms it is a constant backoff, as in Java",
+        unit="ms",
     )
     socket_connection_setup_timeout_ms = Setting(
         "socket.connection.setup.timeout.ms",
         10000,
         int64(0),
-        "First timeout of a TCP connection attempt (grows exponentially per failure)",
+        "Timeout of the first attempt to set a connection up (TCP, TLS, ApiVersions), with "
+        "+-20 % jitter; it doubles per attempt that failed while connecting and falls back "
+        "once a connection is up (Java ClusterConnectionStates)",
         unit="ms",
     )
     socket_connection_setup_timeout_max_ms = Setting(
         "socket.connection.setup.timeout.max.ms",
         30000,
         int64(0),
-        "Largest connection setup timeout",
+        "Largest connection setup timeout; below socket.connection.setup.timeout.ms it is a "
+        "constant timeout, as in Java",
         unit="ms",
     )
     send_buffer_bytes = Setting(
@@ -813,6 +880,8 @@ class ConsumerConfig:
         None,
         optional_string(),
         "Server-side assignor for group.protocol=consumer; None: the broker's first",
+        no_effect="it applies to group.protocol=consumer (KIP-848), which pyconsumer does not "
+        "implement: subscribe() refuses that protocol",
     )
     session_timeout_ms = Setting(
         "session.timeout.ms",
@@ -932,7 +1001,8 @@ class ConsumerConfig:
         "security.protocol",
         "PLAINTEXT",
         string(SECURITY_PROTOCOLS, case_insensitive=True),
-        "Transport: plain TCP or TLS, with or without SASL",
+        "Transport: PLAINTEXT or SSL (TLS); SASL_PLAINTEXT and SASL_SSL pass these checks but "
+        "are refused when the consumer is built (SASL is not implemented)",
     )
     ssl_context = Setting(
         "ssl.context",
@@ -945,7 +1015,8 @@ class ConsumerConfig:
         "ssl.protocol",
         "TLSv1.3",
         string(("TLS",) + TLS_PROTOCOLS),
-        "TLS protocol family (OpenSSL negotiates within ssl.enabled.protocols)",
+        "Highest TLS version used (TLS: no limit): as in Java, TLSv1.2 never speaks TLSv1.3 "
+        "even if ssl.enabled.protocols lists it; none of those at or below it is an error",
     )
     ssl_enabled_protocols = Setting(
         "ssl.enabled.protocols",
@@ -971,6 +1042,9 @@ class ConsumerConfig:
         string(),
         "Format of ssl.truststore.location: files are read as PEM; an explicit JKS/PKCS12 "
         "with a location is refused",
+        no_effect="trust store files are always read as PEM (an explicit JKS or PKCS12 with "
+        "ssl.truststore.location is refused)",
+        quiet=("PEM",),
     )
     ssl_truststore_location = Setting(
         "ssl.truststore.location",
@@ -985,7 +1059,8 @@ class ConsumerConfig:
         "ssl.truststore.password",
         None,
         password,
-        "Java trust store password; PEM trust stores have none, so it is not used",
+        "Java trust store password",
+        no_effect="PEM trust stores, the only kind pyconsumer reads, have no password",
     )
     ssl_keystore_type = Setting(
         "ssl.keystore.type",
@@ -993,6 +1068,9 @@ class ConsumerConfig:
         string(),
         "Format of ssl.keystore.location: files are read as PEM; an explicit JKS/PKCS12 with "
         "a location is refused",
+        no_effect="key store files are always read as PEM (an explicit JKS or PKCS12 with "
+        "ssl.keystore.location is refused)",
+        quiet=("PEM",),
     )
     ssl_keystore_location = Setting(
         "ssl.keystore.location",
@@ -1025,14 +1103,17 @@ class ConsumerConfig:
         "sasl.mechanism",
         "GSSAPI",
         string(),
-        f"SASL mechanism for SASL_* protocols: {', '.join(SASL_MECHANISMS)} (Java's default "
-        "GSSAPI is not supported and is refused with a SASL protocol)",
+        f"SASL mechanism for SASL_* protocols; checked to be one of "
+        f"{', '.join(SASL_MECHANISMS)} (Java's default GSSAPI is refused with a SASL protocol)",
+        no_effect=_SASL_NO_EFFECT,
     )
     sasl_jaas_config = Setting(
         "sasl.jaas.config",
         None,
         password,
-        "A PlainLoginModule or ScramLoginModule JAAS line; its username and password are used",
+        "A PlainLoginModule or ScramLoginModule JAAS line; its username and password are "
+        "checked and become sasl.username/sasl.password",
+        no_effect=_SASL_NO_EFFECT,
     )
     sasl_username = Setting(
         "sasl.username",
@@ -1040,6 +1121,7 @@ class ConsumerConfig:
         optional_string(),
         "SASL PLAIN/SCRAM user name (or from sasl.jaas.config)",
         java=False,
+        no_effect=_SASL_NO_EFFECT,
     )
     sasl_password = Setting(
         "sasl.password",
@@ -1047,13 +1129,15 @@ class ConsumerConfig:
         password,
         "SASL PLAIN/SCRAM password (or from sasl.jaas.config)",
         java=False,
+        no_effect=_SASL_NO_EFFECT,
     )
     sasl_oauth_token_provider = Setting(
         "sasl.oauth.token.provider",
         None,
         token_provider_parser,
-        "OAUTHBEARER: called for a fresh token whenever one is needed",
+        "OAUTHBEARER: a callable returning a token",
         java=False,
+        no_effect=_SASL_NO_EFFECT,
     )
 
     # ------------------------------------------------------------------ construction
@@ -1108,11 +1192,17 @@ class ConsumerConfig:
                     f"accepted: {setting.validator.accepted}"
                 )
 
+        given_values = {name: values[name] for name in given}   # before the cross-checks
         object.__setattr__(self, "_originals", {**given, **ignored})
         object.__setattr__(self, "explicitly_set", frozenset(given))
         object.__setattr__(self, "ignored_settings", ignored)
         object.__setattr__(self, "_values", values)
         self._check_together(values)
+        # only for a config that stands: a refused one says what is wrong instead
+        for name in given:
+            setting = table[name]
+            if setting.no_effect is not None and not setting.is_quiet(given_values[name]):
+                _warn_no_effect(setting)
 
     @staticmethod
     def _unknown_message(key: str) -> str:
@@ -1166,7 +1256,7 @@ class ConsumerConfig:
         # Java postProcessReconnectBackoffConfigs
         if "reconnect.backoff.ms" in explicit and "reconnect.backoff.max.ms" not in explicit:
             v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]
-        # Java only warns about these: the larger first value becomes a static backoff/timeout
+        # Java only warns about these: the maximum becomes a static backoff/timeout
         for first, most in (
             ("retry.backoff.ms", "retry.backoff.max.ms"),
             ("socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms"),
@@ -1215,6 +1305,7 @@ class ConsumerConfig:
                     f"sasl.mechanism {mechanism!r} is not supported; accepted: "
                     f"{', '.join(SASL_MECHANISMS)}"
                     + (" (GSSAPI/Kerberos is not supported)" if mechanism == "GSSAPI" else "")
+                    + "; note that SASL itself is not implemented yet"
                 )
             jaas = v["sasl.jaas.config"]
             if jaas is not None:

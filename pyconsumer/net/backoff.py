@@ -1,8 +1,11 @@
 """Exponential backoff with jitter (Java ``ExponentialBackoff``).
 
-Used for reconnects (reconnect.backoff.ms doubling up to reconnect.backoff.max.ms) and for
-retries (retry.backoff.ms up to retry.backoff.max.ms). The jitter (+-20 %) keeps many clients
-that lost the same broker from reconnecting in lock step.
+Used for reconnects (reconnect.backoff.ms doubling up to reconnect.backoff.max.ms), for the
+metadata refresh backoff (retry.backoff.ms up to retry.backoff.max.ms) and for connection setup
+timeouts (socket.connection.setup.timeout.ms up to socket.connection.setup.timeout.max.ms). The
+jitter (+-20 %) keeps many clients that lost the same broker from reconnecting in lock step.
+A first value above the maximum gives a constant maximum, as in Java (Kafka >= 3.7), whose
+config check warns "a static backoff with value <max> will be applied".
 """
 from __future__ import annotations
 
@@ -17,8 +20,8 @@ class ExponentialBackoff:
     ) -> None:
         if initial_ms < 0 or max_ms < 0:
             raise ValueError("backoff times must not be negative")
-        self.initial_ms = float(initial_ms)
-        self.max_ms = float(max(max_ms, initial_ms))
+        self.max_ms = float(max_ms)
+        self.initial_ms = float(min(initial_ms, max_ms))
         self.multiplier = multiplier
         self.jitter = jitter
         self._rng = rng or random.Random()

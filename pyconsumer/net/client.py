@@ -31,6 +31,7 @@ from pyconsumer.net.connection import (
     ConnectionState,
     RequestBody,
     Response,
+    canonical_bootstrap_servers,
 )
 from pyconsumer.net.future import Callback, Future, defer_callbacks
 from pyconsumer.net.metadata import ClusterMetadata
@@ -84,11 +85,15 @@ class NetworkClient:
             connections_max_idle_ms=config.connections_max_idle_ms,
             send_buffer_bytes=config.send_buffer_bytes,
             receive_buffer_bytes=config.receive_buffer_bytes,
+            connection_setup_timeout_max_ms=config.socket_connection_setup_timeout_max_ms,
             software_name=SOFTWARE_NAME,
             software_version=_software_version(),
             ssl_context=build_ssl_context(config),
         )
-        self.metadata = ClusterMetadata(config.bootstrap_servers, config.metadata_max_age_ms,
+        bootstrap = config.bootstrap_servers
+        if config.client_dns_lookup == "resolve_canonical_bootstrap_servers_only":
+            bootstrap = canonical_bootstrap_servers(bootstrap)
+        self.metadata = ClusterMetadata(bootstrap, config.metadata_max_age_ms,
                                         clock=clock,
                                         refresh_backoff_ms=config.retry_backoff_ms,
                                         refresh_backoff_max_ms=config.retry_backoff_max_ms)

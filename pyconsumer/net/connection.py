@@ -6,7 +6,14 @@ State machine (Java ``ConnectionState`` + ``ClusterConnectionStates``)::
          ^                          |                        |                          |
          +--------- failure, close, timeout (reconnect backoff starts) ---------------+
 
-``AUTHENTICATING`` (SASL) sits between NEGOTIATING and READY once security is wired in.
+``AUTHENTICATING`` is the TLS handshake (``security.protocol=SSL``), between CONNECTING and
+NEGOTIATING. SASL is not implemented: ``SASL_*`` protocols are refused when the client is built.
+
+A connection tries every address its host name resolves to, in turn, re-resolving once all
+were tried (``client.dns.lookup=use_all_dns_ips``). The setup (TCP connect, TLS handshake,
+ApiVersions) must finish within the connection setup timeout: ``socket.connection.setup.
+timeout.ms`` with +-20 % jitter, doubling per attempt that failed while connecting up to
+``socket.connection.setup.timeout.max.ms`` (Java ``ClusterConnectionStates``).
 
 The connection owns framing (4-byte length prefix; a length above ``max.response.size`` is
 refused before anything is allocated), correlation ids (responses must come back in the
@@ -31,6 +38,7 @@ from typing import Any, NamedTuple
 
 from pyconsumer import protocol
 from pyconsumer.errors import (
+    ConfigurationError,
     ErrorCode,
     KafkaConnectionError,
     KafkaError,
@@ -102,9 +110,49 @@ class ConnectionSettings(NamedTuple):
     connections_max_idle_ms: int = -1
     send_buffer_bytes: int = -1
     receive_buffer_bytes: int = -1
+    #: ceiling of the connection setup timeout, which doubles per failed attempt (Java
+    #: socket.connection.setup.timeout.max.ms); -1: a constant connection_setup_timeout_ms
+    connection_setup_timeout_max_ms: int = -1
     software_name: str = "pyconsumer"
     software_version: str = "0"
     ssl_context: ssl.SSLContext | None = None      # security.protocol=SSL
+
+
+def canonical_bootstrap_servers(servers: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``client.dns.lookup=resolve_canonical_bootstrap_servers_only`` (Java ``ClientUtils.
+    parseAndValidateAddresses``): each bootstrap host becomes the canonical names of the
+    addresses it resolves to, each a bootstrap server of its own (so TLS host name checks see
+    the canonical name). An address without a reverse name stays an address; a canonical name
+    that does not resolve is skipped with a warning. A host that does not resolve, or no usable
+    server at all, is a :class:`~pyconsumer.errors.ConfigurationError`, as in Java."""
+    result: list[tuple[str, int]] = []
+    for host, port in servers:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as e:
+            raise ConfigurationError(
+                f"bootstrap.servers entry {host}:{port} does not resolve "
+                f"(client.dns.lookup=resolve_canonical_bootstrap_servers_only): "
+                f"{e.strerror or e}") from None
+        for info in infos:
+            ip = str(info[4][0])
+            try:
+                canonical = socket.gethostbyaddr(ip)[0]
+            except OSError:
+                canonical = ip           # Java's getCanonicalHostName gives the address text
+            try:
+                socket.getaddrinfo(canonical, port, type=socket.SOCK_STREAM)
+            except OSError as e:
+                log.warning("bootstrap.servers entry %s:%d: canonical name %s of %s does not "
+                            "resolve (%s); skipped", host, port, canonical, ip, e.strerror or e)
+                continue
+            if (canonical, port) not in result:
+                result.append((canonical, port))
+    if not result:
+        raise ConfigurationError(
+            "no bootstrap.servers entry resolved to a usable canonical name "
+            "(client.dns.lookup=resolve_canonical_bootstrap_servers_only)")
+    return result
 
 
 class BrokerConnection:
@@ -120,6 +168,18 @@ class BrokerConnection:
         self._backoff = ExponentialBackoff(settings.reconnect_backoff_ms,
                                            settings.reconnect_backoff_max_ms)
         self.failures = 0                    # consecutive failed attempts, for the backoff
+        # connection setup timeout (Java ClusterConnectionStates): socket.connection.setup.
+        # timeout.ms with jitter, doubling per attempt that failed while connecting (TCP or
+        # TLS) up to socket.connection.setup.timeout.max.ms; back to the first value once a
+        # connection is up. A slow network gets longer attempts instead of endless short ones.
+        top = settings.connection_setup_timeout_max_ms
+        self._setup_timeout = ExponentialBackoff(
+            settings.connection_setup_timeout_ms,
+            settings.connection_setup_timeout_ms if top < 0 else top)
+        #: consecutive attempts that failed while connecting (Java failedConnectAttempts)
+        self.setup_failures = 0
+        #: the setup timeout of the current (or next) attempt, ms
+        self.setup_timeout_ms = self._setup_timeout.backoff_ms(0)
         self.backoff_until = 0.0             # monotonic seconds; no reconnect before this
         #: the last error that closed this connection (kept after a reconnect, for diagnosis)
         self.last_error: KafkaError | None = None
@@ -261,7 +321,7 @@ class BrokerConnection:
                             self.settings.receive_buffer_bytes)
         self.sock = sock
         self.state = ConnectionState.CONNECTING
-        self._setup_deadline = now + self.settings.connection_setup_timeout_ms / 1000.0
+        self._setup_deadline = now + self.setup_timeout_ms / 1000.0
         log.debug("connecting to %s", self.describe)
         code = sock.connect_ex(address)
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
@@ -292,6 +352,7 @@ class BrokerConnection:
 
     def _start_negotiation(self, now: float) -> None:
         self.state = ConnectionState.NEGOTIATING
+        self._reset_setup_timeout()   # connected (Java: CHECKING_API_VERSIONS)
         self._send_api_versions(protocol.SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now)
 
     def _handshake(self, now: float) -> None:
@@ -566,7 +627,8 @@ class BrokerConnection:
             self._fail(KafkaTimeoutError(
                 f"connection setup to {self.describe} did not finish within "
                 f"socket.connection.setup.timeout.ms="
-                f"{self.settings.connection_setup_timeout_ms} ({self.state.value})"), now)
+                f"{self.settings.connection_setup_timeout_ms} ({self.state.value})"
+                + self._setup_timeout_text()), now)
             return
         for req in self._in_flight:
             if now >= req.deadline:
@@ -594,6 +656,12 @@ class BrokerConnection:
         log.info("%s: %s", self.describe, error)
         self.last_error = error
         was_connecting = self.state is ConnectionState.CONNECTING
+        if self.state in (ConnectionState.CONNECTING, ConnectionState.AUTHENTICATING):
+            # Java: a failure before the connection is up lengthens the next setup timeout
+            self.setup_failures += 1
+            self.setup_timeout_ms = self._setup_timeout.backoff_ms(self.setup_failures)
+        elif self.state in (ConnectionState.NEGOTIATING, ConnectionState.READY):
+            self._reset_setup_timeout()
         self._close_socket()
         if was_connecting:
             self._address_index += 1
@@ -613,6 +681,20 @@ class BrokerConnection:
                           KafkaConnectionError(f"{self.describe} disconnected: {error}"))
         if self.on_failure is not None:
             self.on_failure(self)
+
+    def _reset_setup_timeout(self) -> None:
+        self.setup_failures = 0
+        self.setup_timeout_ms = self._setup_timeout.backoff_ms(0)
+
+    def _setup_timeout_text(self) -> str:
+        """How long this attempt had, when that is not socket.connection.setup.timeout.ms."""
+        top = self.settings.connection_setup_timeout_max_ms
+        if top < 0 or top == self.settings.connection_setup_timeout_ms:
+            return ""
+        if top < self.settings.connection_setup_timeout_ms:
+            return f"; capped at socket.connection.setup.timeout.max.ms={top}"
+        return (f"; this attempt had {self.setup_timeout_ms:.0f} ms (the timeout doubles per "
+                f"failed attempt up to socket.connection.setup.timeout.max.ms={top})")
 
     def fail_pending(self, error: KafkaError) -> None:
         """Fail the requests not yet sent (the client gives up on a node)."""
@@ -650,5 +732,6 @@ class BrokerConnection:
         self._frame_filled = 0
 
 
-__all__ = ["BrokerConnection", "ConnectionSettings", "ConnectionState", "RequestBody", "Response"]
+__all__ = ["BrokerConnection", "ConnectionSettings", "ConnectionState", "RequestBody", "Response",
+           "canonical_bootstrap_servers"]
 

@@ -6,7 +6,7 @@ context is ``ssl.context`` when given; otherwise a client context with certifica
 CAs from ``ssl.truststore.location``/``ssl.truststore.certificates`` (PEM) or the system's, a
 client certificate for mutual TLS from ``ssl.keystore.location`` (PEM with the key) or
 ``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``, the TLS versions bounded by
-``ssl.enabled.protocols``, ``ssl.cipher.suites`` when set, and host name checks unless
+``ssl.enabled.protocols`` and capped by ``ssl.protocol``, ``ssl.cipher.suites`` when set, and host name checks unless
 ``ssl.endpoint.identification.algorithm`` is empty (as in Java).
 """
 from __future__ import annotations
@@ -47,6 +47,15 @@ def build_ssl_context(config: ConsumerConfig) -> ssl.SSLContext | None:
     except (OSError, ssl.SSLError) as e:
         raise ConfigurationError(f"ssl.truststore: cannot load the CA certificates: {e}") from None
     versions = [_VERSIONS[v] for v in config.ssl_enabled_protocols if v in _VERSIONS]
+    # Java: an SSLContext for ssl.protocol=TLSv1.2 never speaks TLSv1.3, whatever
+    # ssl.enabled.protocols lists ("TLS" sets no ceiling)
+    ceiling = _VERSIONS.get(config.ssl_protocol)
+    if ceiling is not None:
+        versions = [v for v in versions if v <= ceiling]
+        if not versions:
+            raise ConfigurationError(
+                f"ssl.protocol={config.ssl_protocol} allows none of ssl.enabled.protocols="
+                f"{','.join(config.ssl_enabled_protocols)}")
     if versions:
         ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
     if config.ssl_cipher_suites:

@@ -34,7 +34,7 @@ def test_backoff_jitter_stays_within_20_percent_and_under_the_ceiling() -> None:
 
 def test_backoff_constant_when_max_not_above_initial() -> None:
     assert ExponentialBackoff(100, 100).backoff_ms(5) == 100
-    assert ExponentialBackoff(100, 10).backoff_ms(3) == 100   # Java: max raised to initial
+    assert ExponentialBackoff(100, 10).backoff_ms(3) == 10    # Java >= 3.7: a constant maximum
 
 
 # ----------------------------------------------------------------------------- future
