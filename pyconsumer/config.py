@@ -812,8 +812,9 @@ class ConsumerConfig:
         "retry.backoff.max.ms",
         1000,
         int64(0),
-        "Largest metadata refresh backoff (other retries wait retry.backoff.ms each time); "
-        "below retry.backoff.ms it is a constant backoff, as in Java",
+        "Largest retry backoff: metadata refreshes and the retries of blocking calls (commit, "
+        "committed, offsets lookups, finding the coordinator) wait retry.backoff.ms doubling "
+        "up to this, with jitter; below retry.backoff.ms it is a constant backoff, as in Java",
         unit="ms",
     )
     socket_connection_setup_timeout_ms = Setting(

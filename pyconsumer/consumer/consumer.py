@@ -170,6 +170,7 @@ class KafkaConsumer:
 
         return retry_until(deadline, attempt, wait=lambda ms: client.poll(timeout_ms=ms),
                            backoff_ms=self.config.retry_backoff_ms,
+                           backoff_max_ms=self.config.retry_backoff_max_ms,
                            timeout=lambda last: KafkaTimeoutError(f"{last} (after {budget:.0f} ms)"))
 
     # ------------------------------------------------------------------ public API

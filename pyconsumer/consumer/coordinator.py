@@ -178,7 +178,9 @@ class ConsumerCoordinator:
                 raise Retry(err)
 
         try:
-            retry_until(deadline, attempt, wait=self._backoff, backoff_ms=self.config.retry_backoff_ms,
+            retry_until(deadline, attempt, wait=self._backoff,
+                        backoff_ms=self.config.retry_backoff_ms,
+                        backoff_max_ms=self.config.retry_backoff_max_ms,
                         timeout=lambda last: KafkaTimeoutError(str(last)))
         except KafkaTimeoutError:
             return False
@@ -207,7 +209,8 @@ class ConsumerCoordinator:
                                      + (f" (last error: {last})" if last else ""))
 
         return retry_until(deadline, attempt, wait=self._backoff,
-                           backoff_ms=self.config.retry_backoff_ms, timeout=timeout)
+                           backoff_ms=self.config.retry_backoff_ms,
+                           backoff_max_ms=self.config.retry_backoff_max_ms, timeout=timeout)
 
     def response_or_retry(self, fut: Future[Response]) -> Response:
         """The response of a completed request to the coordinator; a retriable failure marks

@@ -212,7 +212,8 @@ class OffsetsClient:
                                      + (f" (last error: {last})" if last else ""))
 
         return retry_until(deadline, attempt, wait=lambda ms: self.client.poll(timeout_ms=ms),
-                           backoff_ms=self.config.retry_backoff_ms, timeout=timeout)
+                           backoff_ms=self.config.retry_backoff_ms,
+                           backoff_max_ms=self.config.retry_backoff_max_ms, timeout=timeout)
 
     def _watch_topics(self, topics: Iterable[str]) -> None:
         watched = self.client.metadata_topics

@@ -3,7 +3,8 @@
 A deadline is a ``time.monotonic()`` instant in seconds. Blocking calls (a commit, a
 committed-offsets read, an offsets lookup, finding the coordinator, a metadata update) all do
 the same thing: make an attempt that sends a request and polls for its answer; on a retriable
-outcome wait ``retry.backoff.ms`` (never past the deadline) and try again; when the deadline
+outcome wait (``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms`` with jitter, as
+Java's KIP-580 retries; never past the deadline) and try again; when the deadline
 has passed, raise a timeout that names the last error. :func:`retry_until` is that loop.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from pyconsumer.errors import KafkaError
+from pyconsumer.net.backoff import ExponentialBackoff
 
 T = TypeVar("T")
 
@@ -39,10 +41,15 @@ class Retry(Exception):
 
 def retry_until(deadline: float, attempt: Callable[[], T], *,
                 wait: Callable[[float], None], backoff_ms: float,
-                timeout: Callable[[KafkaError | None], BaseException]) -> T:
-    """``attempt()`` until it returns, retrying on :class:`Retry` after ``backoff_ms`` (waited
-    with ``wait(ms)``, which polls the network); after the deadline raise
-    ``timeout(last error)``. Any other exception (a fatal error, a wakeup) goes through."""
+                timeout: Callable[[KafkaError | None], BaseException],
+                backoff_max_ms: float | None = None) -> T:
+    """``attempt()`` until it returns, retrying on :class:`Retry` after ``backoff_ms`` (growing
+    to ``backoff_max_ms`` when given; waited with ``wait(ms)``, which polls the network); after
+    the deadline raise ``timeout(last error)``. Any other exception (a fatal error, a wakeup)
+    goes through."""
+    policy = ExponentialBackoff(backoff_ms, backoff_ms if backoff_max_ms is None
+                                else backoff_max_ms)
+    failures = 0
     last: KafkaError | None = None
     while True:
         try:
@@ -55,7 +62,8 @@ def retry_until(deadline: float, attempt: Callable[[], T], *,
         if left <= 0:
             raise timeout(last)
         if backoff:
-            wait(min(backoff_ms, left))
+            wait(min(policy.backoff_ms(failures), left))
+            failures += 1
 
 
 __all__ = ["Retry", "deadline_after", "remaining_ms", "retry_until"]

@@ -217,9 +217,10 @@ def test_blocking_commit_keeps_heartbeating(mock_cluster: MockCluster) -> None:
     mock_cluster.create_topic("busy", 2)
     c, listener = joined(mock_cluster, "busy", 2, "g-busy", session_timeout_ms=6000)
     try:
-        # the coordinator keeps answering "loading" for ~8 s (longer than the session)
+        # the coordinator keeps answering "loading" for ~9 s (longer than the session): the
+        # retries back off 100, 200, 400, 800 ms, then retry.backoff.max.ms (1000) each
         mock_cluster.push_request_errors(int(ApiKey.OFFSET_COMMIT),
-                                         *[ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * 80)
+                                         *[ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * 12)
         mock_cluster.start_request_tracking()
         started = time.monotonic()
         c.commit({TopicPartition("busy", 0): 0}, timeout_ms=30_000)

@@ -252,3 +252,21 @@ def test_a_leader_epoch_change_sends_the_position_to_validation() -> None:
     assert not subs.maybe_validate_for_leader(tp, -1, 7)   # no leader now: wait for one
     subs.request_reset(tp)
     assert not subs.maybe_validate_for_leader(tp, 3, 8)    # a reset wins
+
+
+def test_retry_backoff_grows_to_retry_backoff_max_ms() -> None:
+    waits: list[float] = []
+    outcomes = iter([Retry(None)] * 5 + ["done"])  # type: ignore[list-item]
+
+    def attempt() -> str:
+        outcome = next(outcomes)
+        if isinstance(outcome, Retry):
+            raise outcome
+        return outcome
+
+    retry_until(deadline_after(60_000), attempt, wait=waits.append, backoff_ms=100,
+                backoff_max_ms=400, timeout=lambda e: KafkaTimeoutError(""))
+    # 100, 200, 400, 400, 400 with +-20 % jitter (KIP-580), never above the maximum
+    for got, base in zip(waits, [100, 200, 400, 400, 400]):
+        assert base * 0.8 <= got <= min(base * 1.2, 400)
+    assert len(waits) == 5
