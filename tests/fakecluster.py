@@ -21,6 +21,16 @@ handler), :meth:`move_coordinator`, :meth:`move_leader`, :meth:`stop_broker` /
 :meth:`start_broker`, :meth:`truncate`, :meth:`delete_records`. Every request is logged
 (:attr:`requests`, :meth:`wait_for_request`). Exceptions inside the fake land in
 :attr:`errors`; a test fixture should assert it stays empty.
+
+Example::
+
+    with FakeCluster(3, topics={"t": 4}) as cluster:        # t-i led by broker i % 3
+        cluster.produce(TopicPartition("t", 0), [(b"key", b"value")])
+        cluster.inject(ApiKey.HEARTBEAT, ErrorCode.REBALANCE_IN_PROGRESS, count=1)
+        consumer = KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g")
+        ...
+        cluster.move_coordinator("g", 2)                    # broker 2 takes the group over
+        join = cluster.wait_for_request(lambda r: r.api == ApiKey.JOIN_GROUP and r.broker == 2)
 """
 from __future__ import annotations
 
@@ -380,13 +390,13 @@ class FakeCluster:
             self.topics[name] = topic
             return topic
 
-    def partition(self, topic: str, partition: int) -> Partition:
-        t = self.topics.get(topic)
-        if t is None or not 0 <= partition < len(t.partitions):
-            raise KeyError(f"no partition {topic}-{partition} in the fake cluster")
-        return t.partitions[partition]
+    def partition(self, tp: TopicPartition) -> Partition:
+        t = self.topics.get(tp.topic)
+        if t is None or not 0 <= tp.partition < len(t.partitions):
+            raise KeyError(f"no partition {tp} in the fake cluster")
+        return t.partitions[tp.partition]
 
-    def produce(self, topic: str, partition: int, records: Iterable[RecordLike], *,
+    def produce(self, tp: TopicPartition, records: Iterable[RecordLike], *,
                 codec: str = "none", timestamp: int | None = None) -> list[int]:
         """Append one record batch of ``(key, value[, headers[, timestamp]])`` tuples; their
         offsets. Timestamps default to ``timestamp`` (now) plus the record's index."""
@@ -400,24 +410,25 @@ class FakeCluster:
             headers = list(r[2]) if len(r) > 2 else []
             ts = r[3] if len(r) > 3 else base_ts + i
             rows.append((i, ts, key, value, headers))
-        base = self.append_batch(topic, partition, aio_v2(rows, codec),
-                                 [row[1] for row in rows])
+        base = self.append_batch(tp, aio_v2(rows, codec), [row[1] for row in rows])
         return list(range(base, base + len(recs)))
 
-    def append_batch(self, topic: str, partition: int, batch: bytes,
+    def append_batch(self, tp: TopicPartition, batch: bytes,
                      timestamps: list[int] | None = None) -> int:
         """Append one magic-2 record batch as the leader would: its base offset and partition
         leader epoch are rewritten (both outside the CRC). Returns the base offset."""
         if len(batch) < 61 or batch[16] != 2:
             raise ValueError("append_batch() takes one magic v2 record batch")
         with self.cond:
-            p = self.partition(topic, partition)
+            p = self.partition(tp)
             buf = bytearray(batch)
             struct.pack_into(">q", buf, 0, p.end)
             struct.pack_into(">i", buf, 12, p.epoch)
             count = struct.unpack_from(">i", buf, 23)[0] + 1
             max_ts = struct.unpack_from(">q", buf, 35)[0]
             base = p.end
+            if not p.epochs or p.epochs[-1][0] != p.epoch:
+                p.epochs.append((p.epoch, base))   # the epoch's first batch after a truncation
             p.batches.append(Batch(base, base + count - 1, bytes(buf),
                                    timestamps or [max_ts] * count))
             p.end += count
@@ -425,36 +436,35 @@ class FakeCluster:
             self.cond.notify_all()
             return base
 
-    def truncate(self, topic: str, partition: int, offset: int) -> None:
+    def truncate(self, tp: TopicPartition, offset: int) -> None:
         """Cut the log at ``offset`` (a batch boundary), as an unclean leader election does;
-        leader epochs that started past it are forgotten."""
+        leader epochs starting at or past it are forgotten (Kafka's truncateFromEnd)."""
         with self.cond:
-            p = self.partition(topic, partition)
+            p = self.partition(tp)
             if offset != p.end and offset not in {b.base for b in p.batches}:
-                raise ValueError(f"{topic}-{partition}: {offset} is not a batch boundary")
+                raise ValueError(f"{tp}: {offset} is not a batch boundary")
             p.batches = [b for b in p.batches if b.base < offset]
             p.end = offset
-            p.epochs = [e for e in p.epochs if e[1] <= offset]
+            p.epochs = [e for e in p.epochs if e[1] < offset]
             self._data_version += 1
             self.cond.notify_all()
 
-    def delete_records(self, topic: str, partition: int, offset: int) -> None:
+    def delete_records(self, tp: TopicPartition, offset: int) -> None:
         """Move the log start offset (DeleteRecords / retention)."""
         with self.cond:
-            p = self.partition(topic, partition)
+            p = self.partition(tp)
             if not p.log_start <= offset <= p.end:
-                raise ValueError(f"{topic}-{partition}: log start {offset} outside "
-                                 f"[{p.log_start}, {p.end}]")
+                raise ValueError(f"{tp}: log start {offset} outside [{p.log_start}, {p.end}]")
             p.log_start = offset
             p.batches = [b for b in p.batches if b.last >= offset]
 
-    def move_leader(self, topic: str, partition: int, node: int) -> int:
-        """Make ``node`` the leader with a new leader epoch (returned)."""
+    def move_leader(self, tp: TopicPartition, node: int) -> int:
+        """Make ``node`` the leader of ``tp`` with a new leader epoch (returned)."""
         with self.cond:
-            p = self.partition(topic, partition)
+            p = self.partition(tp)
             p.leader = node
             p.epoch += 1
-            p.epochs = [e for e in p.epochs if e[1] <= p.end] + [(p.epoch, p.end)]
+            p.epochs.append((p.epoch, p.end))
             self._data_version += 1
             self.cond.notify_all()
             return p.epoch
@@ -1039,6 +1049,8 @@ class FakeCluster:
         member_id = m.member_id
         self._wait(b, lambda: m.join_result is not None or g.members.get(member_id) is not m
                    or self.coordinator_of(gid) != b.node_id, m.rebalance_timeout + 5)
+        if m.member_id != member_id:      # a static member took this id over meanwhile
+            return fail(ErrorCode.FENCED_INSTANCE_ID, member_id)
         if m.join_result is not None:
             result, m.join_result = m.join_result, None
             return result
@@ -1130,8 +1142,7 @@ class FakeCluster:
                     self._remove(g, m)            # session expired
                     changed = True
             for pid in [p for p, t in g.pending.items() if now > t]:
-                del g.pending[pid]
-                changed = True
+                del g.pending[pid]                # may let a join complete (below)
             if g.pending_sync and g.state in ("CompletingRebalance", "Stable") \
                     and now > g.sync_deadline:
                 for mid in list(g.pending_sync):  # no SyncGroup within the rebalance timeout
@@ -1191,6 +1202,8 @@ class FakeCluster:
                     m.awaiting_sync = False
                 if self.coordinator_of(gid) != b.node_id:
                     return {"error_code": ErrorCode.NOT_COORDINATOR}
+                if m.member_id != mid:
+                    return {"error_code": ErrorCode.FENCED_INSTANCE_ID}
                 if g.members.get(mid) is not m:
                     return {"error_code": ErrorCode.UNKNOWN_MEMBER_ID}
                 if g.generation != gen or g.state != "Stable":

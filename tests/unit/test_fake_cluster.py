@@ -21,6 +21,8 @@ from pyconsumer.structs import TopicPartition
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from fakecluster import FakeCluster, RawClient  # noqa: E402
 
+T0 = TopicPartition("t", 0)
+
 
 @pytest.fixture
 def cluster() -> Iterator[FakeCluster]:
@@ -43,12 +45,12 @@ def fetch_body(cluster: FakeCluster, parts: list[tuple[int, int, int]], *, max_w
 
 
 def batches(cluster: FakeCluster, partition: int) -> list[bytes]:
-    return [b.data for b in cluster.partition("t", partition).batches]
+    return [b.data for b in cluster.partition(TopicPartition("t", partition)).batches]
 
 
 def fill(cluster: FakeCluster, partition: int, sizes: list[int]) -> None:
     for i, n in enumerate(sizes):
-        cluster.produce("t", partition, [(b"k", b"v%d" % j * 10) for j in range(n)],
+        cluster.produce(TopicPartition("t", partition), [(b"k", b"v%d" % j * 10) for j in range(n)],
                         timestamp=1000 * (i + 1))
 
 
@@ -78,7 +80,7 @@ def test_fetch_cuts_at_partition_max_bytes_as_kafka(cluster: FakeCluster) -> Non
 
 def test_fetch_partition_errors(cluster: FakeCluster) -> None:
     fill(cluster, 0, [3])
-    cluster.delete_records("t", 0, 1)
+    cluster.delete_records(T0, 1)
     with RawClient(cluster, 0) as c:
         def one(version: int = 17, **kw: Any) -> dict[str, Any]:
             parts = kw.pop("parts", [(0, 1, 1 << 20)])
@@ -97,7 +99,7 @@ def test_fetch_partition_errors(cluster: FakeCluster) -> None:
         assert moved["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert moved["current_leader"] == {"leader_id": 1, "leader_epoch": 0}
         assert one(epoch=1)["error_code"] == ErrorCode.UNKNOWN_LEADER_EPOCH
-        cluster.move_leader("t", 0, 0)                    # same broker, epoch 1
+        cluster.move_leader(T0, 0)                    # same broker, epoch 1
         assert one(epoch=0)["error_code"] == ErrorCode.FENCED_LEADER_EPOCH
         assert one(epoch=1)["error_code"] == 0
         assert one(topic_id=uuid.uuid4())["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID
@@ -122,9 +124,9 @@ def test_fetch_waits_for_data_up_to_max_wait(cluster: FakeCluster) -> None:
 
 def test_list_offsets_and_offset_for_leader_epoch(cluster: FakeCluster) -> None:
     fill(cluster, 0, [2, 3])                     # offsets 0-1 at ts 1000.., 2-4 at ts 2000..
-    cluster.move_leader("t", 0, 0)               # epoch 1 starts at 5
+    cluster.move_leader(T0, 0)               # epoch 1 starts at 5
     fill(cluster, 0, [1])
-    cluster.delete_records("t", 0, 1)
+    cluster.delete_records(T0, 1)
     with RawClient(cluster, 0) as c:
         def listed(version: int, ts: int) -> dict[str, Any]:
             out = c.call(ApiKey.LIST_OFFSETS, version, {"replica_id": -1, "topics": [
@@ -150,9 +152,9 @@ def test_list_offsets_and_offset_for_leader_epoch(cluster: FakeCluster) -> None:
             return p["leader_epoch"], p["end_offset"]
 
         assert [epoch_end(e) for e in (0, 1, 2)] == [(0, 5), (1, 6), (-1, -1)]
-        cluster.truncate("t", 0, 2)              # epoch 1 never happened on this log
-        cluster.move_leader("t", 0, 0)
-        assert cluster.partition("t", 0).epochs == [(0, 0), (2, 2)]
+        cluster.truncate(T0, 2)              # epoch 1 never happened on this log
+        cluster.move_leader(T0, 0)
+        assert cluster.partition(T0).epochs == [(0, 0), (2, 2)]
 
 
 def test_metadata_lists_brokers_topics_ids_and_unknowns(cluster: FakeCluster) -> None:
@@ -258,9 +260,11 @@ def test_an_independent_client_joins_splits_consumes_and_commits() -> None:
                     assert m.poll(0.02) is None
             assert [sorted(tp.partition for tp in m.assignment()) for m in members] \
                 == [[0, 1], [2, 3]]
-            expected = {p: [(o, b"k%d" % o, b"v%d-%d" % (p, o)) for o in cluster.produce(
-                "t", p, [(b"k%d" % i, b"v%d-%d" % (p, i)) for i in range(3 + p)])]
-                for p in range(4)}
+            expected = {}
+            for p in range(4):
+                offsets = cluster.produce(TopicPartition("t", p), [
+                    (b"k%d" % i, b"v%d-%d" % (p, i)) for i in range(3 + p)])
+                expected[p] = [(o, b"k%d" % o, b"v%d-%d" % (p, o)) for o in offsets]
             got: dict[int, list[tuple[int, bytes, bytes]]] = {}
             while sum(map(len, got.values())) < sum(map(len, expected.values())):
                 assert time.monotonic() < deadline, got
@@ -280,3 +284,62 @@ def test_an_independent_client_joins_splits_consumes_and_commits() -> None:
         g = cluster.group("rdk")
         assert g is not None and g.state == "Empty"
         assert (cluster.errors, cluster.rejected) == ([], [])
+
+
+def _tid(c: FakeCluster) -> uuid.UUID:
+    return c.topics["t"].topic_id
+
+
+# (api, version, request body, where the error lands in the answer)
+INJECTABLE: list[tuple[ApiKey, int, Any, Any]] = [
+    (ApiKey.FETCH, 4, lambda c: fetch_body(c, [(0, 0, 100)]),
+     lambda a: a["responses"][0]["partitions"][0]["error_code"]),
+    (ApiKey.FETCH, 17, lambda c: fetch_body(c, [(0, 0, 100)]),
+     lambda a: a["responses"][0]["partitions"][0]["error_code"]),
+    (ApiKey.LIST_OFFSETS, 0, lambda c: {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "timestamp": -1}]}]},
+     lambda a: a["topics"][0]["partitions"][0]["error_code"]),
+    (ApiKey.LIST_OFFSETS, 10, lambda c: {"topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "timestamp": -1}]}]},
+     lambda a: a["topics"][0]["partitions"][0]["error_code"]),
+    (ApiKey.METADATA, 12, lambda c: {"topics": [{"name": "t", "topic_id": _tid(c)}]},
+     lambda a: a["topics"][0]["error_code"]),
+    (ApiKey.FIND_COORDINATOR, 3, lambda c: {"key": "g"}, lambda a: a["error_code"]),
+    (ApiKey.FIND_COORDINATOR, 6, lambda c: {"coordinator_keys": ["g"]},
+     lambda a: a["coordinators"][0]["error_code"]),
+    (ApiKey.JOIN_GROUP, 1, lambda c: {"group_id": "g", "protocol_type": "consumer"},
+     lambda a: a["error_code"]),
+    (ApiKey.JOIN_GROUP, 9, lambda c: {"group_id": "g", "protocol_type": "consumer"},
+     lambda a: a["error_code"]),
+    (ApiKey.SYNC_GROUP, 5, lambda c: {"group_id": "g"}, lambda a: a["error_code"]),
+    (ApiKey.HEARTBEAT, 0, lambda c: {"group_id": "g"}, lambda a: a["error_code"]),
+    (ApiKey.LEAVE_GROUP, 5, lambda c: {"group_id": "g", "members": []},
+     lambda a: a["error_code"]),
+    (ApiKey.OFFSET_COMMIT, 9, lambda c: {"group_id": "g", "topics": [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 1}]}]},
+     lambda a: a["topics"][0]["partitions"][0]["error_code"]),
+    (ApiKey.OFFSET_FETCH, 1, lambda c: {"group_id": "g", "topics": [
+        {"name": "t", "partition_indexes": [0]}]},
+     lambda a: a["topics"][0]["partitions"][0]["error_code"]),
+    (ApiKey.OFFSET_FETCH, 7, lambda c: {"group_id": "g", "topics": None},
+     lambda a: a["error_code"]),
+    (ApiKey.OFFSET_FETCH, 9, lambda c: {"groups": [{"group_id": "g", "topics": None}]},
+     lambda a: a["groups"][0]["error_code"]),
+    (ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, lambda c: {"topics": [{"topic": "t", "partitions": [
+        {"partition": 0, "leader_epoch": 0}]}]},
+     lambda a: a["topics"][0]["partitions"][0]["error_code"]),
+    (ApiKey.DESCRIBE_GROUPS, 5, lambda c: {"groups": ["g"]},
+     lambda a: a["groups"][0]["error_code"]),
+    (ApiKey.API_VERSIONS, 3, lambda c: {}, lambda a: a["error_code"]),
+]
+
+
+@pytest.mark.parametrize(("api", "version", "body", "where"), INJECTABLE,
+                         ids=[f"{a.name}-v{v}" for a, v, _, _ in INJECTABLE])
+def test_inject_puts_the_error_where_the_api_carries_it(cluster: FakeCluster, api: ApiKey,
+                                                        version: int, body: Any, where: Any
+                                                        ) -> None:
+    cluster.inject(api, ErrorCode.KAFKA_STORAGE_ERROR)
+    with RawClient(cluster, 0) as c:
+        assert where(c.call(api, version, body(cluster))) == ErrorCode.KAFKA_STORAGE_ERROR
+        assert where(c.call(api, version, body(cluster))) != ErrorCode.KAFKA_STORAGE_ERROR

@@ -55,7 +55,7 @@ def produce(cluster: FakeCluster, topic: str, partition: int, n: int, *, start: 
         value = None if i % 7 == 6 else b"%s-%d-v%d" % (topic.encode(), partition, i)
         headers = [("h", b"%d" % i), ("n", None)] if i % 3 == 1 else []
         recs.append((key, value, headers, ts + i))
-    offsets = cluster.produce(topic, partition, recs, codec=codec)
+    offsets = cluster.produce(TP(topic, partition), recs, codec=codec)
     return [(o, k, v, h, t) for o, (k, v, h, t) in zip(offsets, recs)]
 
 
@@ -95,7 +95,7 @@ def test_assign_poll_exact_records_from_three_leaders(make_cluster: Callable[...
     for r in cluster.requests_of(ApiKey.FETCH):
         for t in r.body["topics"]:
             for p in t["partitions"]:
-                assert cluster.partition("t", p["partition"]).leader == r.broker
+                assert cluster.partition(TP("t", p["partition"])).leader == r.broker
 
 
 def test_seek_inside_a_batch_back_and_to_the_ends(make_cluster: Callable[..., FakeCluster]
@@ -114,7 +114,7 @@ def test_seek_inside_a_batch_back_and_to_the_ends(make_cluster: Callable[..., Fa
         assert c.position(tp) == 12
         more = produce(cluster, "t", 0, 2, start=12)
         assert consume(c, {tp: 2}) == {tp: more}
-        cluster.delete_records("t", 0, 4)
+        cluster.delete_records(TP("t", 0), 4)
         c.seek_to_beginning(tp)
         assert c.position(tp) == 4
         assert consume(c, {tp: 10}) == {tp: data[4:] + more}
@@ -126,7 +126,7 @@ def test_end_and_beginning_offsets_and_offsets_for_times(
     produce(cluster, "t", 0, 5, ts=1000)
     produce(cluster, "t", 1, 3, ts=5000)
     produce(cluster, "t", 1, 4, start=3, ts=5000)
-    cluster.delete_records("t", 1, 2)
+    cluster.delete_records(TP("t", 1), 2)
     with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
         tps = [TP("t", 0), TP("t", 1)]
         assert c.end_offsets(tps) == {TP("t", 0): 5, TP("t", 1): 7}
@@ -247,7 +247,7 @@ def test_leader_moves_with_a_new_epoch(make_cluster: Callable[..., FakeCluster])
                        **FAST) as c:
         c.assign([tp])
         assert consume(c, {tp: 3}) == {tp: first}
-        assert cluster.move_leader("t", 0, 1) == 1
+        assert cluster.move_leader(TP("t", 0), 1) == 1
         mark = cluster.mark()
         second = produce(cluster, "t", 0, 3, start=3)
         assert consume(c, {tp: 3}) == {tp: second}
@@ -257,7 +257,7 @@ def test_leader_moves_with_a_new_epoch(make_cluster: Callable[..., FakeCluster])
     assert on_new and all(r.body["topics"][0]["partitions"][0]["current_leader_epoch"] == 1
                           for r in on_new)
     # the batch appended after the move carries the new leader epoch
-    assert cluster.partition("t", 0).epochs == [(0, 0), (1, 3)]
+    assert cluster.partition(TP("t", 0)).epochs == [(0, 0), (1, 3)]
 
 
 def test_coordinator_moves_between_commits(make_cluster: Callable[..., FakeCluster]) -> None:
@@ -297,8 +297,8 @@ def test_leader_broker_restarts(make_cluster: Callable[..., FakeCluster]) -> Non
 def unclean_election(cluster: FakeCluster) -> list[Row]:
     """t-0 had offsets 0-9 in leader epoch 0; broker 1 takes over with epoch 1 and a log cut
     at 5, then gets 3 new records (offsets 5-7); they are returned."""
-    cluster.truncate("t", 0, 5)
-    cluster.move_leader("t", 0, 1)
+    cluster.truncate(TP("t", 0), 5)
+    cluster.move_leader(TP("t", 0), 1)
     return produce(cluster, "t", 0, 3, start=50)
 
 

@@ -273,3 +273,16 @@ def test_join_validation(cluster: FakeCluster) -> None:
     with FakeCluster(1, min_session_timeout_ms=6000) as strict, RawClient(strict) as c:
         assert c.call(ApiKey.JOIN_GROUP, 9, join_body(session=100)
                       )["error_code"] == ErrorCode.INVALID_SESSION_TIMEOUT
+
+
+def test_a_member_id_never_used_expires_without_a_rebalance(cluster: FakeCluster) -> None:
+    with RawClient(cluster, 1, "a") as a, RawClient(cluster, 1, "b") as b:
+        ma = join_new(a, session=2000)["member_id"]
+        sync(a, 1, ma, {ma: b"all"})
+        first = b.call(ApiKey.JOIN_GROUP, 9, join_body(session=200))
+        assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED   # b never comes back
+        g = cluster.group(G)
+        assert g is not None
+        cluster.wait_until(lambda: not g.pending, timeout=2, what="the pending id to expire")
+        assert heartbeat(a, 1, ma) == 0
+        assert (g.state, g.generation, list(g.members)) == ("Stable", 1, [ma])

@@ -76,7 +76,8 @@ def cluster() -> Iterator[FakeCluster]:
         for p, sizes in ((0, (3, 2)), (1, (4,))):
             start = 0
             for n in sizes:
-                c.produce("t", p, [(None, b"%d-%d" % (p, i)) for i in range(start, start + n)])
+                c.produce(TopicPartition("t", p),
+                          [(None, b"%d-%d" % (p, i)) for i in range(start, start + n)])
                 start += n
         yield c
         assert c.errors == []
@@ -185,7 +186,7 @@ def test_an_unassigned_partition_is_not_returned(rig: Rig) -> None:
 
 
 def test_out_of_range_resets_or_raises(cluster: FakeCluster, rig: Rig) -> None:
-    cluster.delete_records("t", 0, 3)
+    cluster.delete_records(TopicPartition("t", 0), 3)
     rig.subs.default_reset = OffsetResetStrategy("earliest")
     rig.assign({T0: 1})
     rig.fetch()
@@ -234,8 +235,8 @@ def test_an_error_after_good_records_surfaces_on_the_next_drain(cluster: FakeClu
 def test_a_partition_with_a_batch_over_the_limit_is_fetched_next() -> None:
     with FakeCluster(1, topics={"t": 2}) as cluster:
         for i in range(12):
-            cluster.produce("t", 0, [(None, b"0-%d" % i)])         # 76-byte batches
-        cluster.produce("t", 1, [(None, b"x" * 500)])               # one 570-byte batch
+            cluster.produce(T0, [(None, b"0-%d" % i)])          # 76-byte batches
+        cluster.produce(T1, [(None, b"x" * 500)])               # one 570-byte batch
         rig = Rig(cluster, max_partition_fetch_bytes=200)
         try:
             rig.assign({T0: 0, T1: 0})
