@@ -226,12 +226,6 @@ def test_an_error_after_good_records_surfaces_on_the_next_drain(cluster: FakeClu
     assert rig.offsets() == {T0: 5, T1: 0}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Fetcher.drain moves every drained partition to the end of the fetch order, those that "
-    "returned no bytes too; Java's CompletedFetch.drain moves only partitions that read bytes. "
-    "A partition whose next batch exceeds max.partition.fetch.bytes gets nothing unless it is "
-    "the first non-empty partition of the response (KIP-74; Kafka drops a lone incomplete "
-    "batch), so it keeps its place behind a partition that always has data and starves"))
 def test_a_partition_with_a_batch_over_the_limit_is_fetched_next() -> None:
     with FakeCluster(1, topics={"t": 2}) as cluster:
         for i in range(12):
