@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Developer helper: build the extensions in place and run one test tier (unit, integration, fuzz) or all.
+# Developer helper: build the extensions in place and run one test tier (unit, integration, spark, fuzz, packaging) or all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python setup.py build_ext --inplace -q

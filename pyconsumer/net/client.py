@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import selectors
 import socket
 import time
@@ -46,12 +47,12 @@ SOFTWARE_NAME = "pyconsumer"
 
 
 def _software_version() -> str:
-    try:
-        from importlib.metadata import version
+    """``pyconsumer.__version__`` as KIP-511 lets a client name it (letters, digits, '.' and
+    '-', alphanumeric at both ends; brokers refuse ApiVersions otherwise): a local version
+    such as ``0.2.0+g1a2b`` is sent as ``0.2.0-g1a2b``."""
+    from pyconsumer import __version__  # at call time: pyconsumer/__init__ imports this module
 
-        return version("pyconsumer")
-    except Exception:  # not installed (running from a source tree)
-        return "0"
+    return re.sub(r"[^a-zA-Z0-9.-]", "-", __version__).strip(".-") or "0"
 
 
 def metadata_request_body(version: int, topics: Iterable[str] | None,
