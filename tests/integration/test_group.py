@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.errors import IllegalStateError
+from pyconsumer.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
 from pyconsumer.testing import MockCluster, produce, sample_records
 
 GROUP_SETTINGS: dict[str, Any] = {
@@ -36,9 +36,11 @@ class Runner:
         self.records: list[tuple[TopicPartition, int]] = []
         self.errors: list[BaseException] = []
         self.assignment: set[TopicPartition] = set()
+        self.commit_failures: list[BaseException] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+        _runners.append(self)
 
     def _run(self) -> None:
         try:
@@ -47,22 +49,34 @@ class Runner:
                 for tp, recs in got.items():
                     self.records += [(tp, r.offset) for r in recs]
                 if got and self.commit:
-                    self.consumer.commit()
+                    try:
+                        self.consumer.commit()
+                    except (CommitFailedError, RebalanceInProgressError) as e:
+                        # the group is moving: an application goes on polling (and rejoins)
+                        self.commit_failures.append(e)
                 self.assignment = self.consumer.assignment()
         except BaseException as e:  # reported by the test
             self.errors.append(e)
 
     def stop(self) -> None:
+        if self in _runners:
+            _runners.remove(self)
         self._stop.set()
         self._thread.join(20)
         assert not self._thread.is_alive()
         assert not self.errors, self.errors
 
 
+_runners: list[Runner] = []
+
+
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
+        assert time.monotonic() < deadline, (
+            "condition not met in time; runners: " + "; ".join(
+                f"assignment={sorted(map(str, r.assignment))} errors={r.errors} "
+                f"commit failures={len(r.commit_failures)}" for r in _runners))
         time.sleep(0.05)
 
 
