@@ -1,0 +1,46 @@
+"""Static checks in the one test run: ruff (configured in pyproject.toml) clean over the tree,
+mypy --strict clean over the package, and stubtest: the extension's .pyi stub matches what the
+compiled module really exports (so the stub cannot go stale)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env=env)
+
+
+def need(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"needs {module} (pip install -e '.[test]')")
+
+
+def test_ruff_clean() -> None:
+    need("ruff")
+    out = run("ruff", "check", ".")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_mypy_strict_clean() -> None:
+    need("mypy")
+    out = run("mypy", "--strict", "pyconsumer")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_extension_stub_matches_the_module() -> None:
+    need("mypy")
+    from pyconsumer.records import decode_records
+
+    module = decode_records.__module__
+    out = run("mypy.stubtest", module, "--mypy-config-file", "pyproject.toml")
+    assert out.returncode == 0, out.stdout + out.stderr
