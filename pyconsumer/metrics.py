@@ -1,8 +1,8 @@
 """``KafkaConsumer.metrics()``: the Java consumer's metrics, by the same names and meanings.
 
-A miniature of Java's metrics library: a :class:`Sensor` records values into stats, and
-each stat is read as one metric named by a :class:`MetricName` (name, group, tags; every
-metric has the tag ``client-id``). Windowed stats (``*-avg``, ``*-max``, ``*-min``,
+A miniature of Java's metrics library: a :class:`Sensor` records values into stats, and each
+stat is read as one metric named by a :class:`MetricName` (name, group, tags; every metric has
+the tag ``client-id``). Times are in milliseconds. Windowed stats (``*-avg``, ``*-max``, ``*-min``,
 ``*-rate``) keep ``metrics.num.samples`` samples of ``metrics.sample.window.ms`` each, as Java's
 SampledStat: a sample older than ``samples * window`` is forgotten, an avg/max/min with no
 value in the window is NaN, and a rate divides the window's sum (or count) by the time the
@@ -40,8 +40,9 @@ What is recorded, and when (the metric names are Java's; see ``METRICS`` for the
 
 Cost: nothing per record. Per poll two sensor updates; per drained chunk the records and lag
 sensors; per Fetch response the latency and size sensors; gauges are computed only when
-metrics() is called. Threads: the heartbeat thread records heartbeats under the client lock,
-and metrics() reads under it.
+metrics() is called. Threads: request latencies are taken when the answer arrives, on
+whichever thread polls (the heartbeat thread too), under the client lock; metrics() reads
+under it.
 """
 from __future__ import annotations
 
@@ -334,14 +335,14 @@ class ConsumerMetrics:
     fetcher, coordinator and membership call the ``record``-style methods below; the
     consumer calls :meth:`snapshot` for ``metrics()``."""
 
-    def __init__(self, config: ConsumerConfig, *, clock: Callable[[], float] | None = None,
-                 group: bool | None = None) -> None:
+    def __init__(self, config: ConsumerConfig, *, clock: Callable[[], float] | None = None
+                 ) -> None:
         self._clock: Callable[[], float] = clock or (lambda: time.monotonic() * 1000.0)
         self.client_id = config.client_id
         self._tags = {"client-id": self.client_id}
         self._window = _Window(config.metrics_num_samples, float(config.metrics_sample_window_ms))
         self._read_committed = config.isolation_level == "read_committed"
-        self.has_group = config.group_id is not None if group is None else group
+        self.has_group = config.group_id is not None
         #: MetricName -> the stat it reads
         self._stats: dict[MetricName, _Stat] = {}
         # fetch manager
@@ -356,7 +357,7 @@ class ConsumerMetrics:
         self._lead = self._sensor(FETCH_GROUP, self._tags, records_lead_min=_Min())
         self._topics: dict[str, tuple[Sensor, Sensor, Sensor]] = {}
         self._partitions: dict[TopicPartition, tuple[Sensor, Sensor]] = {}
-        self._fetch_sent: dict[int, float] = {}
+        self._fetch_latency_ms: dict[int, float] = {}     # node -> of the answer not read yet
         # consumer
         self._between_polls = self._sensor(CONSUMER_GROUP, self._tags,
                                            time_between_poll_avg=_Avg(),
@@ -406,15 +407,17 @@ class ConsumerMetrics:
         return sensor
 
     def _topic(self, topic: str) -> tuple[Sensor, Sensor, Sensor]:
-        """(records, bytes, fetch size) sensors of ``topic``, made on first use."""
-        sensors = self._topics.get(topic)
+        """(records, bytes, fetch size) sensors of ``topic``, made on first use (topics whose
+        tag is the same, "a.b" and "a_b", share them)."""
+        tag = topic.replace(".", "_")
+        sensors = self._topics.get(tag)
         if sensors is None:
-            tags = {**self._tags, "topic": topic.replace(".", "_")}
+            tags = {**self._tags, "topic": tag}
             sensors = (self._meter(FETCH_GROUP, "records-consumed", tags),
                        self._meter(FETCH_GROUP, "bytes-consumed", tags),
                        self._sensor(FETCH_GROUP, tags, fetch_size_avg=_Avg(),
                                     fetch_size_max=_Max()))
-            self._topics[topic] = sensors
+            self._topics[tag] = sensors
         return sensors
 
     def _partition(self, tp: TopicPartition) -> tuple[Sensor, Sensor]:
@@ -449,18 +452,25 @@ class ConsumerMetrics:
 
     # ------------------------------------------------------------------ recording: fetches
 
-    def fetch_sent(self, node: int) -> None:
-        """A Fetch went to ``node`` (one in flight per node)."""
-        self._fetch_sent[node] = self._clock()
+    def fetch_sent(self, node: int, fut: Future[Response]) -> None:
+        """A Fetch went to ``node`` (one in flight per node). Its latency is taken when the
+        answer arrives, on whichever thread reads it (the fetcher may see it later)."""
+        start = self._clock()
+        self._fetch_latency_ms.pop(node, None)
+
+        def done(f: Future[Response]) -> None:
+            if f.succeeded():
+                self._fetch_latency_ms[node] = self._clock() - start
+        fut.add_callback(done, any_thread=True)
 
     def fetch_answered(self, node: int, response: Response,
                        topic_names: Mapping[uuid.UUID, str]) -> None:
         """A Fetch response without a top-level error: latency, and the record bytes it
         carried (``topic_names``: topic id -> name, for responses that name topics by id)."""
         now = self._clock()
-        sent = self._fetch_sent.pop(node, None)
-        if sent is not None:
-            self._fetch_latency.record(now - sent, now)
+        latency = self._fetch_latency_ms.pop(node, None)
+        if latency is not None:
+            self._fetch_latency.record(latency, now)
         total = 0
         for t in response.body["responses"]:
             size = 0
@@ -515,13 +525,15 @@ class ConsumerMetrics:
 
     # ------------------------------------------------------------------ recording: group
 
-    def _timed(self, fut: Future[Response], sensor: Sensor, any_thread: bool = False) -> None:
+    def _timed(self, fut: Future[Response], sensor: Sensor) -> None:
+        """Record the request's latency when its answer arrives (on any thread: it only
+        records, under the client lock)."""
         start = self._clock()
 
         def done(f: Future[Response]) -> None:
             if f.succeeded():                    # an answer, whatever its error codes
                 sensor.record(self._clock() - start)
-        fut.add_callback(done, any_thread=any_thread)
+        fut.add_callback(done, any_thread=True)
 
     def commit_sent(self, fut: Future[Response]) -> None:
         """An OffsetCommit went out: its latency is recorded when it is answered."""
@@ -530,7 +542,7 @@ class ConsumerMetrics:
     def heartbeat_sent(self, fut: Future[Response]) -> None:
         """A Heartbeat went out (any thread)."""
         self._last_heartbeat = self._clock()
-        self._timed(fut, self._heartbeat, any_thread=True)
+        self._timed(fut, self._heartbeat)
 
     def rebalance_started(self) -> None:
         """A JoinGroup goes out; the rebalance started with the first one (Java keeps the start

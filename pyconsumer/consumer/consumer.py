@@ -595,7 +595,8 @@ class KafkaConsumer:
              ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records fetched for the assigned partitions, at most ``max_records``
         (max.poll.records), waiting up to ``timeout_ms`` for some; in offset order per
-        partition. An empty result means no position moved."""
+        partition, as the interceptors' ``on_consume`` left them. An empty result means no
+        position moved (unless an interceptor filtered every record out)."""
         def build(chunks: list[tuple[TopicPartition, list[ConsumerRecord]]]
                   ) -> dict[TopicPartition, list[ConsumerRecord]]:
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -612,7 +613,8 @@ class KafkaConsumer:
                    include_headers: bool = False) -> pa.RecordBatch:
         """Like poll(), as one pyarrow.RecordBatch in Spark's Kafka source schema (rows of a
         partition in offset order, partitions one after another); no Python object per
-        record. An empty batch (with the schema) when nothing arrived."""
+        record. An empty batch (with the schema) when nothing arrived. Interceptors that define
+        ``on_consume_arrow`` see the batch first; the others are skipped."""
         def take(cursor: CompletedFetch, n: int) -> pa.RecordBatch:
             cursor.set_include_headers(include_headers)
             return cursor.take_arrow(n)

@@ -219,7 +219,7 @@ class Fetcher:
         fut = self.client.send(node, ApiKey.FETCH, body, timeout_ms=timeout,
                                max_version=max_version)
         self._nodes_in_flight.add(node)
-        self.metrics.fetch_sent(node)
+        self.metrics.fetch_sent(node, fut)
         asked = {tp: (offset, asks[tp]) for tp, (offset, _) in partitions.items()}
         fut.add_callback(lambda f: self._on_response(f, node, asked, by_id))
 

@@ -31,6 +31,7 @@ from pyconsumer.metrics import (
     CONSUMER_GROUP,
     COORDINATOR_GROUP,
     FETCH_GROUP,
+    METRICS,
     ConsumerMetrics,
     MetricName,
     Sensor,
@@ -111,7 +112,7 @@ def test_metric_name_is_equal_by_name_group_and_tags_and_immutable() -> None:
                                                         "partition": "1"})
     assert a != MetricName("records-lag", CONSUMER_GROUP, dict(a.tags))
     with pytest.raises(AttributeError):
-        a.name = "x"  # type: ignore[misc]
+        a.name = "x"
     with pytest.raises(TypeError):
         a.tags["topic"] = "u"  # type: ignore[index]
 
@@ -359,6 +360,9 @@ def test_commit_total_counts_every_commit(make_cluster: Callable[..., FakeCluste
         assert find(m, "rebalance-total", COORDINATOR_GROUP) == 0.0   # assign(): no join
         assert find(m, "last-rebalance-seconds-ago", COORDINATOR_GROUP) == -1.0
         assert cluster.committed("g-commit") == {tp: 5}
+        # every metric the module lists is there, and no other
+        assert {(n.group, n.name) for n in m} == {(g, n) for g, names in METRICS.items()
+                                                 for n in names}
 
 
 def test_rebalance_and_heartbeat_metrics_after_a_join(make_cluster: Callable[..., FakeCluster]
