@@ -568,9 +568,9 @@ class ConsumerMetrics:
         now = self._clock()
         w = self._window
         assigned = set(subscriptions.assigned_partitions())
-        for tp in [tp for tp in self._partitions if tp not in assigned]:
+        for tp in [tp for tp in list(self._partitions) if tp not in assigned]:
             self._forget_partition(tp)           # Java removes them on unassignment
-        out = {name: float(stat.measure(w, now)) for name, stat in self._stats.items()}
+        out = {name: float(stat.measure(w, now)) for name, stat in list(self._stats.items())}
         out[MetricName("last-poll-seconds-ago", CONSUMER_GROUP, self._tags)] = \
             _seconds_ago(self._last_poll, now)
         out[MetricName("connection-count", CONSUMER_GROUP, self._tags)] = float(connection_count)
