@@ -8,14 +8,14 @@ are those of the Java KafkaConsumer (ConsumerConfig + CommonClientConfigs of Apa
 
 What pyconsumer does with the Java settings it cannot honour (see ``JAVA_ONLY_SETTINGS``):
 
-* JVM plumbing that changes no consumer behaviour (metrics reporters and sampling, JCA
-  providers, key/trust manager algorithms, Kerberos and SASL login refresh tuning) is
-  *accepted and ignored*, so a Java properties file can be used as is. The ignored keys and
+* JVM plumbing that changes no consumer behaviour (metrics reporters, the metrics recording
+  level, JCA providers, key/trust manager algorithms, Kerberos and SASL login refresh tuning)
+  is *accepted and ignored*, so a Java properties file can be used as is. The ignored keys and
   values are kept in :attr:`ConsumerConfig.ignored_settings` and logged at INFO.
-* Settings that name Java classes whose absence would change behaviour (``interceptor.classes``,
-  ``config.providers``, ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback
-  handlers, the ``sasl.oauthbearer.*`` client-credentials flow) and the ShareConsumer-only
-  ``share.*`` settings are *refused* with a ConfigurationError saying what to use instead —
+* Settings that name Java classes whose absence would change behaviour (``config.providers``,
+  ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers, the
+  ``sasl.oauthbearer.*`` client-credentials flow) and the ShareConsumer-only ``share.*``
+  settings are *refused* with a ConfigurationError saying what to use instead —
   unless their value is empty (None, "", []), which is accepted as "not set".
 
 Where pyconsumer differs from Java on purpose (each also said in the setting's doc):
@@ -23,6 +23,8 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
 * ``key.deserializer``/``value.deserializer`` have no default in Java (required); here the
   default None returns the raw bytes. Values are Python callables ``(bytes | None) -> Any``
   or the name of a Java built-in deserializer (``StringDeserializer`` ...).
+* ``interceptor.classes`` takes Python import paths (``module:Class`` or ``module.Class``) or
+  classes; ``interceptors`` (pyconsumer only) takes interceptor objects.
 * ``partition.assignment.strategy`` takes assignor protocol names (``range``, ``roundrobin``,
   ``sticky``, ``cooperative-sticky``), Java class names of the built-in assignors (mapped to
   those names), or assignor objects with a ``name`` attribute.
@@ -33,8 +35,8 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
   settings are still validated (mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER;
   GSSAPI refused) but have no effect.
 * Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above
-  ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` are
-  errors; an empty ``partition.assignment.strategy`` with a classic group fails at
+  ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` or
+  ``metrics.sample.window.ms`` are errors; an empty ``partition.assignment.strategy`` with a classic group fails at
   construction instead of at subscribe().
 
 Settings in the table that pyconsumer accepts but that change nothing (each row's
@@ -49,6 +51,7 @@ both).
 from __future__ import annotations
 
 import difflib
+import importlib
 import itertools
 import logging
 import operator
@@ -523,6 +526,86 @@ ssl_context_parser: Parser[ssl.SSLContext | None] = Parser(
 )
 
 
+# ---- interceptors
+
+#: what makes an object an interceptor: at least one of these methods
+INTERCEPTOR_METHODS = ("on_consume", "on_consume_arrow", "on_commit", "close")
+
+
+def _load_class(path: str) -> type:
+    """``"package.module:Class"`` or ``"package.module.Class"`` -> the class."""
+    if ":" in path:
+        module_name, _, attr_path = path.partition(":")
+    else:
+        module_name, _, attr_path = path.rpartition(".")
+    if not module_name or not attr_path or not all(
+            part.isidentifier() for part in attr_path.split(".")):
+        raise _Invalid(f"{path!r} is not an import path 'module:Class' or 'module.Class'")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise _Invalid(f"cannot import module {module_name!r} of {path!r}: {e}") from e
+    for part in attr_path.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise _Invalid(f"module {module_name!r} has no {attr_path!r} (from {path!r})") \
+                from None
+    if not isinstance(found, type):
+        raise _Invalid(f"{path!r} is a {type(found).__name__}, not a class")
+    return found
+
+
+def _check_interceptor_type(cls: type, what: str) -> None:
+    if not any(callable(getattr(cls, m, None)) for m in INTERCEPTOR_METHODS):
+        raise _Invalid(f"{what} defines none of {', '.join(INTERCEPTOR_METHODS)}")
+
+
+def _parse_interceptor_classes(raw: Any) -> list[type]:
+    if raw is None:
+        return []
+    classes: list[type] = []
+    for item in _split_list(raw):
+        if isinstance(item, str) and item:
+            cls = _load_class(item)
+            _check_interceptor_type(cls, f"class {item!r}")
+        elif isinstance(item, type):
+            cls = item
+            _check_interceptor_type(cls, f"class {cls.__qualname__}")
+        else:
+            raise _Invalid(f"entry {item!r} is neither an import path nor a class")
+        classes.append(cls)
+    return classes
+
+
+interceptor_classes_parser: Parser[list[type]] = Parser(
+    _parse_interceptor_classes,
+    "a comma-separated string or a list of import paths ('module:Class' or 'module.Class') "
+    "or classes, each defining on_consume, on_consume_arrow, on_commit or close",
+    "list",
+)
+
+
+def _parse_interceptors(raw: Any) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, (list, tuple)):
+        raise _Invalid("expected a list of interceptor objects")
+    for item in raw:
+        if isinstance(item, type):
+            raise _Invalid(f"entry {item.__qualname__} is a class: give an instance here, or "
+                           "the class in interceptor.classes")
+        _check_interceptor_type(type(item), f"entry {item!r}")
+    return list(raw)
+
+
+interceptors_parser: Parser[list[Any]] = Parser(
+    _parse_interceptors,
+    "a list of objects defining on_consume, on_consume_arrow, on_commit or close",
+    "list",
+)
+
+
 def _parse_callable(raw: Any) -> Callable[[], str] | None:
     if raw is None or callable(raw):
         return raw  # type: ignore[no-any-return]
@@ -618,9 +701,8 @@ class Setting(Generic[T]):
 # in "." is a prefix.
 JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "metric.reporters": ("ignore", "JMX/metrics reporters are JVM classes"),
-    "metrics.num.samples": ("ignore", "Java metrics sampling"),
-    "metrics.recording.level": ("ignore", "Java metrics sampling"),
-    "metrics.sample.window.ms": ("ignore", "Java metrics sampling"),
+    "metrics.recording.level": (
+        "ignore", "pyconsumer always records its metrics (Java's INFO level); none are DEBUG"),
     "enable.metrics.push": ("ignore", "pyconsumer does not push client telemetry (KIP-714)"),
     "security.providers": ("ignore", "JCA security providers are JVM classes"),
     "ssl.provider": ("ignore", "JSSE provider; Python uses OpenSSL"),
@@ -632,10 +714,6 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "sasl.login.connect.timeout.ms": ("ignore", "Java OAuth login tuning"),
     "sasl.login.read.timeout.ms": ("ignore", "Java OAuth login tuning"),
     "sasl.login.retry.backoff.": ("ignore", "Java OAuth login tuning"),
-    "interceptor.classes": (
-        "refuse",
-        "consumer interceptors are Java classes; wrap poll()/commit() in Python instead",
-    ),
     "config.providers": ("refuse", "Java ConfigProvider classes; resolve values in Python"),
     "ssl.engine.factory.class": ("refuse", "a Java SslEngineFactory; pass ssl.context instead"),
     "sasl.login.class": ("refuse", "a Java Login class; not supported"),
@@ -995,6 +1073,39 @@ class ConsumerConfig:
         deserializer_parser,
         "Turns value bytes into the record value; None keeps bytes (Java has no default: "
         "required)",
+    )
+
+    # ---- metrics and interceptors
+    metrics_sample_window_ms = Setting(
+        "metrics.sample.window.ms",
+        30000,
+        int64(1),
+        "The window of one sample of the windowed metrics (avg, max, min, rate) of "
+        "KafkaConsumer.metrics() (Java allows 0, which breaks its rates: >= 1 here)",
+        unit="ms",
+    )
+    metrics_num_samples = Setting(
+        "metrics.num.samples",
+        2,
+        int32(1),
+        "How many samples the windowed metrics keep: they cover the last "
+        "metrics.num.samples * metrics.sample.window.ms",
+    )
+    interceptor_classes = Setting(
+        "interceptor.classes",
+        [],
+        interceptor_classes_parser,
+        "Consumer interceptors, by import path ('module:Class' or 'module.Class') or class: "
+        "each is built with no arguments, then configure(settings) if it defines it; see "
+        "pyconsumer.consumer.interceptors. They run before those of 'interceptors'",
+    )
+    interceptors = Setting(
+        "interceptors",
+        [],
+        interceptors_parser,
+        "Consumer interceptor objects (on_consume, on_consume_arrow, on_commit, close, "
+        "configure, each optional); they run after those of interceptor.classes",
+        java=False,
     )
 
     # ---- security

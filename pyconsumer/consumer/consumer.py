@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.consumer.interceptors import ConsumerInterceptors
 from pyconsumer.consumer.membership import GroupMembership
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
@@ -47,6 +48,7 @@ from pyconsumer.errors import (
     KafkaError,
     KafkaTimeoutError,
 )
+from pyconsumer.metrics import ConsumerMetrics, MetricName
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
 from pyconsumer.net.security import check_security
@@ -94,6 +96,8 @@ class KafkaConsumer:
         self._coordinator: ConsumerCoordinator | None = None
         self._membership: GroupMembership | None = None
         self._wakeup_pending = False         # wakeup() before the client existed
+        self._metrics = ConsumerMetrics(self.config)
+        self._interceptors = ConsumerInterceptors.from_config(self.config)
         if topics:
             self.subscribe(list(topics))
 
@@ -107,11 +111,14 @@ class KafkaConsumer:
             if self._wakeup_pending:
                 self._wakeup_pending = False
                 self._client.wakeup()
-            self._fetcher = Fetcher(self._client, self.config, self._subscriptions)
+            self._fetcher = Fetcher(self._client, self.config, self._subscriptions,
+                                    self._metrics)
             self._offsets = OffsetsClient(self._client, self.config, self._subscriptions)
             if self.config.group_id is not None:
                 self._coordinator = ConsumerCoordinator(self._client, self.config,
-                                                        self._subscriptions)
+                                                        self._subscriptions, self._metrics)
+                if self._interceptors:
+                    self._coordinator.on_commit = self._interceptors.on_commit
                 self._membership = GroupMembership(
                     self._coordinator, self._client, self.config, self._subscriptions,
                     self._on_unassigned, self._all_consumed)
@@ -588,7 +595,8 @@ class KafkaConsumer:
              ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records fetched for the assigned partitions, at most ``max_records``
         (max.poll.records), waiting up to ``timeout_ms`` for some; in offset order per
-        partition. An empty result means no position moved."""
+        partition, as the interceptors' ``on_consume`` left them. An empty result means no
+        position moved (unless an interceptor filtered every record out)."""
         def build(chunks: list[tuple[TopicPartition, list[ConsumerRecord]]]
                   ) -> dict[TopicPartition, list[ConsumerRecord]]:
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -596,14 +604,17 @@ class KafkaConsumer:
                 out.setdefault(tp, []).extend(records)
             return out
 
-        return self._poll(timeout_ms, max_records, lambda c, n: c.take_records(n), len, build)
+        with self._metrics.poll_timer:
+            return self._poll(timeout_ms, max_records, lambda c, n: c.take_records(n), len,
+                              lambda chunks: self._interceptors.on_consume(build(chunks)))
 
     @_exclusive
     def poll_arrow(self, timeout_ms: float = 0, max_records: int | None = None, *,
                    include_headers: bool = False) -> pa.RecordBatch:
         """Like poll(), as one pyarrow.RecordBatch in Spark's Kafka source schema (rows of a
         partition in offset order, partitions one after another); no Python object per
-        record. An empty batch (with the schema) when nothing arrived."""
+        record. An empty batch (with the schema) when nothing arrived. Interceptors that define
+        ``on_consume_arrow`` see the batch first; the others are skipped."""
         def take(cursor: CompletedFetch, n: int) -> pa.RecordBatch:
             cursor.set_include_headers(include_headers)
             return cursor.take_arrow(n)
@@ -618,7 +629,20 @@ class KafkaConsumer:
                 return pa.concat_batches(batches)
             return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
-        return self._poll(timeout_ms, max_records, take, lambda b: b.num_rows, build)
+        with self._metrics.poll_timer:
+            return self._poll(timeout_ms, max_records, take, lambda b: b.num_rows,
+                              lambda chunks: self._interceptors.on_consume_arrow(build(chunks)))
+
+    @_exclusive
+    def metrics(self) -> dict[MetricName, float]:
+        """The consumer's metrics now, by Java's names (Java ``metrics()``): MetricName(name,
+        group, tags) -> value. See :mod:`pyconsumer.metrics` for what each one counts;
+        ``pyconsumer.metrics.find(consumer.metrics(), "records-lag", partition="0")`` picks
+        one."""
+        with self._lock:                # the heartbeat thread records under it
+            client = self._client
+            return self._metrics.snapshot(self._subscriptions,
+                                          0 if client is None else client.connection_count())
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records forever (until wakeup() or close()), poll by poll."""
@@ -720,6 +744,7 @@ class KafkaConsumer:
                     log.warning("closing: %s", e)
         finally:
             self._closed = True
+            self._interceptors.close()
             if self._membership is not None:
                 self._membership.close()
             if self._client is not None:

@@ -36,6 +36,7 @@ from pyconsumer.errors import (
     RebalanceInProgressError,
     error_for_code,
 )
+from pyconsumer.metrics import ConsumerMetrics
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.deadline import Retry, remaining_ms, retry_until
@@ -52,9 +53,11 @@ CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], KafkaError |
 
 class ConsumerCoordinator:
     def __init__(self, client: NetworkClient, config: ConsumerConfig,
-                 subscriptions: SubscriptionState) -> None:
+                 subscriptions: SubscriptionState, metrics: ConsumerMetrics | None = None
+                 ) -> None:
         assert config.group_id is not None
         self.client = client
+        self.metrics = ConsumerMetrics(config) if metrics is None else metrics
         self.config = config
         self.subscriptions = subscriptions
         self.group_id: str = config.group_id
@@ -77,6 +80,8 @@ class ConsumerCoordinator:
         self.on_group_error: Callable[[GroupAction, KafkaError], None] = lambda action, err: None
         #: called (on any thread) when the coordinator was found
         self.on_found: Callable[[], None] = lambda: None
+        #: the interceptors' on_commit: hears the offsets of every successful commit
+        self.on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None
 
     # ------------------------------------------------------------------ discovery
 
@@ -199,6 +204,8 @@ class ConsumerCoordinator:
                 raise Retry(self._last_find_error)
             assert self.coordinator is not None
             fut = self.client.send(self.coordinator, api, body)
+            if api == ApiKey.OFFSET_COMMIT:
+                self.metrics.commit_sent(fut)
             self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
             if not fut.done:
                 raise Retry(None)
@@ -358,6 +365,7 @@ class ConsumerCoordinator:
         self.check_can_commit()
         self._call(ApiKey.OFFSET_COMMIT, self._commit_body(offsets), self._parse_commit,
                    deadline, "OffsetCommit")
+        self._committed(dict(offsets))
         self.invoke_completed_callbacks()
 
     def commit_async(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
@@ -377,6 +385,7 @@ class ConsumerCoordinator:
             assert self.coordinator is not None
             fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT,
                                    self._commit_body(frozen))
+            self.metrics.commit_sent(fut)
             self._async_in_flight += 1
             fut.add_callback(done)
 
@@ -420,9 +429,16 @@ class ConsumerCoordinator:
     def invoke_completed_callbacks(self) -> None:
         while self._completed_commits:
             callback, offsets, error = self._completed_commits.popleft()
+            if error is None and offsets:
+                self._committed(offsets)
             if callback is not None:
                 with self.client.lock.set_aside():      # user code: heartbeats go on
                     callback(offsets, error)
+
+    def _committed(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        if self.on_commit is not None:
+            with self.client.lock.set_aside():      # user code: heartbeats go on
+                self.on_commit(offsets)
 
     def async_commits_pending(self) -> bool:
         return self._async_in_flight > 0 or (self._find is not None and not self._find.done)

@@ -36,6 +36,7 @@ from pyconsumer.errors import (
     OffsetOutOfRangeError,
     error_for_code,
 )
+from pyconsumer.metrics import ConsumerMetrics
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
@@ -96,8 +97,10 @@ class _Fetched:
 
 class Fetcher:
     def __init__(self, client: NetworkClient, config: ConsumerConfig,
-                 subscriptions: SubscriptionState) -> None:
+                 subscriptions: SubscriptionState, metrics: ConsumerMetrics | None = None
+                 ) -> None:
         self.client = client
+        self.metrics = ConsumerMetrics(config) if metrics is None else metrics
         self.config = config
         self.subscriptions = subscriptions
         self._completed: collections.deque[_Fetched] = collections.deque()
@@ -216,6 +219,7 @@ class Fetcher:
         fut = self.client.send(node, ApiKey.FETCH, body, timeout_ms=timeout,
                                max_version=max_version)
         self._nodes_in_flight.add(node)
+        self.metrics.fetch_sent(node, fut)
         asked = {tp: (offset, asks[tp]) for tp, (offset, _) in partitions.items()}
         fut.add_callback(lambda f: self._on_response(f, node, asked, by_id))
 
@@ -235,6 +239,7 @@ class Fetcher:
             log.warning("fetch from node %d: %s", node, error_for_code(code))
             self.client.metadata.request_update()
             return
+        self.metrics.fetch_answered(node, response, by_id)
         for t in body["responses"]:
             name = t["topic"] if response.version <= _LAST_VERSION_BY_NAME else by_id.get(t["topic_id"])
             if name is None:
@@ -342,6 +347,7 @@ class Fetcher:
         chunk = take(cursor, n)
         got = count(chunk)
         subs.advance(tp, cursor.next_fetch_offset, cursor.last_epoch)
+        self.metrics.taken(tp, got, cursor, fetched.data.get("records"), subs)
         if cursor.next_fetch_offset != fetched.fetch_offset:
             self._refetch.pop(tp, None)           # it moved on
         elif got == 0 and cursor.is_drained and fetched.has_bytes:

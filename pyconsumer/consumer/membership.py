@@ -289,6 +289,7 @@ class GroupMembership:
                 if not self.coordinator.ensure_coordinator_ready(deadline):
                     return False
                 self._on_join_prepare()
+                self.coordinator.metrics.rebalance_started()
                 self._join_fut = self._send_join()
             try:
                 if self._join_fut is not None:
@@ -303,6 +304,7 @@ class GroupMembership:
                 assignment = self._after_sync(self.coordinator.response_or_retry(fut))
             except Retry as r:
                 self._join_fut = self._sync_fut = None
+                self.coordinator.metrics.rebalance_failed()
                 log.debug("group %s: join round failed, retrying: %s",
                           self.coordinator.group_id, r.error)
                 if self.generation_lost() and self._owned():
@@ -404,6 +406,7 @@ class GroupMembership:
                 for m, tps in result.items()]
 
     def _on_join_complete(self, assignment: Assignment) -> None:
+        self.coordinator.metrics.rebalance_completed()
         self._prepared = False
         owned = self._owned()
         new = set(assignment.partitions)
@@ -465,6 +468,7 @@ class GroupMembership:
             "group_id": group, "generation_id": gen, "member_id": member,
             "group_instance_id": instance})
         self.timer.sent(now)
+        self.coordinator.metrics.heartbeat_sent(fut)
         fut.add_callback(lambda f: self._on_heartbeat(f, gen), any_thread=True)
 
     def _on_heartbeat(self, fut: Future[Response], generation: int) -> None:

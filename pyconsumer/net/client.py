@@ -144,6 +144,10 @@ class NetworkClient:
         conn = self._conns.get(node_id)
         return conn is not None and conn.is_ready()
 
+    def connection_count(self) -> int:
+        """Connections open or being opened (Java's ``connection-count`` metric)."""
+        return sum(c.state is not ConnectionState.DISCONNECTED for c in self._conns.values())
+
     def connection(self, node_id: int) -> BrokerConnection | None:
         """The connection object for a node, if one was ever opened (for inspection)."""
         return self._conns.get(node_id)

@@ -71,6 +71,9 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "ssl.keystore.certificate.chain": None,
     "sasl.mechanism": "GSSAPI",
     "sasl.jaas.config": None,
+    "metrics.sample.window.ms": 30_000,
+    "metrics.num.samples": 2,
+    "interceptor.classes": [],
 }
 # Java settings whose default depends on other settings or differs on purpose (tested below)
 SPECIAL = {"bootstrap.servers", "client.id", "enable.auto.commit", "key.deserializer",
@@ -82,6 +85,7 @@ PYCONSUMER_DEFAULTS: dict[str, Any] = {
     "sasl.username": None,
     "sasl.password": None,
     "sasl.oauth.token.provider": None,
+    "interceptors": [],
 }
 
 
@@ -452,17 +456,13 @@ def test_generated_client_ids_follow_java() -> None:
 
 def test_java_only_settings_ignored_or_refused() -> None:
     cfg = make(**{"metric.reporters": "org.apache.kafka.common.metrics.JmxReporter",
-                  "metrics.num.samples": 2, "sasl_kerberos_service_name": "kafka"})
+                  "metrics.recording.level": "DEBUG", "sasl_kerberos_service_name": "kafka"})
     assert cfg.ignored_settings == {
         "metric.reporters": "org.apache.kafka.common.metrics.JmxReporter",
-        "metrics.num.samples": 2,
+        "metrics.recording.level": "DEBUG",
         "sasl.kerberos.service.name": "kafka",
     }
     assert not hasattr(cfg, "metric_reporters")
-    raises("interceptor.classes is not supported by pyconsumer: consumer interceptors",
-           interceptor_classes="com.example.Interceptor")
-    make(interceptor_classes="")  # empty is "not set"
-    make(**{"interceptor.classes": []})
     raises("sasl.oauthbearer.token.endpoint.url is not supported.*sasl.oauth.token.provider",
            **{"sasl.oauthbearer.token.endpoint.url": "https://idp/token"})
     raises("share.acquire.mode is not supported", share_acquire_mode="record_limit")

@@ -1,0 +1,437 @@
+"""KafkaConsumer.metrics(): Java's metric names, windows and meanings.
+
+* The windowed stats follow Java's SampledStat/Rate arithmetic, checked on a fake clock with
+  values worked out by hand from Java's formulas (avg/max NaN with nothing in the window, a
+  sample forgotten after samples * window, a rate over at least samples - 1 windows).
+* Against the in-process fake cluster (tests/fakecluster.py), with record batches the test
+  builds itself (aiokafka's encoder): records-consumed-total is the number of records poll()
+  returned; bytes-consumed-total is the sum of the lengths of those batches, counted once a
+  partition's fetched data is used up (a batch cut off by the size limit and fetched again is
+  not counted twice); fetch-size-avg * fetch-total is every byte fetched; records-lag /
+  records-lead from the high watermark, log start and position; commit-total,
+  rebalance-total, failed-rebalance-total against the fake's request log;
+  connection-count against the connections the fake brokers hold open.
+* No per-record work: the sensor calls of one drain do not grow with the records in it.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pyconsumer import KafkaConsumer
+from pyconsumer.config import ConsumerConfig
+from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.metrics import (
+    CONSUMER_GROUP,
+    COORDINATOR_GROUP,
+    FETCH_GROUP,
+    METRICS,
+    ConsumerMetrics,
+    MetricName,
+    Sensor,
+    find,
+)
+from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.protocol import ApiKey
+from pyconsumer.structs import OffsetAndMetadata, TopicPartition
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from fakecluster import FakeCluster  # noqa: E402
+from recordsets import aio_v2  # noqa: E402
+
+TP = TopicPartition
+FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, heartbeat_interval_ms=100,
+                            retry_backoff_ms=20, reconnect_backoff_ms=20,
+                            reconnect_backoff_max_ms=200, auto_offset_reset="earliest")
+
+
+@pytest.fixture
+def make_cluster() -> Iterator[Callable[..., FakeCluster]]:
+    made: list[FakeCluster] = []
+
+    def make(*args: Any, **kwargs: Any) -> FakeCluster:
+        made.append(FakeCluster(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for c in made:
+        c.close()
+    for c in made:
+        assert c.errors == [], c.errors
+
+
+def batch(start: int, n: int, size: int = 20) -> bytes:
+    """One record batch of ``n`` records (values of ``size`` bytes), keys k<offset>."""
+    return aio_v2([(i, 1_700_000_000_000 + start + i, b"k%d" % (start + i),
+                    b"%0*d" % (size, start + i), []) for i in range(n)])
+
+
+def append(cluster: FakeCluster, tp: TopicPartition, start: int, n: int, size: int = 20) -> int:
+    """Append a batch of records ``start..start+n-1`` to ``tp``; its length in bytes."""
+    data = batch(start, n, size)
+    assert cluster.append_batch(tp, data) == start
+    return len(data)
+
+
+def consume(consumer: KafkaConsumer, n: int, max_records: int | None = None,
+            timeout: float = 5.0) -> dict[TopicPartition, list[tuple[int, bytes, bytes]]]:
+    """Poll until exactly ``n`` records arrived; (offset, key, value) per partition."""
+    got: dict[TopicPartition, list[tuple[int, bytes, bytes]]] = {}
+    deadline = time.monotonic() + timeout
+    count = 0
+    while count < n:
+        assert time.monotonic() < deadline, f"got {count} of {n} records"
+        limit = None if max_records is None else min(max_records, n - count)
+        for tp, recs in consumer.poll(50, max_records=limit).items():
+            got.setdefault(tp, []).extend((r.offset, r.key, r.value) for r in recs)
+            count += len(recs)
+    assert count == n
+    return got
+
+
+def expected(start: int, n: int, size: int = 20) -> list[tuple[int, bytes, bytes]]:
+    return [(o, b"k%d" % o, b"%0*d" % (size, o)) for o in range(start, start + n)]
+
+
+# ---------------------------------------------------------------------------- names, stats
+
+
+def test_metric_name_is_equal_by_name_group_and_tags_and_immutable() -> None:
+    a = MetricName("records-lag", FETCH_GROUP, {"client-id": "c", "topic": "t",
+                                                 "partition": "0"}, "lag")
+    b = MetricName("records-lag", FETCH_GROUP, {"partition": "0", "topic": "t",
+                                                 "client-id": "c"})
+    assert a == b and hash(a) == hash(b) and {a: 1.0}[b] == 1.0
+    assert a != MetricName("records-lag", FETCH_GROUP, {"client-id": "c", "topic": "t",
+                                                        "partition": "1"})
+    assert a != MetricName("records-lag", CONSUMER_GROUP, dict(a.tags))
+    with pytest.raises(AttributeError):
+        a.name = "x"
+    with pytest.raises(TypeError):
+        a.tags["topic"] = "u"  # type: ignore[index]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 0.0
+
+    def __call__(self) -> float:
+        return self.ms
+
+
+def metrics_on(clock: Clock, **settings: Any) -> ConsumerMetrics:
+    cfg = ConsumerConfig(bootstrap_servers="localhost:9092", group_id="g", client_id="c",
+                         **settings)
+    return ConsumerMetrics(cfg, clock=clock)
+
+
+def read(m: ConsumerMetrics, name: str, group: str) -> float:
+    subs = SubscriptionState(ConsumerConfig(bootstrap_servers="x:1").offset_reset_strategy)
+    return m.snapshot(subs, 0)[MetricName(name, group, {"client-id": "c"})]
+
+
+def test_windowed_stats_follow_javas_sampled_stat_and_rate() -> None:
+    clock = Clock()
+    m = metrics_on(clock, metrics_sample_window_ms=1000, metrics_num_samples=2)
+    rb = COORDINATOR_GROUP
+    assert math.isnan(read(m, "rebalance-latency-avg", rb))
+    assert math.isnan(read(m, "rebalance-latency-max", rb))
+    assert read(m, "rebalance-total", rb) == 0.0
+    assert read(m, "last-rebalance-seconds-ago", rb) == -1.0
+    # two rebalances in the first sample (it starts at t=100): 100 ms and 300 ms
+    clock.ms = 0
+    m.rebalance_started()
+    clock.ms = 100
+    m.rebalance_completed()
+    clock.ms = 200
+    m.rebalance_started()
+    m.rebalance_failed()                 # a failed round keeps the rebalance's start
+    clock.ms = 500
+    m.rebalance_completed()
+    assert read(m, "rebalance-latency-avg", rb) == 200.0
+    assert read(m, "rebalance-latency-max", rb) == 300.0
+    assert read(m, "rebalance-latency-total", rb) == 400.0
+    assert read(m, "rebalance-total", rb) == 2.0
+    assert read(m, "failed-rebalance-total", rb) == 1.0
+    # Java Rate: 2 events / (the sample spans 100..500: 400 ms, less than samples - 1 = 1
+    # whole window, so one window is added: 1400 ms)
+    assert read(m, "rebalance-rate-per-hour", rb) == pytest.approx(2 / (1400 / 3_600_000))
+    # a third one rolls over to a new sample (t=1150 is a window after 100)
+    clock.ms = 1100
+    m.rebalance_started()
+    clock.ms = 1150
+    m.rebalance_completed()
+    assert read(m, "rebalance-latency-max", rb) == 300.0
+    assert read(m, "rebalance-latency-avg", rb) == pytest.approx(450 / 3)
+    # at t=2100 the first sample (start 100) is samples * window old: forgotten
+    clock.ms = 2100
+    assert read(m, "rebalance-latency-max", rb) == 50.0
+    assert read(m, "rebalance-latency-avg", rb) == 50.0
+    assert read(m, "rebalance-total", rb) == 3.0          # cumulative: never forgotten
+    assert read(m, "rebalance-latency-total", rb) == 450.0
+    # 1 event over 2100 - 1150 = 950 ms -> at least one whole window: 1950 ms
+    assert read(m, "rebalance-rate-per-hour", rb) == pytest.approx(1 / (1950 / 3_600_000))
+    assert read(m, "last-rebalance-seconds-ago", rb) == 0.0    # 950 ms: whole seconds
+    clock.ms = 3160
+    assert math.isnan(read(m, "rebalance-latency-max", rb))
+    assert read(m, "rebalance-rate-per-hour", rb) == 0.0
+    assert read(m, "last-rebalance-seconds-ago", rb) == 2.0
+
+
+def test_poll_metrics_follow_javas_formulas() -> None:
+    clock = Clock()
+    m = metrics_on(clock)
+    assert read(m, "last-poll-seconds-ago", CONSUMER_GROUP) == -1.0
+    with m.poll_timer:                   # t=0..10: the first poll, 0 since the last one
+        clock.ms = 10
+    clock.ms = 100
+    with m.poll_timer:                   # t=100..130: 100 ms after the previous start
+        clock.ms = 130
+    assert read(m, "time-between-poll-avg", CONSUMER_GROUP) == 50.0
+    assert read(m, "time-between-poll-max", CONSUMER_GROUP) == 100.0
+    # Java: poll time / (poll time + time since the last poll): 10/10 and 30/130
+    assert read(m, "poll-idle-ratio-avg", CONSUMER_GROUP) == pytest.approx((1 + 30 / 130) / 2)
+    clock.ms = 2099
+    assert read(m, "last-poll-seconds-ago", CONSUMER_GROUP) == 1.0
+    clock.ms = 2100
+    assert read(m, "last-poll-seconds-ago", CONSUMER_GROUP) == 2.0
+
+
+# ---------------------------------------------------------------------------- fetch metrics
+
+
+def test_records_and_bytes_consumed_are_exact(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1)
+    cluster.create_topic("orders.eu", 2)
+    p0, p1 = TP("orders.eu", 0), TP("orders.eu", 1)
+    sizes = [append(cluster, p0, 0, 30), append(cluster, p0, 30, 5, size=300),
+             append(cluster, p0, 35, 15), append(cluster, p1, 0, 40, size=7)]
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
+        c.assign([p0, p1])
+        got = consume(c, 90)
+        assert got[p0] == expected(0, 30) + expected(30, 5, 300) + expected(35, 15)
+        assert got[p1] == expected(0, 40, 7)
+        m = c.metrics()
+    total = float(sum(sizes))
+    assert find(m, "records-consumed-total", FETCH_GROUP) == 90.0
+    assert find(m, "bytes-consumed-total", FETCH_GROUP) == total
+    # per topic, tagged as Java tags it ('.' -> '_')
+    assert find(m, "records-consumed-total", FETCH_GROUP, topic="orders_eu") == 90.0
+    assert find(m, "bytes-consumed-total", FETCH_GROUP, topic="orders_eu") == total
+    assert find(m, "records-consumed-rate", FETCH_GROUP) > 0
+    # every byte was fetched exactly once, the responses after it were empty
+    fetches = find(m, "fetch-total", FETCH_GROUP)
+    assert fetches >= 1
+    assert find(m, "fetch-size-avg", FETCH_GROUP) * fetches == pytest.approx(total)
+    assert find(m, "fetch-size-max", FETCH_GROUP) <= total
+    assert find(m, "fetch-latency-max", FETCH_GROUP) >= find(m, "fetch-latency-avg",
+                                                             FETCH_GROUP) > 0
+    assert find(m, "fetch-rate", FETCH_GROUP) > 0
+    # lag 0 and lead = position - log start on both partitions
+    assert find(m, "records-lag", FETCH_GROUP, topic="orders_eu", partition="0") == 0.0
+    assert find(m, "records-lead", FETCH_GROUP, topic="orders_eu", partition="0") == 50.0
+    assert find(m, "records-lead", FETCH_GROUP, topic="orders_eu", partition="1") == 40.0
+    # no group.id: no coordinator metrics, as in Java
+    assert not [n for n in m if n.group == COORDINATOR_GROUP]
+    assert all(n.tags["client-id"] == c.config.client_id for n in m)
+    assert all(type(v) is float for v in m.values())
+
+
+def test_bytes_are_counted_once_the_data_is_used_up(make_cluster: Callable[..., FakeCluster]
+                                                    ) -> None:
+    """Produce 100, consume 40: lag 60, no bytes yet (the batch is not used up); the other 60
+    make the batch's bytes count, once."""
+    cluster = make_cluster(1, topics={"t": 1})
+    tp = TP("t", 0)
+    size = append(cluster, tp, 0, 100)
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
+        c.assign([tp])
+        assert consume(c, 40, max_records=40) == {tp: expected(0, 40)}
+        m = c.metrics()
+        assert find(m, "records-consumed-total") == 40.0
+        assert find(m, "bytes-consumed-total") == 0.0
+        assert find(m, "records-lag", partition="0") == 60.0
+        assert find(m, "records-lag-max", partition="0") == 60.0
+        assert find(m, "records-lag-max", FETCH_GROUP) == 60.0   # over all partitions
+        assert find(m, "records-lead", partition="0") == 40.0
+        assert find(m, "records-lead-min", FETCH_GROUP) == 40.0
+        assert consume(c, 60) == {tp: expected(40, 60)}
+        m = c.metrics()
+        assert find(m, "records-consumed-total") == 100.0
+        assert find(m, "bytes-consumed-total") == float(size)
+        assert find(m, "records-lag", partition="0") == 0.0
+        assert find(m, "records-lag-avg", partition="0") == 30.0     # 60, then 0
+        # unassigned: its partition metrics are gone (Java removes them)
+        c.assign([])
+        assert [n for n in c.metrics() if "partition" in n.tags] == []
+
+
+def test_a_batch_cut_by_the_size_limit_is_not_counted_twice(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    tp = TP("t", 0)
+    first = append(cluster, tp, 0, 10)
+    second = append(cluster, tp, 10, 10, size=200)
+    assert first < 1500 < first + second
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, max_partition_fetch_bytes=1500,
+                       **FAST) as c:
+        c.assign([tp])
+        assert consume(c, 20) == {tp: expected(0, 10) + expected(10, 10, 200)}
+        m = c.metrics()
+    assert find(m, "bytes-consumed-total") == float(first + second)
+    # fetched: 1500 bytes (the first batch and a cut piece of the second), then the second
+    # batch whole (KIP-74: the first batch of a response goes out whole)
+    assert find(m, "fetch-size-max") == float(max(1500, second))
+    fetched = find(m, "fetch-size-avg") * find(m, "fetch-total")
+    assert fetched == pytest.approx(1500 + second)
+
+
+def test_no_sensor_work_per_record(make_cluster: Callable[..., FakeCluster],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sensor updates of one drain are the same for 10 records and for 3000."""
+    calls = {"n": 0}
+    real = Sensor.record
+
+    def counting(self: Sensor, value: float = 1.0, now: float | None = None) -> None:
+        calls["n"] += 1
+        real(self, value, now)
+
+    monkeypatch.setattr(Sensor, "record", counting)
+    real_drain = Fetcher.drain
+    per_drain: list[tuple[int, int]] = []     # (records drained, sensor calls)
+
+    def drain(self: Fetcher, *args: Any) -> Any:
+        before = calls["n"]
+        out = real_drain(self, *args)
+        if out:
+            per_drain.append((sum(len(chunk) for _, chunk in out), calls["n"] - before))
+        return out
+
+    monkeypatch.setattr(Fetcher, "drain", drain)
+    cluster = make_cluster(1, topics={"t": 2})
+    append(cluster, TP("t", 0), 0, 10)
+    append(cluster, TP("t", 1), 0, 3000, size=5)
+    for tp, n in ((TP("t", 0), 10), (TP("t", 1), 3000)):
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
+            c.assign([tp])
+            consume(c, n, max_records=5000)
+    # one drain each, all the records in one chunk: records (all, topic), bytes (all,
+    # topic), lag (all, partition), lead (all, partition) = 8 sensor updates
+    assert per_drain == [(10, 8), (3000, 8)]
+
+
+# ---------------------------------------------------------------------------- group metrics
+
+
+def test_commit_total_counts_every_commit(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    tp = TP("t", 0)
+    append(cluster, tp, 0, 5)
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g-commit",
+                       enable_auto_commit=False, **FAST) as c:
+        c.assign([tp])
+        m = c.metrics()
+        assert find(m, "commit-total", COORDINATOR_GROUP) == 0.0
+        assert math.isnan(find(m, "commit-latency-avg", COORDINATOR_GROUP))
+        consume(c, 5)
+        for offset in (1, 2, 3):
+            c.commit({tp: offset})
+        done: list[dict[TopicPartition, OffsetAndMetadata]] = []
+        c.commit_async({tp: 4}, lambda offsets, err: done.append(offsets))
+        c.commit_async({tp: 5}, lambda offsets, err: done.append(offsets))
+        deadline = time.monotonic() + 5
+        while len(done) < 2:
+            assert time.monotonic() < deadline
+            c.poll(20)
+        m = c.metrics()
+        commits = len(cluster.requests_of(ApiKey.OFFSET_COMMIT))
+        assert commits == 5
+        assert find(m, "commit-total", COORDINATOR_GROUP) == 5.0
+        assert find(m, "commit-latency-max", COORDINATOR_GROUP) >= \
+            find(m, "commit-latency-avg", COORDINATOR_GROUP) > 0
+        assert find(m, "commit-rate", COORDINATOR_GROUP) > 0
+        assert find(m, "assigned-partitions", COORDINATOR_GROUP) == 1.0
+        assert find(m, "rebalance-total", COORDINATOR_GROUP) == 0.0   # assign(): no join
+        assert find(m, "last-rebalance-seconds-ago", COORDINATOR_GROUP) == -1.0
+        assert cluster.committed("g-commit") == {tp: 5}
+        # every metric the module lists is there, and no other
+        assert {(n.group, n.name) for n in m} == {(g, n) for g, names in METRICS.items()
+                                                 for n in names}
+
+
+def test_rebalance_and_heartbeat_metrics_after_a_join(make_cluster: Callable[..., FakeCluster]
+                                                      ) -> None:
+    cluster = make_cluster(1, topics={"t": 4})
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g-join",
+                       session_timeout_ms=3000, **FAST) as c:
+        deadline = time.monotonic() + 10
+        while len(c.assignment()) < 4:
+            assert time.monotonic() < deadline, "no assignment"
+            c.poll(50)
+        m = c.metrics()
+        joins = cluster.requests_of(ApiKey.JOIN_GROUP)
+        assert find(m, "rebalance-total", COORDINATOR_GROUP) == 1.0
+        # every JoinGroup round but the last one failed (MEMBER_ID_REQUIRED first: KIP-394)
+        assert find(m, "failed-rebalance-total", COORDINATOR_GROUP) == float(len(joins) - 1)
+        assert find(m, "assigned-partitions", COORDINATOR_GROUP) == 4.0
+        assert find(m, "last-rebalance-seconds-ago", COORDINATOR_GROUP) == 0.0
+        latency = find(m, "rebalance-latency-max", COORDINATOR_GROUP)
+        assert latency == find(m, "rebalance-latency-total", COORDINATOR_GROUP) > 0
+        # heartbeats every 100 ms (the heartbeat thread sends them while we wait)
+        while len(cluster.requests_of(ApiKey.HEARTBEAT)) < 3:
+            assert time.monotonic() < deadline, "no heartbeats"
+            time.sleep(0.05)
+        sent_before = len(cluster.requests_of(ApiKey.HEARTBEAT))
+        m = c.metrics()
+        sent_after = len(cluster.requests_of(ApiKey.HEARTBEAT))
+        # answered heartbeats: all those sent, but the one that may be in flight
+        assert sent_before - 1 <= find(m, "heartbeat-total", COORDINATOR_GROUP) <= sent_after
+        assert find(m, "heartbeat-response-time-max", COORDINATOR_GROUP) > 0
+        assert find(m, "last-heartbeat-seconds-ago", COORDINATOR_GROUP) == 0.0
+
+
+def test_connection_count_is_the_connections_the_brokers_hold(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(3)
+    cluster.create_topic("t", 3)               # t-i led by broker i
+    for p in range(3):
+        append(cluster, TP("t", p), 0, 3)
+
+    def held() -> int:
+        return sum(len(b._conns) for b in cluster.brokers)
+
+    c = KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST)
+    assert find(c.metrics(), "connection-count", CONSUMER_GROUP) == 0.0
+    c.assign([TP("t", p) for p in range(3)])
+    consume(c, 9)
+    count = find(c.metrics(), "connection-count", CONSUMER_GROUP)
+    # a bootstrap connection and one per leader
+    assert count == float(held()) == 4.0
+    c.close()
+    cluster.wait_until(lambda: held() == 0, what="connections closed")
+    assert find(c.metrics(), "connection-count", CONSUMER_GROUP) == 0.0
+
+
+def test_window_settings_are_used(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    tp = TP("t", 0)
+    append(cluster, tp, 0, 7)
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, metrics_sample_window_ms=100,
+                       metrics_num_samples=2, **FAST) as c:
+        c.assign([tp])
+        consume(c, 7)
+        m = c.metrics()
+        assert find(m, "records-consumed-rate") > 0
+        assert not math.isnan(find(m, "fetch-latency-avg"))
+        time.sleep(0.25)                        # past 2 samples of 100 ms
+        m = c.metrics()
+        assert find(m, "records-consumed-rate") == 0.0
+        assert math.isnan(find(m, "fetch-latency-avg"))
+        assert math.isnan(find(m, "time-between-poll-max"))
+        assert find(m, "records-consumed-total") == 7.0
