@@ -86,7 +86,7 @@ import sys, tracemalloc
 from pathlib import Path
 import pyarrow as pa
 from pyconsumer.records import decode_arrow
-from pyext.records import native_memory, reset_native_peak
+from pyconsumer._records import native_memory, reset_native_peak
 data = Path(sys.argv[1]).read_bytes()
 decode_arrow(data[:1 << 20], "t", 0, include_headers=True)   # warm up pyarrow, the codecs
 pool = pa.default_memory_pool()

@@ -1,6 +1,6 @@
 """Record sets (a Fetch response's ``records`` field for one partition) decoded.
 
-Thin public layer over the compiled :mod:`pyext.records`:
+Thin public layer over the compiled :mod:`pyconsumer._records` (sources in ``pyext/``):
 
 * :func:`decode_records` -> ``list[ConsumerRecord]`` (what ``poll()`` returns per partition);
 * :func:`decode_arrow` -> ``pyarrow.RecordBatch`` in Spark's Kafka source schema
@@ -35,9 +35,11 @@ fills it. A compressed batch may decompress to at most
 """
 from __future__ import annotations
 
-from pyext.records import (
+from pyconsumer import errors as _errors
+from pyconsumer._records import (
     CompletedFetch,
     ConsumerRecord,
+    _set_error_classes,
     decode_arrow,
     decode_records,
     get_buffer_cache_limit,
@@ -46,6 +48,11 @@ from pyext.records import (
     set_buffer_cache_limit,
     set_max_decompressed_size,
 )
+
+# The extension imports nothing from pyconsumer (no import cycle, either can be imported
+# first): it raises the classes it is given here.
+_set_error_classes(_errors.CorruptRecordError, _errors.UnsupportedCodecError,
+                   _errors.RecordDeserializationError)
 
 __all__ = [
     "CompletedFetch",

@@ -2,7 +2,8 @@
  * magic v0/v1 messages; zlib headers are not assumed present, so it is table-driven
  * here, slicing-by-8, tables built on first use), xxHash32 of short inputs (to
  * recompute the LZ4 frame header checksum that Kafka's magic-v0 writer got wrong),
- * and a UTF-8 validator for header keys written into Arrow string columns. */
+ * a UTF-8 validator for header keys written into Arrow string columns, and the cold
+ * failure path of the bounds-checked readers (reader.pxd). */
 #ifndef PYEXT_WIRE_H
 #define PYEXT_WIRE_H
 
@@ -112,33 +113,29 @@ static inline int pyx_utf8_valid(const uint8_t *s, size_t n) {
     return 1;
 }
 
-/* ---------------------------------------------------------------- reader errors
- * The reader's failure path lives here, out of line and cold, so that the inline readers
- * stay small enough to be inlined into the record loops. It calls a Python callable that
- * the extension module registers at import (it raises CorruptRecordError); the GIL is
- * taken for the call, so readers may run in nogil blocks. */
-static PyObject *pyx_rd_error_factory = NULL;
+/* ---------------------------------------------------------------- reader faults
+ * The failure path of the inline readers, out of line and cold so that they stay small
+ * enough to be inlined into the record loops. Readers run in nogil loops, so the GIL is
+ * taken here; the hook (set once by the module at import: errors.pyx) turns the fault into
+ * the module's one CorruptRecordError and returns -1 with it set. */
+typedef int (*pyx_fault_hook)(PyObject *topic, int32_t partition, int64_t offset,
+                              Py_ssize_t origin, int inflated, Py_ssize_t pos, int fault,
+                              int64_t a, int64_t b);
+static pyx_fault_hook pyx_fault_hook_fn = NULL;
 
-static void pyx_rd_set_error_factory(PyObject *f) {
-    Py_XINCREF(f);
-    Py_XSETREF(pyx_rd_error_factory, f);
-}
+static void pyx_set_fault_hook(pyx_fault_hook f) { pyx_fault_hook_fn = f; }
 
-static __attribute__((noinline, cold)) int pyx_rd_raise(
-        PyObject *topic, int32_t partition, int64_t offset, Py_ssize_t pos, Py_ssize_t end,
-        int code, Py_ssize_t n) {
+/* The reader's fields come by value: a reader whose address never escapes stays in
+ * registers in the record loops. */
+static __attribute__((noinline, cold)) int pyx_fault(
+        PyObject *topic, int32_t partition, int64_t offset, Py_ssize_t origin, int inflated,
+        Py_ssize_t pos, int fault, int64_t a, int64_t b) {
     PyGILState_STATE st = PyGILState_Ensure();
-    if (pyx_rd_error_factory == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "record reader error factory not registered");
-    } else {
-        PyObject *r = PyObject_CallFunction(pyx_rd_error_factory, "innOiL", code, n, pos,
-                                            topic ? topic : Py_None, (int)partition,
-                                            (long long)offset);
-        Py_XDECREF(r);
-        (void)end;
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "record reader error factory did not raise");
-    }
+    if (pyx_fault_hook_fn == NULL)
+        PyErr_SetString(PyExc_RuntimeError, "record reader fault hook not set");
+    else if (pyx_fault_hook_fn(topic, partition, offset, origin, inflated, pos, fault, a, b) != -1
+             || !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "record reader fault hook did not raise");
     PyGILState_Release(st);
     return -1;
 }

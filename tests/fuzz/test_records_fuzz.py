@@ -50,6 +50,29 @@ def test_bitflip(codec: str, pos: int, bit: int, crc: bool) -> None:
     _all(bytes(data), crc)
 
 
+FIRST = {c: len(rs.aio_v2(rs.sample_records(20), c, 0)) for c in rs.CODECS_V2}  # batch 2 starts
+
+
+@FAST
+@given(codec=st.sampled_from(list(rs.CODECS_V2)), second=st.booleans(), pos=st.integers(0, 10_000),
+       bit=st.integers(0, 7))
+def test_bitflip_in_crc_covered_bytes_is_a_crc_error(codec: str, second: bool, pos: int,
+                                                     bit: int) -> None:
+    # The stored CRC32C (bytes 17-20 of a batch) and everything it covers (21 to the end):
+    # with check_crcs on, one flipped bit there is always caught, before any decompression,
+    # and named by its batch's first offset on every path.
+    data = bytearray(VALID[codec])
+    start, end, base = (FIRST[codec], len(data), 20) if second else (0, FIRST[codec], 0)
+    data[start + 17 + pos % (end - start - 17)] ^= 1 << bit
+    for fn in (lambda: decode_records(bytes(data), "t", 0),
+               lambda: decode_arrow(bytes(data), "t", 0, include_headers=True),
+               lambda: decode_arrow(bytes(data), "t", 0),
+               lambda: CompletedFetch(bytes(data), "t", 0, base).take_records(100)):
+        with pytest.raises(CorruptRecordError, match="CRC32C mismatch") as info:
+            fn()
+        assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 0, base)
+
+
 @FAST
 @given(blob=st.binary(max_size=300), crc=st.booleans())
 def test_random(blob: bytes, crc: bool) -> None:

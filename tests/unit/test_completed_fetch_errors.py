@@ -40,7 +40,10 @@ def taker(kind: str, cf: CompletedFetch) -> Callable[[int], list[int]]:
     return lambda n: cf.take_arrow(n).column("offset").to_pylist()
 
 
-def assert_stuck_at_10(cf: CompletedFetch, take: Callable[[int], list[int]], words: str) -> None:
+def assert_stuck_at_10(cf: CompletedFetch, take: Callable[[int], list[int]], words: str,
+                       at: int) -> None:
+    """Stuck before the bad batch; the error says what, at which byte of the record set, and
+    names topic, partition and offset (the one message format)."""
     for _ in range(3):                         # it keeps raising: the error is not used up
         assert not cf.is_drained
         assert cf.next_fetch_offset == 10
@@ -48,7 +51,7 @@ def assert_stuck_at_10(cf: CompletedFetch, take: Callable[[int], list[int]], wor
             take(100)
         err = info.value
         assert (err.topic, err.partition, err.offset) == ("t", 3, 10)
-        assert "topic=t, partition=3, offset=10" in str(err)
+        assert str(err).endswith(f" at byte {at} of the record set (topic=t, partition=3, offset=10)")
     assert not cf.is_drained and cf.next_fetch_offset == 10
 
 
@@ -60,7 +63,7 @@ def test_crc_failure_after_good_records_keeps_the_cursor_before_it(
     cf = CompletedFetch(GOOD + bad_batch(codec) + tail, "t", 3, 0, check_crcs=True)
     take = taker(kind, cf)
     assert take(100) == list(range(10))
-    assert_stuck_at_10(cf, take, "CRC32C mismatch")
+    assert_stuck_at_10(cf, take, "CRC32C mismatch", len(GOOD))
 
 
 @pytest.mark.parametrize("kind", ["records", "arrow"])
@@ -71,7 +74,7 @@ def test_good_records_in_small_takes_then_the_error(kind: str) -> None:
     assert take(4) == [4, 5, 6, 7]
     assert not cf.is_drained and cf.next_fetch_offset == 8
     assert take(4) == [8, 9]
-    assert_stuck_at_10(cf, take, "CRC32C mismatch")
+    assert_stuck_at_10(cf, take, "CRC32C mismatch", len(GOOD))
 
 
 @pytest.mark.parametrize("kind", ["records", "arrow"])
@@ -82,13 +85,13 @@ def test_undecodable_batch_without_crc_check_does_not_move_the_position_past_it(
     cf = CompletedFetch(GOOD + bad_batch("lz4"), "t", 3, 0, check_crcs=False)
     take = taker(kind, cf)
     assert take(100) == list(range(10))
-    assert_stuck_at_10(cf, take, "Cannot decompress lz4 batch")
+    assert_stuck_at_10(cf, take, "Cannot decompress lz4 batch", len(GOOD) + 61)  # its frame
 
 
 @pytest.mark.parametrize("kind", ["records", "arrow"])
 def test_bad_first_batch_raises_at_once_and_again(kind: str) -> None:
     cf = CompletedFetch(bad_batch("none") + AFTER, "t", 3, 10)
-    assert_stuck_at_10(cf, taker(kind, cf), "CRC32C mismatch")
+    assert_stuck_at_10(cf, taker(kind, cf), "CRC32C mismatch", 0)
 
 
 def test_discard_ends_a_pending_error() -> None:
@@ -140,7 +143,8 @@ def test_impossible_short_or_negative_length_is_corruption(length: int) -> None:
     assert len(cf.take_records(100)) == 10
     assert not cf.is_drained
     for _ in range(2):
-        with pytest.raises(CorruptRecordError, match=f"Invalid batch length {length}") as info:
+        with pytest.raises(CorruptRecordError, match=f"Invalid batch length {length} at byte "
+                                                     f"{len(GOOD)} of the record set") as info:
             cf.take_records(100)
         assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 3, 10)
     assert cf.next_fetch_offset == 10

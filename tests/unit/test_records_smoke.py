@@ -1,4 +1,4 @@
-"""Quick checks of pyext.records (the exhaustive differential/fuzz suite lives elsewhere).
+"""Quick checks of pyconsumer._records (the exhaustive differential/fuzz suite lives elsewhere).
 
 Record sets come from independent writers: aiokafka's DefaultRecordBatchBuilder (magic 2)
 and kafka-python's LegacyRecordBatchBuilder (magic 0/1).
@@ -432,8 +432,8 @@ def test_large_buffers_are_reused_and_accounted() -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
     import recordsets as rs
 
+    from pyconsumer._records import native_memory
     from pyconsumer.records import decode_arrow, get_buffer_cache_limit, set_buffer_cache_limit
-    from pyext.records import native_memory
 
     data = b"".join(rs.aio_v2([(i, 0, b"k", b"v" * 1000, []) for i in range(1000)], "none", base)
                     for base in range(0, 4000, 1000))

@@ -1,1 +1,0 @@
-"""pyconsumer hot path: Cython extension modules (record sets, Arrow builders, draining)."""

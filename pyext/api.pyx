@@ -1,0 +1,118 @@
+# --------------------------------------------------------------------------- public API
+
+@cython.final
+cdef class CompletedFetch:
+    """One partition's fetched record set, handed out at most N records per take."""
+
+    def __init__(self, record_set, str topic, int32_t partition, int64_t fetch_offset, *,
+                 bint check_crcs=True, str isolation_level="read_uncommitted",
+                 aborted_transactions=None, bint include_headers=False,
+                 key_deserializer=None, value_deserializer=None):
+        self.w = _Walker(record_set, topic, partition, fetch_offset, check_crcs,
+                         isolation_level, aborted_transactions)
+        self.include_headers = include_headers
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self.discarded = False
+
+    def take_records(self, Py_ssize_t max_records):
+        """At most max_records ConsumerRecords, in offset order (empty when drained)."""
+        if max_records < 0:
+            raise ValueError(f"max_records must be >= 0, got {max_records}")
+        if self.discarded or max_records == 0:
+            return []
+        return self.w.take_records(max_records, self.key_deserializer, self.value_deserializer)
+
+    def take_arrow(self, Py_ssize_t max_records):
+        """At most max_records rows as a pyarrow.RecordBatch (Spark's Kafka schema)."""
+        if max_records < 0:
+            raise ValueError(f"max_records must be >= 0, got {max_records}")
+        if self.discarded or max_records == 0:
+            return _ArrowBuilder(0, 0, 0, self.include_headers).finish(self.w.topic,
+                                                                        self.w.partition)
+        return self.w.take_arrow(max_records, self.include_headers)
+
+    def set_include_headers(self, bint include_headers):
+        """Whether later take_arrow calls build the headers column (poll_arrow asks per call;
+        without headers, magic-2 batches take the faster fill path)."""
+        self.include_headers = include_headers
+
+    @property
+    def next_fetch_offset(self):
+        return self.w.next_fetch_offset
+
+    @property
+    def is_drained(self):
+        if self.discarded:
+            return True
+        if self.w.error is not None:
+            return False                       # the next take raises it: not drained
+        if self.w.finished:
+            return True
+        self.w.maybe_finish()
+        return self.w.finished
+
+    @property
+    def incomplete_batch(self):
+        """(offset, declared size, bytes present) of the incomplete batch this record set
+        ends with, once the cursor stopped there (the broker cut the batch at a size limit,
+        or the log ends mid-batch); -1 for what the bytes do not say; None otherwise."""
+        if self.w.cut_have == 0:
+            return None
+        return (self.w.cut_offset, self.w.cut_size, self.w.cut_have)
+
+    @property
+    def last_epoch(self):
+        return None if self.w.last_epoch < 0 else self.w.last_epoch
+
+    @property
+    def topic(self):
+        return self.w.topic
+
+    @property
+    def partition(self):
+        return self.w.partition
+
+    def discard(self):
+        """Drop what is left; later takes return nothing and the position stays put."""
+        self.discarded = True
+        self.w.finished = True
+        self.w.remaining = 0
+        self.w.release()
+
+    def __repr__(self):
+        return (f"CompletedFetch(topic={self.w.topic!r}, partition={self.w.partition}, "
+                f"next_fetch_offset={self.w.next_fetch_offset}, drained={self.is_drained})")
+
+
+_NO_LIMIT = (1 << 62)
+
+
+def decode_records(record_set, str topic, int32_t partition, *, bint check_crcs=True,
+                   int64_t fetch_offset=0, str isolation_level="read_uncommitted",
+                   aborted_transactions=None, key_deserializer=None, value_deserializer=None):
+    """Every record of a record set as ConsumerRecords, in offset order."""
+    cdef _Walker w = _Walker(record_set, topic, partition, fetch_offset, check_crcs,
+                             isolation_level, aborted_transactions)
+    cdef list out = w.take_records(_NO_LIMIT, key_deserializer, value_deserializer)
+    while not w.finished:
+        # take_records stops early only before a record whose deserializer failed (it hands
+        # out what it has first); taking again raises that RecordDeserializationError.
+        out += w.take_records(_NO_LIMIT, key_deserializer, value_deserializer)
+    return out
+
+
+def decode_arrow(record_set, str topic, int32_t partition, *, bint check_crcs=True,
+                 bint include_headers=False, int64_t fetch_offset=0,
+                 str isolation_level="read_uncommitted", aborted_transactions=None):
+    """Every record of a record set as one pyarrow.RecordBatch (Spark's Kafka schema)."""
+    cdef _Walker w = _Walker(record_set, topic, partition, fetch_offset, check_crcs,
+                             isolation_level, aborted_transactions)
+    batch = w.take_arrow(_NO_LIMIT, include_headers)
+    if w.error is not None:
+        raise w.error
+    if not w.finished:
+        raise OverflowError(
+            f"record set of {topic}-{partition} has more than 2 GiB of keys or values, more than "
+            f"one Arrow batch can hold; drain it with CompletedFetch.take_arrow instead")
+    return batch
