@@ -6,7 +6,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -418,7 +418,7 @@ class CpuMeter:
                 todo.extend(kids.get(pid, []))
         return groups
 
-    def __enter__(self) -> "CpuMeter":
+    def __enter__(self) -> CpuMeter:
         self.t0 = time.perf_counter()
         self.m0 = _machine_ticks()
         self.g0 = self._groups()

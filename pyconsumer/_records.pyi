@@ -1,12 +1,14 @@
 """Type stubs for the compiled pyconsumer._records module (sources in pyext/)."""
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, Final, final
+from typing import Any, final
+
+from typing import TypeAlias
 
 if sys.version_info >= (3, 12):
-    from collections.abc import Buffer
+    from collections.abc import Buffer as _Buffer
 else:
-    Buffer = bytes | bytearray | memoryview
+    _Buffer: TypeAlias = bytes | bytearray | memoryview
 
 import pyarrow as pa
 
@@ -48,13 +50,13 @@ class ConsumerRecord:
         serialized_key_size: int = -1,
         serialized_value_size: int = -1,
     ) -> None: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
 @final
 class CompletedFetch:
     def __init__(
         self,
-        record_set: Buffer | None,
+        record_set: _Buffer | None,
         topic: str,
         partition: int,
         fetch_offset: int,
@@ -84,7 +86,7 @@ class CompletedFetch:
     def discard(self) -> None: ...
 
 def decode_records(
-    record_set: Buffer | None,
+    record_set: _Buffer | None,
     topic: str,
     partition: int,
     *,
@@ -96,7 +98,7 @@ def decode_records(
     value_deserializer: Callable[[bytes | None], Any] | None = None,
 ) -> list[ConsumerRecord]: ...
 def decode_arrow(
-    record_set: Buffer | None,
+    record_set: _Buffer | None,
     topic: str,
     partition: int,
     *,

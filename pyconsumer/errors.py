@@ -7,7 +7,7 @@ description); look one up with :func:`for_code`. Client errors (``KafkaProtocolE
 from __future__ import annotations
 
 from enum import IntEnum
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 
@@ -605,7 +605,7 @@ def _generate_remaining() -> list[str]:
 _BROKER_CLASS_NAMES = _generate_remaining()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _unknown_code_class(code: int) -> type[UnknownServerError]:
     # a subclass of UnknownServerError that remembers the code the broker actually sent
     # (Java maps unknown codes to UNKNOWN_SERVER_ERROR, non-retriable)

@@ -580,7 +580,7 @@ class _QuietPy4J(logging.Filter):
     by Ctrl-C, "Error while sending or receiving") are dropped; the CLI reports the failure
     itself. py4j logs some on the root logger (``logging.exception``), some on ``py4j.*``."""
 
-    installed: list["_QuietPy4J"] = []
+    installed: list[_QuietPy4J] = []
 
     def filter(self, record: logging.LogRecord) -> bool:
         path = record.pathname.replace(os.sep, "/")

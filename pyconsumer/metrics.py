@@ -51,7 +51,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sized
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyconsumer.structs import TopicPartition
 

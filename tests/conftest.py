@@ -20,7 +20,7 @@ import importlib.util
 import itertools
 import os
 import uuid
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 

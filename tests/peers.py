@@ -145,7 +145,7 @@ class ScriptedPeer:
         while not self._stop.is_set():
             try:
                 sock, _ = self._server.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return

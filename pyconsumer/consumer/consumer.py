@@ -585,10 +585,15 @@ class KafkaConsumer:
             # wake for data, a finished reset (fetches can start then) or a fetch that ended
             # without data (failed: send it again at once, as Java); a wakeup() raises
             client.poll(timeout_ms=max(0.0, left),
-                        until=lambda: fetcher.has_available()
-                        or offsets.resets_completed != resets
-                        or fetcher.completions != completions)
+                        until=functools.partial(self._wait_over, resets, completions))
             final = time.monotonic() >= deadline
+
+    def _wait_over(self, resets: int, completions: int) -> bool:
+        """A waiting poll() returns: data arrived, a reset finished (fetches can start) or a
+        fetch ended without data (failed: sent again at once, as Java)."""
+        assert self._fetcher is not None and self._offsets is not None
+        return (self._fetcher.has_available() or self._offsets.resets_completed != resets
+                or self._fetcher.completions != completions)
 
     @_exclusive
     def poll(self, timeout_ms: float = 0, max_records: int | None = None

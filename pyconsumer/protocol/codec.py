@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from pyconsumer.errors import KafkaProtocolError
@@ -325,7 +325,7 @@ def _array_writer(elem: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
     return write
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled(message: Message, version: int) -> StructCodec:
     return StructCodec(message.fields, version, in_range(version, message.flexible))
 

@@ -8,7 +8,8 @@ for arrays, and a capitalised name for a struct whose fields follow on deeper li
 Versions are ``N+``, ``A-B``, ``N`` or ``none``. Two deliberate leniencies: SyncGroupResponse's
 Assignment and JoinGroupResponse's ProtocolName, Leader and MemberId are read as nullable
 (librdkafka's mock sends nulls with an error code). Blocks with api key -1 are not requests but
-the embedded formats of the consumer group protocol (JoinGroup metadata, SyncGroup assignment). Field names and versions follow Apache Kafka's
+the embedded formats of the consumer group protocol (JoinGroup metadata, SyncGroup assignment).
+Field names and versions follow Apache Kafka's
 message specs (clients/src/main/resources/common/message/*.json); the codec
 (:mod:`pyconsumer.protocol.codec`) reads this table and is the only encoder and decoder.
 """

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Union
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")

@@ -20,7 +20,6 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Union
 
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.structs import TopicPartition
@@ -108,7 +107,7 @@ class Assign:
     partitions: tuple[TopicPartition, ...]
 
 
-Strategy = Union[Subscribe, SubscribePattern, Assign]
+Strategy = Subscribe | SubscribePattern | Assign
 
 
 @dataclass(frozen=True)
@@ -600,7 +599,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         ending = LatestSpec()
     else:
         starting = _offset_spec(opts, _STARTING_KEYS, EarliestSpec())
-        ending = _offset_spec(opts, _ENDING_KEYS, LatestSpec())    
+        ending = _offset_spec(opts, _ENDING_KEYS, LatestSpec())
         _check_batch_limits(starting, ending, _chosen(opts, _STARTING_KEYS),
                             _chosen(opts, _ENDING_KEYS))
         _check_batch_range(starting, ending)

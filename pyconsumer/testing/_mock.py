@@ -23,7 +23,7 @@ __all__ = ["MockCluster", "MockClusterError", "MockRequest", "find_librdkafka"]
 _RD_KAFKA_PRODUCER = 0
 _lib: ctypes.CDLL | None = None
 _lib_lock = threading.Lock()
-_live: "weakref.WeakSet[MockCluster]" = weakref.WeakSet()
+_live: weakref.WeakSet[MockCluster] = weakref.WeakSet()
 #: the highest versions the mock's group handlers really parse (librdkafka's
 #: src/rdkafka_mock_handlers.c); it advertises higher ones (6, 4, 4)
 _GROUP_VERSION_CAPS: tuple[tuple[ApiKey, int], ...] = (
@@ -203,7 +203,7 @@ class MockCluster:
             raise MockClusterError("mock cluster is closed")
         return self._mc
 
-    def _fn(self, name: str) -> "ctypes._NamedFuncPointer":
+    def _fn(self, name: str) -> ctypes._NamedFuncPointer:
         fn = getattr(self._lib, name, None)
         if fn is None:
             raise MockClusterError(f"this librdkafka does not export {name}")
@@ -344,7 +344,7 @@ class MockCluster:
     def closed(self) -> bool:
         return self._mc is None
 
-    def __enter__(self) -> "MockCluster":
+    def __enter__(self) -> MockCluster:
         return self
 
     def __exit__(

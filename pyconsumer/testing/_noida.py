@@ -105,7 +105,7 @@ class NoidaBroker(BrokerProcess):
         """Stop the process; a temporary data directory is removed with all its data."""
         super().stop()
 
-    def restart(self) -> "NoidaBroker":
+    def restart(self) -> NoidaBroker:
         """Stop and start again on the same port with the same data. noida writes behind:
         what was acknowledged just before the stop may be lost."""
         return super().restart()

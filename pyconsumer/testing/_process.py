@@ -25,7 +25,7 @@ __all__ = ["BrokerProcess", "BrokerStartError", "free_port", "probe_api_versions
 
 _B = TypeVar("_B", bound="BrokerProcess")
 
-_live: "weakref.WeakSet[BrokerProcess]" = weakref.WeakSet()
+_live: weakref.WeakSet[BrokerProcess] = weakref.WeakSet()
 _live_lock = threading.Lock()
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 __all__ = ["TestRecord", "ProduceError", "produce", "produce_transactions", "sample_records", "CODECS"]
 

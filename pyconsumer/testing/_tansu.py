@@ -86,6 +86,6 @@ class TansuBroker(BrokerProcess):
     def _ready_in_log(self, text: bytes) -> bool:
         return b"ready in" in text  # Tansu's last startup line
 
-    def restart(self) -> "TansuBroker":
+    def restart(self) -> TansuBroker:
         """Stop and start again on the same port (memory storage: all data is gone)."""
         return super().restart()

@@ -93,7 +93,7 @@ class Log:
         offset, limit = p["fetch_offset"], p["partition_max_bytes"]
         self.fetches.append((offset, limit, body["max_bytes"]))
         data = b""
-        for i, (base, raw) in enumerate(self.batches):
+        for i, (_base, raw) in enumerate(self.batches):
             ends = self.batches[i + 1][0] if i + 1 < len(self.batches) else self.high_watermark
             if ends > offset:
                 data += raw

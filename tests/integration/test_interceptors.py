@@ -240,7 +240,7 @@ def test_interceptor_classes_load_by_import_path(tansu: TansuBroker, topic: str)
             assert built.configs is not None and built.configs["client.id"] == "by-path"
             assert built.configs["interceptor.classes"] == [Recorder, ArrowOddRows]
             c.assign([TopicPartition(topic, 1)])
-            poll_until(c, lambda: bool(built.consumed))
+            poll_until(c, lambda built=built: bool(built.consumed))
             assert offsets(built.consumed[0])[1][0] == 0
         assert built.closed == 1
     assert len(Recorder.made) == 2

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.protocol import ApiKey

@@ -11,7 +11,8 @@ from __future__ import annotations
 import socket
 import struct
 import uuid
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
@@ -69,7 +70,7 @@ class RawConnection:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "RawConnection":
+    def __enter__(self) -> RawConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -3,7 +3,7 @@ range's end, reuses cached consumers, and reports lost data per failOnDataLoss; 
 offset lookups see through a broker's wrong ListOffsets answer."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest

@@ -3,7 +3,8 @@ DataFrame equals what confluent-kafka produced, row for row."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
