@@ -369,12 +369,11 @@ class Fetcher:
                 continue
             handler.notify_close()
             data = handler.new_builder().build()
-            futures.append(self.client.send(
-                node, ApiKey.FETCH,
-                lambda version, d=data: self._request_body(  # type: ignore[misc]
-                    d, version, self.config.fetch_max_bytes, max_wait_ms=0),
-                timeout_ms=timeout_ms,
-                max_version=None if data.can_use_topic_ids else _LAST_VERSION_BY_NAME))
+
+            def body(version: int, d: FetchRequestData = data) -> dict[str, Any]:
+                return self._request_body(d, version, self.config.fetch_max_bytes, max_wait_ms=0)
+
+            futures.append(self.client.send(node, ApiKey.FETCH, body, timeout_ms=timeout_ms))
         if not futures:
             return
         try:

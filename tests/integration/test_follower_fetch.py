@@ -11,6 +11,7 @@ request tracking shows which broker got each Fetch).
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -25,7 +26,7 @@ from pyconsumer.testing import MockCluster, produce
 from pyconsumer.testing._produce import TestRecord
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster, Request  # noqa: E402
+from fakecluster import FakeCluster  # noqa: E402
 
 TP = TopicPartition("t", 0)
 Row = tuple[int, bytes | None]
@@ -108,9 +109,9 @@ def test_the_replica_choice_expires_after_metadata_max_age(racked: FakeCluster) 
     to_leader = [r.at for r in racked.requests_of(ApiKey.FETCH) if r.broker == 0]
     # back to the leader when the choice is 400 ms old, never sooner; then the replica again
     assert len(to_leader) >= 3, to_leader
-    assert all(b - a >= 0.4 for a, b in zip(to_leader, to_leader[1:])), to_leader
+    assert all(b - a >= 0.4 for a, b in itertools.pairwise(to_leader)), to_leader
     order = brokers_of(racked)
-    assert all(nxt == 1 for b, nxt in zip(order, order[1:]) if b == 0), order
+    assert all(nxt == 1 for b, nxt in itertools.pairwise(order) if b == 0), order
 
 
 def test_out_of_range_on_the_replica_goes_to_the_leader_without_a_reset(
