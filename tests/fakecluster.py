@@ -15,6 +15,19 @@ timeouts. Handlers run under one cluster lock (a Condition); a handler that must
 (JoinGroup until the rebalance completes, SyncGroup until the leader's assignment, Fetch until
 data or max_wait_ms) waits on it, always with a deadline.
 
+Fetch sessions (KIP-227) as Kafka's FetchManager keeps them, per broker: a full fetch with
+epoch 0 opens one (``fetch_sessions=False``, or ``max_fetch_sessions`` reached, answers
+session id 0), an incremental one must carry the session's epoch (else
+INVALID_FETCH_SESSION_EPOCH; an unknown id gets FETCH_SESSION_ID_NOT_FOUND), adds or updates
+the partitions it lists, drops its ``forgotten_topics_data`` and is answered with only the
+partitions that have records, an error or new watermarks; every session partition is read,
+in the session's order, a partition that returned records moving to its end. A full fetch
+naming a session closes it (epoch -1: without opening another). :meth:`evict_fetch_sessions`
+drops sessions as a full cache would. Follower fetching (KIP-392): :meth:`set_rack`,
+:meth:`set_follower`; a leader asked by a consumer (Fetch v11+) whose ``rack_id`` is a
+follower's rack answers that follower as ``preferred_read_replica`` with no records, and a
+follower serves consumer fetches up to its own end offset (OFFSET_OUT_OF_RANGE past it).
+
 Faults: :meth:`inject` (the next N requests of an API get an error), :meth:`delay`,
 :meth:`drop_next` (close the connection instead of answering), :meth:`control` (a test's own
 handler), :meth:`move_coordinator`, :meth:`move_leader`, :meth:`stop_broker` /
@@ -84,6 +97,7 @@ class Request:
     client_id: str | None
     body: Body
     at: float                       # time.monotonic() on arrival
+    size: int = 0                   # bytes on the wire, size prefix included
 
 
 @dataclasses.dataclass
@@ -102,15 +116,27 @@ class Partition:
         self.leader = leader
         self.epoch = 0
         self.epochs: list[tuple[int, int]] = [(0, 0)]   # leader epoch -> its start offset
+        #: follower node -> its end offset (None: in sync with the leader)
+        self.followers: dict[int, int | None] = {}
 
-    def read(self, offset: int, limit: int, min_one: bool, hard_limit: bool) -> bytes:
+    def end_on(self, node: int) -> int:
+        """The end offset (and high watermark) as broker ``node`` serves the partition."""
+        if node == self.leader:
+            return self.end
+        lag = self.followers.get(node)
+        return self.end if lag is None else min(lag, self.end)
+
+    def read(self, offset: int, limit: int, min_one: bool, hard_limit: bool,
+             upto: int | None = None) -> bytes:
         """Whole batches from the one holding ``offset``, then a cut piece of the next up to
         ``limit`` bytes (Kafka slices the log file). The first batch goes out whole when
         ``min_one`` (KIP-74); a lone incomplete batch becomes nothing unless ``hard_limit``
-        (Fetch < v3), as ReplicaManager does."""
+        (Fetch < v3), as ReplicaManager does. A follower reads only batches below ``upto``."""
         i = bisect.bisect_left([b.last for b in self.batches], offset)
         out = bytearray()
         for b in self.batches[i:]:
+            if upto is not None and b.last >= upto:
+                break
             if len(out) + len(b.data) <= limit or (not out and min_one):
                 out += b.data
                 continue
@@ -164,6 +190,33 @@ class Committed:
     offset: int
     leader_epoch: int
     metadata: str | None
+
+
+@dataclasses.dataclass
+class CachedPartition:
+    """A partition of a fetch session: what the last request said of it, and the watermarks
+    last answered (-1: answer it next time whatever happens)."""
+
+    topic: str | None               # None when the session names topics by id
+    topic_id: uuid.UUID
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+
+
+@dataclasses.dataclass
+class FetchSession:
+    """One incremental fetch session (Kafka's FetchSession) held by broker ``broker``."""
+
+    session_id: int
+    broker: int
+    epoch: int                      # the epoch the next request must carry
+    uses_topic_ids: bool
+    #: (topic name or id, partition) -> cached partition, in the session's fetch order
+    partitions: dict[tuple[Any, int], CachedPartition]
 
 
 class Group:
@@ -301,7 +354,8 @@ class FakeCluster:
                  max_versions: dict[ApiKey, int] | None = None,
                  min_session_timeout_ms: int = 1, max_session_timeout_ms: int = 1_800_000,
                  initial_rebalance_delay_ms: int = 0, fetch_wait_cap_s: float = 5.0,
-                 auto_create_topics: bool = False) -> None:
+                 auto_create_topics: bool = False, fetch_sessions: bool = True,
+                 max_fetch_sessions: int = 1000) -> None:
         if not 1 <= n_brokers <= 9:
             raise ValueError(f"n_brokers must be 1..9, got {n_brokers}")
         self.cond = threading.Condition(threading.RLock())
@@ -315,6 +369,12 @@ class FakeCluster:
         self.initial_rebalance_delay = initial_rebalance_delay_ms / 1000.0
         self.fetch_wait_cap = fetch_wait_cap_s
         self.auto_create_topics = auto_create_topics
+        #: False: every fetch is sessionless (a broker whose session cache has no room)
+        self.fetch_sessions = fetch_sessions
+        self.max_fetch_sessions = max_fetch_sessions
+        self.sessions: dict[int, FetchSession] = {}
+        self._session_ids = itertools.count(1001)
+        self.racks: dict[int, str] = {}
         self._coordinators: dict[str, int] = {}
         self._rules: list[_Rule] = []
         self._controls: list[tuple[ApiKey, Control]] = []
@@ -462,12 +522,51 @@ class FakeCluster:
         """Make ``node`` the leader of ``tp`` with a new leader epoch (returned)."""
         with self.cond:
             p = self.partition(tp)
+            p.followers.pop(node, None)
             p.leader = node
             p.epoch += 1
             p.epochs.append((p.epoch, p.end))
             self._data_version += 1
             self.cond.notify_all()
             return p.epoch
+
+    def set_rack(self, node: int, rack: str | None) -> None:
+        """Broker ``node``'s rack, in Metadata and for choosing read replicas."""
+        with self.cond:
+            if rack is None:
+                self.racks.pop(node, None)
+            else:
+                self.racks[node] = rack
+
+    def set_follower(self, tp: TopicPartition, node: int, end: int | None = None,
+                     present: bool = True) -> None:
+        """Make ``node`` a follower of ``tp`` holding the log up to ``end`` (None: all of
+        it), or (``present=False``) no longer a replica."""
+        with self.cond:
+            p = self.partition(tp)
+            if node == p.leader:
+                raise ValueError(f"{node} leads {tp}")
+            if present:
+                p.followers[node] = end
+            else:
+                p.followers.pop(node, None)
+            self._data_version += 1
+            self.cond.notify_all()
+
+    def fetch_sessions_of(self, broker: int | None = None) -> list[FetchSession]:
+        """Copies of the open fetch sessions (of one broker, or all)."""
+        with self.cond:
+            return [dataclasses.replace(x, partitions=dict(x.partitions))
+                    for x in self.sessions.values() if broker is None or x.broker == broker]
+
+    def evict_fetch_sessions(self, broker: int | None = None) -> list[int]:
+        """Drop the fetch sessions (of one broker, or all) as a full session cache evicts
+        them; their next incremental fetch gets FETCH_SESSION_ID_NOT_FOUND. Their ids."""
+        with self.cond:
+            gone = [i for i, x in self.sessions.items() if broker is None or x.broker == broker]
+            for i in gone:
+                del self.sessions[i]
+            return gone
 
     # ================================================================== groups
 
@@ -600,7 +699,8 @@ class FakeCluster:
             self.rejected.append((b.node_id, api_key, version))
             return None                  # Kafka closes a connection that sends what it lacks
         api, version, correlation_id, client_id, body = decode_request(frame)
-        req = Request(b.node_id, api, version, correlation_id, client_id, body, time.monotonic())
+        req = Request(b.node_id, api, version, correlation_id, client_id, body, time.monotonic(),
+                      size=len(frame) + 4)
         with self.cond:
             self.requests.append(req)
             self.cond.notify_all()
@@ -680,6 +780,10 @@ class FakeCluster:
             return {"topics": [{"name": t["name"], "partitions": [
                 {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": code}
                 for p in t["partition_indexes"]]} for t in body["topics"] or []]}
+        if api == ApiKey.FETCH and code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                                            ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                                            ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR):
+            return {"error_code": code, "session_id": 0, "responses": []}
         # per-partition errors
         if api == ApiKey.FETCH:
             return {"responses": [{"topic": t["topic"], "topic_id": t["topic_id"], "partitions": [
@@ -738,10 +842,14 @@ class FakeCluster:
             topics.append({"error_code": 0, "name": t.name, "topic_id": t.topic_id,
                            "partitions": [
                                {"error_code": 0, "partition_index": i, "leader_id": p.leader,
-                                "leader_epoch": p.epoch, "replica_nodes": [p.leader],
-                                "isr_nodes": [p.leader], "offline_replicas": []}
+                                "leader_epoch": p.epoch,
+                                "replica_nodes": [p.leader, *p.followers],
+                                "isr_nodes": [p.leader, *(f for f, end in p.followers.items()
+                                                          if end is None)],
+                                "offline_replicas": []}
                                for i, p in enumerate(t.partitions)]})
-        return {"brokers": [{"node_id": x.node_id, "host": HOST, "port": x.port, "rack": None}
+        return {"brokers": [{"node_id": x.node_id, "host": HOST, "port": x.port,
+                             "rack": self.racks.get(x.node_id)}
                             for x in self.brokers],
                 "cluster_id": "fake-cluster", "controller_id": 0, "topics": topics}
 
@@ -765,8 +873,8 @@ class FakeCluster:
     # ================================================================== handlers: data
 
     def _partition_error(self, b: _Broker, topic: Topic | None, index: int,
-                         current_epoch: int, unknown: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                         ) -> tuple[int, Partition | None]:
+                         current_epoch: int, unknown: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         follower_ok: bool = False) -> tuple[int, Partition | None]:
         """The leader checks every partition request goes through."""
         if topic is None or not 0 <= index < len(topic.partitions):
             return unknown, None
@@ -776,27 +884,137 @@ class FakeCluster:
             return ErrorCode.FENCED_LEADER_EPOCH, p
         if current_epoch > p.epoch:
             return ErrorCode.UNKNOWN_LEADER_EPOCH, p
-        if p.leader != b.node_id:
+        if p.leader != b.node_id and not (follower_ok and b.node_id in p.followers):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, p
         return 0, p
 
     def _fetch(self, b: _Broker, req: Request) -> Body:
         body, v = req.body, req.version
+        context = self._fetch_context(b, body, v)
+        if isinstance(context, dict):
+            return context                          # a session error
+        session, topics = context
         deadline = time.monotonic() + min(body["max_wait_ms"] / 1000.0, self.fetch_wait_cap)
         while True:
             seen = self._data_version
-            answer, size, failed = self._fetch_once(b, body, v)
+            answer, size, failed = self._fetch_once(b, body, v, topics)
             if size >= max(1, body["min_bytes"]) or failed or time.monotonic() >= deadline:
-                return answer
+                break
             left = deadline - time.monotonic()
             # the lambda runs within this iteration: binding ``seen`` late is fine
             self._wait(b, lambda: self._data_version != seen, left)  # noqa: B023
+        if session is not None:
+            self._session_answer(session, answer, v, full=body["session_epoch"] == 0)
+        return answer
 
-    def _fetch_once(self, b: _Broker, body: Body, v: int) -> tuple[Body, int, bool]:
+    def _fetch_context(self, b: _Broker, body: Body, v: int
+                       ) -> Body | tuple[FetchSession | None, list[Body]]:
+        """Kafka's FetchManager.newContext: the session (None: sessionless) and the topics to
+        read, in order, or the top-level error answer."""
+        sid, epoch = (body["session_id"], body["session_epoch"]) if v >= 7 else (0, -1)
+        if epoch in (0, -1):                     # a full fetch
+            if sid:
+                self.sessions.pop(sid, None)     # a full fetch closes the session it names
+            if epoch == -1 or not self.fetch_sessions \
+                    or len(self.sessions) >= self.max_fetch_sessions:
+                return None, body["topics"]
+            session = FetchSession(next(self._session_ids), b.node_id, 1, v >= 13, {})
+            self._session_update(session, body["topics"], [], v)
+            self.sessions[session.session_id] = session
+            return session, body["topics"]
+        session = self.sessions.get(sid)
+        if session is None or session.broker != b.node_id:
+            return {"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
+                    "responses": []}
+        if session.epoch != epoch:
+            return {"error_code": ErrorCode.INVALID_FETCH_SESSION_EPOCH, "session_id": 0,
+                    "responses": []}
+        if session.uses_topic_ids != (v >= 13):
+            return {"error_code": ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, "session_id": 0,
+                    "responses": []}
+        self._session_update(session, body["topics"], body["forgotten_topics_data"], v)
+        if not session.partitions:
+            del self.sessions[sid]               # empty: closed, answered sessionless
+            return None, body["topics"]
+        session.epoch = 1 if epoch == 2**31 - 1 else epoch + 1
+        topics: list[Body] = []
+        for c in session.partitions.values():    # read in the session's order
+            fp = {"partition": c.partition, "fetch_offset": c.fetch_offset,
+                  "partition_max_bytes": c.max_bytes,
+                  "current_leader_epoch": c.current_leader_epoch}
+            if topics and (topics[-1]["topic"], topics[-1]["topic_id"]) == (c.topic, c.topic_id):
+                topics[-1]["partitions"].append(fp)
+            else:
+                topics.append({"topic": c.topic, "topic_id": c.topic_id, "partitions": [fp]})
+        return session, topics
+
+    @staticmethod
+    def _session_update(session: FetchSession, topics: list[Body], forgotten: list[Body],
+                        v: int) -> None:
+        """Kafka's FetchSession.update: listed partitions are added (at the end) or updated,
+        then the forgotten ones removed."""
+        for t in topics:
+            name, tid = (t["topic"], t["topic_id"]) if v <= 12 else (None, t["topic_id"])
+            for fp in t["partitions"]:
+                key = (name if v <= 12 else tid, fp["partition"])
+                c = session.partitions.get(key)
+                if c is None:
+                    session.partitions[key] = CachedPartition(
+                        name, tid, fp["partition"], fp["fetch_offset"],
+                        fp["partition_max_bytes"], fp["current_leader_epoch"])
+                else:
+                    c.fetch_offset, c.max_bytes = fp["fetch_offset"], fp["partition_max_bytes"]
+                    c.current_leader_epoch = fp["current_leader_epoch"]
+        for f in forgotten:
+            for index in f["partitions"]:
+                session.partitions.pop((f["topic"] if v <= 12 else f["topic_id"], index), None)
+
+    @staticmethod
+    def _session_answer(session: FetchSession, answer: Body, v: int, full: bool) -> None:
+        """Note the answered watermarks in the session; an incremental answer keeps only the
+        partitions Kafka must send (records, an error, new watermarks, a read replica), and
+        those with records move to the end of the session's order."""
+        answer["session_id"] = session.session_id
+        for t in answer["responses"]:
+            kept = []
+            for out in t["partitions"]:
+                key = (t["topic"] if v <= 12 else t["topic_id"], out["partition_index"])
+                c = session.partitions[key]
+                must = (bool(out["records"]) or out["error_code"] != 0
+                        or out["high_watermark"] != c.high_watermark
+                        or out.get("log_start_offset", -1) != c.log_start_offset
+                        or out.get("preferred_read_replica", -1) >= 0)
+                c.high_watermark = -1 if out["error_code"] else out["high_watermark"]
+                c.log_start_offset = out.get("log_start_offset", -1)
+                if out["records"] and not full:
+                    del session.partitions[key]
+                    session.partitions[key] = c
+                if must or full:
+                    kept.append(out)
+            t["partitions"] = kept
+        answer["responses"] = [t for t in answer["responses"] if t["partitions"]]
+
+    def _read_replica(self, b: _Broker, p: Partition, offset: int, rack: str) -> int:
+        """Kafka's findPreferredReadReplica, for a consumer in ``rack`` fetching from the
+        leader: an in-rack running follower that holds ``offset`` (-1: none, or the leader
+        is in that rack itself)."""
+        if not rack or self.racks.get(b.node_id) == rack:
+            return -1
+        for node in p.followers:
+            if self.racks.get(node) == rack and self.brokers[node].running \
+                    and p.log_start <= offset <= p.end_on(node):
+                return node
+        return -1
+
+    def _fetch_once(self, b: _Broker, body: Body, v: int, topics: list[Body]
+                    ) -> tuple[Body, int, bool]:
+        """One read of ``topics``: the answer, its record bytes, and whether it must go out
+        now (an error or a read replica)."""
         budget = body["max_bytes"]
         min_one, size, failed = v >= 3, 0, False
+        rack = body.get("rack_id") or "" if v >= 11 else ""
         responses = []
-        for t in body["topics"]:
+        for t in topics:
             topic = self._lookup_topic(t["topic"] if v <= 12 else None,
                                        None if v <= 12 else t["topic_id"])
             unknown = (ErrorCode.UNKNOWN_TOPIC_ID if v >= 13
@@ -804,21 +1022,29 @@ class FakeCluster:
             parts = []
             for fp in t["partitions"]:
                 code, p = self._partition_error(b, topic, fp["partition"],
-                                                fp["current_leader_epoch"], unknown)
+                                                fp["current_leader_epoch"], unknown,
+                                                follower_ok=v >= 11)
                 out: Body = {"partition_index": fp["partition"], "error_code": code,
                              "high_watermark": -1, "records": b"",
                              "aborted_transactions": [] if body["isolation_level"] else None}
                 if p is not None:
-                    out.update(high_watermark=p.end, last_stable_offset=p.end,
+                    end = p.end_on(b.node_id)
+                    out.update(high_watermark=end, last_stable_offset=end,
                                log_start_offset=p.log_start)
                     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                         out["current_leader"] = {"leader_id": p.leader, "leader_epoch": p.epoch}
                     offset = fp["fetch_offset"]
-                    if not code and not p.log_start <= offset <= p.end:
+                    if not code and not p.log_start <= offset <= end:
                         code = out["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
-                    if not code:
+                    replica = -1 if code or p.leader != b.node_id \
+                        else self._read_replica(b, p, offset, rack)
+                    if replica >= 0:
+                        out["preferred_read_replica"] = replica   # and no records
+                        failed = True                             # answered at once
+                    elif not code:
                         limit = max(0, min(fp["partition_max_bytes"], budget))
-                        data = p.read(offset, limit, min_one, hard_limit=v < 3)
+                        data = p.read(offset, limit, min_one, hard_limit=v < 3,
+                                      upto=None if end == p.end else end)
                         if data:
                             min_one = False
                             budget -= len(data)
@@ -1337,5 +1563,5 @@ class RawClient:
         self.close()
 
 
-__all__ = ["Batch", "FakeCluster", "Group", "Member", "Partition", "RawClient", "Request",
+__all__ = ["Batch", "CachedPartition", "FakeCluster", "FetchSession", "Group", "Member", "Partition", "RawClient", "Request",
            "Topic"]

@@ -16,18 +16,35 @@ or a log cut mid-batch) gets one re-fetch of that partition asking for the whole
 that does not help, or the declared size is beyond what any fetch may ask for, the partition
 stops with a FetchProgressError that stays (like a corrupt batch) until the user seeks.
 
-Fetches are sessionless (session id 0, epoch -1, KIP-227 full fetches): every request lists
-every partition it wants from that node.
+Fetch sessions (KIP-227, :mod:`pyconsumer.consumer.fetch_session`): one session per node; after
+a full fetch opens it, a request lists only the partitions added or changed and forgets those
+no longer wanted, and a response lists only the partitions with news (one it leaves out is
+unchanged). While a node's session is open, no fetch goes to it as long as it hosts buffered
+partitions (Java, KAFKA-17182): a fetch without them would forget them in the session, and
+with them it would bring their data again. A broker without sessions gets full fetches.
+
+Follower fetching (KIP-392): ``client.rack`` goes out as ``rack_id``; a partition whose
+response names a ``preferred_read_replica`` is fetched from that node until
+``metadata.max.age.ms`` has passed, its leader changes, the node leaves the metadata, a fetch
+to it fails, or it answers with an error (then the leader is asked again; an
+OFFSET_OUT_OF_RANGE from the replica is not acted on until the leader says so too).
 """
 from __future__ import annotations
 
 import collections
 import logging
+import time
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pyconsumer.config import ConsumerConfig
+from pyconsumer.consumer.fetch_session import (
+    ZERO_UUID,
+    FetchRequestData,
+    FetchSessionHandler,
+    PartitionData,
+)
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
@@ -42,14 +59,15 @@ from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch
-from pyconsumer.structs import TopicPartition
+from pyconsumer.structs import PartitionInfo, TopicPartition
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_ZERO_UUID = uuid.UUID(int=0)
 _LAST_VERSION_BY_NAME = 12        # Fetch v13+ names topics by id only
+# top-level errors that concern the fetch session only (the handler starts a new one)
+_SESSION_ERRORS = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
 
 # partition errors after which the leader is looked up again (Java FetchCollector)
 _REFRESH_METADATA = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REPLICA_NOT_AVAILABLE,
@@ -71,6 +89,14 @@ class _Refetch:
         self.offset = offset
         self.max_bytes = max_bytes
         self.tries = tries
+
+
+class _ReadReplica(NamedTuple):
+    """A preferred read replica (KIP-392) and what it is valid for."""
+
+    node: int
+    expires_at: float                     # monotonic seconds
+    leader: tuple[int, int | None]        # the partition's (leader, leader epoch) then
 
 
 class _Fetched:
@@ -97,10 +123,11 @@ class _Fetched:
 
 class Fetcher:
     def __init__(self, client: NetworkClient, config: ConsumerConfig,
-                 subscriptions: SubscriptionState, metrics: ConsumerMetrics | None = None
-                 ) -> None:
+                 subscriptions: SubscriptionState, metrics: ConsumerMetrics | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.metrics = ConsumerMetrics(config) if metrics is None else metrics
+        self._clock = clock
         self.config = config
         self.subscriptions = subscriptions
         self._completed: collections.deque[_Fetched] = collections.deque()
@@ -112,6 +139,10 @@ class Fetcher:
         #: ms until a leader skipped for its reconnect backoff may be fetched again (inf: none)
         self.retry_in_ms = float("inf")
         self._refetch: dict[TopicPartition, _Refetch] = {}
+        #: the fetch session with each node
+        self.sessions: dict[int, FetchSessionHandler] = {}
+        #: partitions to fetch from a replica other than the leader (KIP-392)
+        self._read_replicas: dict[TopicPartition, _ReadReplica] = {}
 
     # ------------------------------------------------------------------ sending
 
@@ -129,44 +160,103 @@ class Fetcher:
             fetched.cursor is not None and not fetched.cursor.is_drained)
 
     def send_fetches(self) -> int:
-        """Queue one Fetch per leader that has fetchable partitions and no Fetch in flight."""
+        """Queue one Fetch per node that has fetchable partitions and no Fetch in flight."""
         buffered = self._buffered_partitions()
         metadata = self.client.metadata
+        subs = self.subscriptions
+        now = self._clock()
         per_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
         caught_up: dict[int, bool] = {}
         self.retry_in_ms = float("inf")
-        for tp in self.subscriptions.fetchable_partitions():
+        if self._read_replicas:
+            self._read_replicas = {tp: r for tp, r in self._read_replicas.items()
+                                   if subs.is_assigned(tp)}
+        for tp in subs.fetchable_partitions():
             if tp in buffered:
                 continue
             info = metadata.partition(tp)
             if info is None or info.leader < 0:
                 metadata.request_update()
                 continue
-            node = info.leader
+            node = self._fetch_node(tp, info, now)
             if node in self._nodes_in_flight:
                 continue
             delay = self.client.connection_delay_ms(node)
             if delay > 0:
                 self.retry_in_ms = min(self.retry_in_ms, delay)
                 continue
-            position = self.subscriptions.position(tp)
+            position = subs.position(tp)
             assert position is not None
             epoch = -1 if info.leader_epoch is None else info.leader_epoch
             per_node.setdefault(node, {})[tp] = (position.offset, epoch)
-            hw = self.subscriptions.state(tp).high_watermark
+            hw = subs.state(tp).high_watermark
             caught_up[node] = caught_up.get(node, True) and hw is not None and position.offset >= hw
-        if buffered:
-            # Hold back a fetch that would only long-poll caught-up partitions while other
-            # partitions of the same leader still have data buffered: it would sit at the
-            # broker for fetch.max.wait.ms and, one fetch per node, keep those partitions
-            # from being fetched again the moment they drain. They go together instead.
-            busy = {info.leader for tp in buffered
-                    if (info := metadata.partition(tp)) is not None}
-            for node in [n for n in per_node if caught_up.get(n) and n in busy]:
+        busy = self._nodes_with_buffered(buffered, now) if buffered and per_node else set()
+        for node in [n for n in per_node if n in busy]:
+            handler = self.sessions.get(node)
+            if handler is not None and handler.has_session:
+                # an incremental fetch without the buffered partitions would forget them in
+                # the session, one with them would bring their data again: wait (KAFKA-17182)
+                del per_node[node]
+            elif caught_up.get(node):
+                # Hold back a fetch that would only long-poll caught-up partitions while other
+                # partitions of the same node still have data buffered: it would sit at the
+                # broker for fetch.max.wait.ms and, one fetch per node, keep those partitions
+                # from being fetched again the moment they drain. They go together instead.
                 del per_node[node]
         for node, partitions in per_node.items():
             self._send(node, partitions)
         return len(per_node)
+
+    def _nodes_with_buffered(self, buffered: set[TopicPartition], now: float) -> set[int]:
+        """The nodes the buffered partitions that are still to be fetched (assigned, not
+        paused, no error waiting for a seek) would be fetched from."""
+        nodes = set()
+        nil = self._next_in_line
+        for tp in buffered:
+            if not self.subscriptions.is_fetchable(tp) or (
+                    nil is not None and nil.tp == tp and nil.error is not None):
+                continue
+            info = self.client.metadata.partition(tp)
+            if info is not None and info.leader >= 0:
+                nodes.add(self._fetch_node(tp, info, now))
+        return nodes
+
+    def _fetch_node(self, tp: TopicPartition, info: PartitionInfo, now: float) -> int:
+        """Java selectReadReplica: the preferred read replica while it is valid, else the
+        leader."""
+        replica = self._read_replicas.get(tp)
+        if replica is None:
+            return info.leader
+        if now >= replica.expires_at or replica.leader != (info.leader, info.leader_epoch):
+            del self._read_replicas[tp]               # expired, or a new leader
+            return info.leader
+        if replica.node not in self.client.metadata.brokers \
+                or replica.node in info.offline_replicas:
+            log.debug("read replica %d of %s is offline or unknown; fetching from the leader",
+                      replica.node, tp)
+            del self._read_replicas[tp]
+            self.client.metadata.request_update()
+            return info.leader
+        return replica.node
+
+    def _set_read_replica(self, tp: TopicPartition, node: int) -> None:
+        """A response named ``node`` the replica to fetch ``tp`` from; it holds for
+        metadata.max.age.ms from the first time it was named (Java)."""
+        old = self._read_replicas.get(tp)
+        if old is not None and old.node == node:
+            return
+        info = self.client.metadata.partition(tp)
+        if info is None or info.leader < 0:
+            return
+        log.debug("fetching %s from read replica %d (leader %d)", tp, node, info.leader)
+        self._read_replicas[tp] = _ReadReplica(
+            node, self._clock() + self.config.metadata_max_age_ms / 1000.0,
+            (info.leader, info.leader_epoch))
+
+    def _clear_read_replica(self, tp: TopicPartition) -> bool:
+        """Fetch ``tp`` from its leader again; True if a read replica was set."""
+        return self._read_replicas.pop(tp, None) is not None
 
     def _send(self, node: int, partitions: dict[TopicPartition, tuple[int, int]]) -> None:
         metadata = self.client.metadata
@@ -184,71 +274,117 @@ class Fetcher:
         # order) and the response may hold all of them
         order = again + [tp for tp in partitions if tp not in again]
         grown = sum(asks[tp] for tp in again)
-        topics: dict[str, list[dict[str, Any]]] = {}
+        max_bytes = max(config.fetch_max_bytes, grown)
+        handler = self.sessions.get(node)
+        if handler is None:
+            handler = self.sessions[node] = FetchSessionHandler(node)
+        builder = handler.new_builder()
         for tp in order:
             offset, epoch = partitions[tp]
-            topics.setdefault(tp.topic, []).append({
-                "partition": tp.partition, "fetch_offset": offset, "current_leader_epoch": epoch,
-                "log_start_offset": -1, "partition_max_bytes": asks[tp],
-            })
-        max_bytes = max(config.fetch_max_bytes, grown)
-        ids: dict[str, uuid.UUID | None] = {}
-        for name in topics:
-            t = metadata.topics.get(name)
-            ids[name] = None if t is None else t.topic_id
-        by_id = {i: n for n, i in ids.items() if i is not None}
-        max_version = None if all(ids.values()) else _LAST_VERSION_BY_NAME
-
-        def body(version: int) -> dict[str, Any]:
-            return {
-                "replica_id": -1,
-                "max_wait_ms": config.fetch_max_wait_ms,
-                "min_bytes": config.fetch_min_bytes,
-                "max_bytes": max_bytes,
-                "isolation_level": 1 if self._read_committed else 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [{"topic": name, "topic_id": ids[name] or _ZERO_UUID, "partitions": ps}
-                           for name, ps in topics.items()],
-                "forgotten_topics_data": [],
-                "rack_id": config.client_rack or "",
-            }
-
+            t = metadata.topics.get(tp.topic)
+            topic_id = ZERO_UUID if t is None or t.topic_id is None else t.topic_id
+            builder.add(tp, PartitionData(topic_id, offset, asks[tp], epoch))
+        # a session keeps the broker's own order: a re-fetch needs a full fetch to go first
+        data = builder.build(full=bool(again))
         # the request may wait fetch.max.wait.ms at the broker before it is even late
         timeout = self.config.request_timeout_ms + self.config.fetch_max_wait_ms
-        fut = self.client.send(node, ApiKey.FETCH, body, timeout_ms=timeout,
-                               max_version=max_version)
+        fut = self.client.send(
+            node, ApiKey.FETCH, lambda version: self._request_body(data, version, max_bytes),
+            timeout_ms=timeout,
+            max_version=None if data.can_use_topic_ids else _LAST_VERSION_BY_NAME)
         self._nodes_in_flight.add(node)
         self.metrics.fetch_sent(node, fut)
-        asked = {tp: (offset, asks[tp]) for tp, (offset, _) in partitions.items()}
-        fut.add_callback(lambda f: self._on_response(f, node, asked, by_id))
+        fut.add_callback(lambda f: self._on_response(f, node, data))
 
-    def _on_response(self, fut: Future[Response], node: int,
-                     asked: dict[TopicPartition, tuple[int, int]],
-                     by_id: dict[uuid.UUID, str]) -> None:
+    def _request_body(self, data: FetchRequestData, version: int, max_bytes: int,
+                      max_wait_ms: int | None = None) -> dict[str, Any]:
+        """The Fetch body for ``data`` at ``version`` (chosen when it goes on the wire)."""
+        config = self.config
+        topics: dict[str, tuple[uuid.UUID, list[dict[str, Any]]]] = {}
+        for tp, p in data.partitions_at(version).items():
+            topics.setdefault(tp.topic, (p.topic_id, []))[1].append({
+                "partition": tp.partition, "fetch_offset": p.fetch_offset,
+                "current_leader_epoch": p.current_leader_epoch, "log_start_offset": -1,
+                "partition_max_bytes": p.max_bytes})
+        forgotten: dict[tuple[str, uuid.UUID], list[int]] = {}
+        if version >= 7:
+            for tp, topic_id in data.forgotten(version):
+                forgotten.setdefault((tp.topic, topic_id), []).append(tp.partition)
+        return {
+            "replica_id": -1,
+            "max_wait_ms": config.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms,
+            "min_bytes": config.fetch_min_bytes,
+            "max_bytes": max_bytes,
+            "isolation_level": 1 if self._read_committed else 0,
+            "session_id": data.metadata.session_id,
+            "session_epoch": data.metadata.epoch,
+            "topics": [{"topic": name, "topic_id": topic_id, "partitions": ps}
+                       for name, (topic_id, ps) in topics.items()],
+            "forgotten_topics_data": [{"topic": name, "topic_id": topic_id, "partitions": ps}
+                                      for (name, topic_id), ps in forgotten.items()],
+            "rack_id": config.client_rack or "",
+        }
+
+    def _on_response(self, fut: Future[Response], node: int, data: FetchRequestData) -> None:
         self._nodes_in_flight.discard(node)
         self.completions += 1
+        handler = self.sessions.get(node)
         if fut.failed():
             log.debug("fetch from node %d failed: %s", node, fut.exception)
+            if handler is not None:
+                handler.handle_error()
+            for tp in data.session_partitions:
+                self._clear_read_replica(tp)
             return
         assert fut.value is not None
         response = fut.value
         body = response.body
         code = body.get("error_code", 0)
-        if code:
-            log.warning("fetch from node %d: %s", node, error_for_code(code))
-            self.client.metadata.request_update()
-            return
-        self.metrics.fetch_answered(node, response, by_id)
+        if not code:
+            self.metrics.fetch_answered(node, response, data.topic_names)
+        by_name = response.version <= _LAST_VERSION_BY_NAME
+        parts: list[tuple[TopicPartition, dict[str, Any]]] = []
+        unknown_ids = 0
         for t in body["responses"]:
-            name = t["topic"] if response.version <= _LAST_VERSION_BY_NAME else by_id.get(t["topic_id"])
+            name = t["topic"] if by_name else data.topic_names.get(t["topic_id"])
             if name is None:
+                unknown_ids += 1
                 continue
-            for p in t["partitions"]:
-                tp = TopicPartition(name, p["partition_index"])
-                if tp in asked:
-                    offset, max_bytes = asked[tp]
-                    self._completed.append(_Fetched(tp, offset, max_bytes, p, response.version))
+            parts.extend((TopicPartition(name, p["partition_index"]), p) for p in t["partitions"])
+        if handler is None or not handler.handle_response(
+                code, body.get("session_id", 0), {tp for tp, _ in parts}, unknown_ids):
+            if code and code not in _SESSION_ERRORS:
+                log.warning("fetch from node %d: %s", node, error_for_code(code))
+                self.client.metadata.request_update()
+            return
+        for tp, p in parts:
+            asked = data.session_partitions.get(tp)
+            if asked is not None:     # an incremental answer leaves out what did not change
+                self._completed.append(_Fetched(tp, asked.fetch_offset, asked.max_bytes, p,
+                                                response.version))
+
+    def close_sessions(self, timeout_ms: float) -> None:
+        """Close the open fetch sessions (a full fetch of nothing with epoch -1 to each node
+        that holds one and has no Fetch in flight), waiting at most ``timeout_ms``; brokers
+        free them at once instead of when they expire. Best effort: failures are logged."""
+        futures: list[Future[Response]] = []
+        for node, handler in self.sessions.items():
+            if not handler.has_session or node in self._nodes_in_flight \
+                    or not self.client.is_ready(node):
+                continue
+            handler.notify_close()
+            data = handler.new_builder().build()
+
+            def body(version: int, d: FetchRequestData = data) -> dict[str, Any]:
+                return self._request_body(d, version, self.config.fetch_max_bytes, max_wait_ms=0)
+
+            futures.append(self.client.send(node, ApiKey.FETCH, body, timeout_ms=timeout_ms))
+        if not futures:
+            return
+        try:
+            self.client.poll(timeout_ms=timeout_ms, until=lambda: all(f.done for f in futures))
+        except KafkaError as e:
+            log.debug("closing fetch sessions: %s", e)
 
     # ------------------------------------------------------------------ draining
 
@@ -275,6 +411,9 @@ class Fetcher:
                     log.debug("discarding stale fetch response for %s at offset %d", tp,
                               fetched.fetch_offset)
                     return None
+                replica = data.get("preferred_read_replica", -1)
+                if replica is not None and replica >= 0:
+                    self._set_read_replica(tp, replica)
                 st = subs.state(tp)
                 if data["high_watermark"] >= 0:
                     st.high_watermark = data["high_watermark"]
@@ -300,15 +439,21 @@ class Fetcher:
                 return cursor
             if code in _REFRESH_METADATA:
                 log.debug("fetch of %s: %s; refreshing metadata", tp, error_for_code(code))
+                self._clear_read_replica(tp)
                 self.client.metadata.request_update()
             elif code == ErrorCode.UNKNOWN_LEADER_EPOCH:
                 log.debug("fetch of %s: unknown leader epoch", tp)
             elif code in _UNKNOWN_TOPIC:
                 log.warning("fetch of %s: %s", tp, error_for_code(code))
+                self._clear_read_replica(tp)
                 self.client.metadata.request_update()
             elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 position = subs.position(tp)
-                if position is None or position.offset != fetched.fetch_offset:
+                if self._clear_read_replica(tp):
+                    # a replica may lag the leader: only the leader's word resets (KIP-392)
+                    log.debug("fetch offset %d of %s is out of range on its read replica; "
+                              "fetching from the leader", fetched.fetch_offset, tp)
+                elif position is None or position.offset != fetched.fetch_offset:
                     log.debug("discarding stale out-of-range answer for %s", tp)
                 elif subs.default_reset.kind != "none":
                     log.info("fetch offset %d is out of range for %s, resetting offset",

@@ -227,7 +227,9 @@ def test_an_error_after_good_records_surfaces_on_the_next_drain(cluster: FakeClu
 
 
 def test_a_partition_with_a_batch_over_the_limit_is_fetched_next() -> None:
-    with FakeCluster(1, topics={"t": 2}) as cluster:
+    # the request order decides here: sessionless (in a session the broker's order does,
+    # tests/unit/test_fetch_session_fake.py)
+    with FakeCluster(1, topics={"t": 2}, fetch_sessions=False) as cluster:
         for i in range(12):
             cluster.produce(T0, [(None, b"0-%d" % i)])          # 76-byte batches
         cluster.produce(T1, [(None, b"x" * 500)])               # one 570-byte batch
