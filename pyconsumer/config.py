@@ -40,8 +40,8 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
   construction instead of at subscribe().
 
 Settings in the table that pyconsumer accepts but that change nothing (each row's
-``no_effect`` gives the reason; ``Setting.implemented`` is False): ``bootstrap.resolve.
-timeout.ms``, ``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms``,
+``no_effect`` gives the reason; ``Setting.implemented`` is False):
+``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms``,
 ``metadata.cluster.check.enable``, ``group.remote.assignor``, ``ssl.truststore.type``,
 ``ssl.keystore.type``, ``ssl.truststore.password`` and the ``sasl.*`` settings. Setting one to
 a value other than its default logs a WARNING naming it and the reason, once per process.
@@ -783,8 +783,9 @@ class ConsumerConfig:
         string(("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
         "use_all_dns_ips: a connection tries each address its host resolves to, in turn "
         "(all address families, where Java keeps the first one's); "
-        "resolve_canonical_bootstrap_servers_only: when the network client is built (the "
-        "consumer's first call that needs the cluster), each bootstrap host is replaced by the "
+        "resolve_canonical_bootstrap_servers_only: when the bootstrap hosts are resolved "
+        "(see bootstrap.resolve.timeout.ms: by default when the consumer is built), each "
+        "bootstrap host is replaced by the "
         "canonical (reverse DNS) names of its addresses, and a host that does not resolve is "
         "a ConfigurationError, as in Java",
     )
@@ -792,12 +793,15 @@ class ConsumerConfig:
         "bootstrap.resolve.timeout.ms",
         0,
         int64(0),
-        "Java (KIP-909): 0 resolves bootstrap hosts when the consumer is built and fails "
-        "there; > 0 resolves them in the background for at most this long",
+        "As Java (KIP-909). 0: the bootstrap hosts are resolved when the consumer is built; "
+        "a host that does not resolve is dropped with a WARNING, and none resolving is a "
+        "ConfigurationError naming them. > 0: the consumer is built without resolving them; "
+        "the first calls that need the cluster look them up (reconnect.backoff.ms apart) for "
+        "at most this long, then raise a ConfigurationError naming them, on that call and "
+        "every later one (close the consumer and build a new one, as Java's "
+        "BootstrapResolutionException asks). Either way each connection resolves its host "
+        "again when it connects",
         unit="ms",
-        no_effect="pyconsumer resolves host names each time it connects, so an unresolvable "
-        "bootstrap host is neither refused at construction nor given a deadline: the first "
-        "call that needs metadata fails with NoBrokersAvailable naming it",
     )
     client_id = Setting(
         "client.id",

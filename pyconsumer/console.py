@@ -202,7 +202,7 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
                     break
                 wait = min(wait, left)
             limit = None if opts.max_messages is None else opts.max_messages - count
-            polled = consumer.poll(timeout_ms=wait, max_records=limit)
+            polled = consumer.poll(timeout_ms=int(wait), max_records=limit)
             if not polled:
                 if _reader_gone(out):      # `| head` exited while no record came
                     raise BrokenPipeError

@@ -50,4 +50,17 @@ class BrokerInfo(NamedTuple):
         return f"node {self.node_id} ({self.host}:{self.port})"
 
 
-__all__ = ["TopicPartition", "OffsetAndMetadata", "PartitionInfo", "BrokerInfo"]
+class ConsumerGroupMetadata(NamedTuple):
+    """This consumer's place in its group (Java ``ConsumerGroupMetadata``), as
+    :meth:`~pyconsumer.KafkaConsumer.group_metadata` returns it: ``generation_id`` -1 and
+    ``member_id`` "" while the consumer has no generation (not joined yet, rejoining, or
+    using ``assign()``)."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+__all__ = ["TopicPartition", "OffsetAndMetadata", "PartitionInfo", "BrokerInfo",
+           "ConsumerGroupMetadata"]

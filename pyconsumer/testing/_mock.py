@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import importlib.util
 import threading
 import weakref
 import atexit
@@ -17,6 +16,8 @@ from types import TracebackType
 from typing import NamedTuple
 
 from pyconsumer.protocol import ApiKey
+
+from ._errors import MockClusterError, require_module, require_spec
 
 __all__ = ["MockCluster", "MockClusterError", "MockRequest", "find_librdkafka"]
 
@@ -30,9 +31,6 @@ _GROUP_VERSION_CAPS: tuple[tuple[ApiKey, int], ...] = (
     (ApiKey.JOIN_GROUP, 5), (ApiKey.SYNC_GROUP, 3), (ApiKey.LEAVE_GROUP, 2))
 
 
-class MockClusterError(RuntimeError):
-    """librdkafka is missing, or a mock call returned an error."""
-
 
 class MockRequest(NamedTuple):
     """One request a mock broker received (request tracking on)."""
@@ -44,11 +42,9 @@ class MockRequest(NamedTuple):
 
 def find_librdkafka() -> Path:
     """The librdkafka shared library bundled in the confluent-kafka wheel."""
-    spec = importlib.util.find_spec("confluent_kafka")
-    if spec is None or not spec.submodule_search_locations:
-        raise MockClusterError(
-            "librdkafka mock cluster not available: the 'confluent-kafka' package is not installed"
-        )
+    spec = require_spec("MockCluster", "confluent_kafka")
+    if not spec.submodule_search_locations:
+        raise MockClusterError(f"confluent_kafka is not a package: {spec.origin}")
     patterns: list[str] = []
     for location in spec.submodule_search_locations:
         pkg = Path(location)
@@ -119,12 +115,11 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 def _load() -> ctypes.CDLL:
     global _lib
+    # checked every time (cheap once imported), so the error does not depend on whether an
+    # earlier MockCluster loaded the library; and the library is the Python client's copy
+    require_module("MockCluster", "confluent_kafka")
     with _lib_lock:
         if _lib is None:
-            try:
-                import confluent_kafka  # noqa: F401  (load the same copy the Python client uses)
-            except ImportError as exc:
-                raise MockClusterError(f"confluent-kafka is not importable: {exc}") from exc
             lib = ctypes.CDLL(str(find_librdkafka()))
             _declare(lib)
             _lib = lib

@@ -10,12 +10,12 @@ topics that keep everything unless told otherwise.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from ._errors import require_spec
 from ._process import BrokerProcess, BrokerStartError
 
 __all__ = ["NoidaBroker", "find_noida_binary"]
@@ -23,12 +23,9 @@ __all__ = ["NoidaBroker", "find_noida_binary"]
 
 def find_noida_binary() -> Path:
     """Path of the ``noida-db`` executable inside the installed noida-db package."""
-    spec = importlib.util.find_spec("noida_db")
-    if spec is None or not spec.submodule_search_locations:
-        raise BrokerStartError(
-            "noida-db broker not available: the 'noida-db' package is not installed "
-            "(pip install noida-db, or pip install -e '.[test]')"
-        )
+    spec = require_spec("NoidaBroker", "noida_db")
+    if not spec.submodule_search_locations:
+        raise BrokerStartError(f"noida_db is not a package: {spec.origin}")
     name = "noida-db.exe" if os.name == "nt" else "noida-db"
     for location in spec.submodule_search_locations:
         candidate = Path(location) / name

