@@ -81,6 +81,48 @@ def pc_fetch(data: bytes, crc: bool) -> int:
 
 SLOW = {"aio_client", "kp_raw"}  # run on a slice, rates stay per-record comparable
 
+
+def baseline_contenders(path: str) -> dict[str, Callable[[bytes, bool], int]]:
+    """pc_arrow / pc_records / pc_fetch500 run by another build of the decoder (its extension
+    file, e.g. one built from an older commit in a copy of the tree), loaded into this process
+    next to the current one, so that both are timed in the same rounds: the machine's drift
+    between processes (often +-20% here) cancels out of the per-round ratio."""
+    import importlib.util
+
+    # the module name must end as the file's init function expects (records, _records, ...)
+    name = "pyconsumer_baseline." + Path(path).name.split(".")[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    if hasattr(m, "_set_error_classes"):  # builds that take their error classes injected
+        from pyconsumer import errors
+        m._set_error_classes(errors.CorruptRecordError, errors.UnsupportedCodecError,
+                             errors.RecordDeserializationError)
+
+    def arrow(data: bytes, crc: bool) -> int:
+        return m.decode_arrow(data, "t", 0, check_crcs=crc).num_rows
+
+    def records(data: bytes, crc: bool) -> int:
+        n = 0
+        for r in m.decode_records(data, "t", 0, check_crcs=crc):
+            r.key; r.value; r.offset; r.timestamp  # noqa: B018
+            n += 1
+        return n
+
+    def fetch(data: bytes, crc: bool) -> int:
+        f, n = m.CompletedFetch(data, "t", 0, 0, check_crcs=crc), 0
+        while not f.is_drained:
+            recs = f.take_records(500)
+            if not recs:
+                break
+            for r in recs:
+                r.key; r.value; r.offset; r.timestamp  # noqa: B018
+            n += len(recs)
+        return n
+
+    return {"base_arrow": arrow, "base_records": records, "base_fetch500": fetch}
+
 _MEMORY_PROBE = """
 import sys, tracemalloc
 from pathlib import Path
@@ -114,6 +156,18 @@ def peak_memory(path: Path) -> tuple[int, int]:
     return int(out[0]), int(out[1])
 
 
+def run_order(names: list[str], rnd: int) -> list[str]:
+    """Each base_x right after its pc_x, and the pair swapped every other round, so neither
+    build always runs first (after the same neighbour, on the same cache state)."""
+    out = []
+    for name in names:
+        if name.startswith("base_"):
+            continue
+        pair = [name, "base_" + name[3:]] if "base_" + name[3:] in names else [name]
+        out += pair[::-1] if rnd % 2 else pair
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -121,11 +175,16 @@ def main() -> None:
     ap.add_argument("--codec", nargs="*", default=["none", "lz4", "zstd"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--baseline", metavar="EXTENSION_FILE",
+                    help="also time this build of the decoder (base_* rows) in the same rounds, "
+                         "and print pc_*/base_* per-round speed ratios")
     a = ap.parse_args()
     mb = 20 if a.quick else a.mb
     contenders: dict[str, Callable[[bytes, bool], int]] = {
         "aio_c": aio_raw, "pc_arrow": pc_arrow, "pc_records": pc_records, "pc_fetch500": pc_fetch,
         "aio_client": aio_client, "kp_raw": kp_raw}
+    if a.baseline:
+        contenders.update(baseline_contenders(a.baseline))
     print(f"{'dataset':14} crc {'contender':12} {'krec/s best':>12} {'x aio_c (median)':>17}")
     for kind in a.kind:
         for codec in a.codec:
@@ -134,9 +193,10 @@ def main() -> None:
             for crc in (True, False):
                 best: dict[str, float] = {}
                 ratios: dict[str, list[float]] = {k: [] for k in contenders}
-                for _ in range(a.rounds):
+                for rnd in range(a.rounds):
                     rates = {}
-                    for name, fn in contenders.items():
+                    for name in run_order(list(contenders), rnd):
+                        fn = contenders[name]
                         d = small if name in SLOW else data
                         t = time.perf_counter()
                         n = fn(d, crc)
@@ -147,6 +207,11 @@ def main() -> None:
                 for k in contenders:
                     print(f"{kind + '_' + codec:14} {int(crc):3} {k:12} {best[k] / 1e3:12,.0f} "
                           f"{statistics.median(ratios[k]):17.2f}", flush=True)
+                for k in ("arrow", "records", "fetch500") if a.baseline else ():
+                    vs = [p / b for p, b in zip(ratios["pc_" + k], ratios["base_" + k])]
+                    print(f"{kind + '_' + codec:14} {int(crc):3} pc_{k} / base_{k} speed, median "
+                          f"of {len(vs)} rounds: {statistics.median(vs):.3f} "
+                          f"(min {min(vs):.3f}, max {max(vs):.3f})", flush=True)
             extra, nbytes = peak_memory(gen_data.build(kind, codec, mb))
             print(f"{kind + '_' + codec:14} decode_arrow peak extra memory {extra / 1e6:.1f} MB for a "
                   f"batch of {nbytes / 1e6:.1f} MB: {extra / max(nbytes, 1):.2f}x", flush=True)

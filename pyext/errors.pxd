@@ -6,7 +6,10 @@
 #   "<what> at byte <i> of the records decompressed from the batch at byte <pos> of the
 #    record set (topic=T, partition=P, offset=O)"
 # where the "(topic=..., offset=O)" part is CorruptRecordError's own and O is the record's
-# offset when known, else its batch's.
+# offset when known, else its batch's. The byte is where the problem was found: a batch's (or
+# message's) first byte for checks of the whole batch (length, magic, CRC, count, codec), a
+# record's first byte for a record whose fields do not add up to its length, otherwise where
+# the reader stood (just past a length field that is impossible, at a read that runs short).
 
 cdef object CorruptRecordError          # pyconsumer.errors.CorruptRecordError
 cdef object UnsupportedCodecError       # its subclass for an unknown codec id

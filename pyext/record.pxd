@@ -1,10 +1,10 @@
-# ConsumerRecord, what poll() hands out, and its making from a decoded record (inline here:
-# it runs once per record handed out).
-from cpython.bytes cimport PyBytes_FromStringAndSize
-
-cdef extern from "Python.h":
-    void PyObject_GC_UnTrack(void* op)
-
+# ConsumerRecord, what poll() hands out, and its making from a decoded record.
+#
+# Module-private, so not declared here: make_record(_Walker w, RecView* v, bint untrack)
+#   -> ConsumerRecord, the record v of w's current batch (record.pyx). It is an inline
+#   function of the .pyx on purpose: functions declared in a .pxd are exported (never
+#   inlined by the C compiler), and in a .pxd body Cython cannot call the type's own tp_new
+#   (with its freelist) directly; it runs once per record handed out.
 
 cdef class ConsumerRecord:
     # Python-visible fields are objects exposed through member descriptors (set up at
@@ -23,34 +23,3 @@ cdef class ConsumerRecord:
 
 
 cdef list headers_list(_Walker w, RecView* v)   # v's headers: [(str, bytes | None)]
-
-
-cdef inline ConsumerRecord make_record(_Walker w, RecView* v, bint untrack):
-    """The record v of w's current batch. untrack: no deserializer will run, so the record
-    cannot be part of a reference cycle (see ConsumerRecord) and leaves the GC's lists."""
-    cdef ConsumerRecord rec = ConsumerRecord.__new__(ConsumerRecord)
-    rec.topic = w.topic
-    rec.partition = w.partition_obj
-    rec.offset = v.offset
-    # LogAppendTime batches stamp every record with the same time, and producers batch many
-    # records within one millisecond: share the int object instead of allocating one each
-    if w.ts_obj is None or v.timestamp != w.ts_val:
-        w.ts_obj = v.timestamp
-        w.ts_val = v.timestamp
-    rec.timestamp = w.ts_obj
-    rec.timestamp_type = w.ts_type
-    if v.key_len >= 0:
-        rec.key = PyBytes_FromStringAndSize(<const char*>v.key, v.key_len)
-    else:
-        rec.key = None
-    if v.value_len >= 0:
-        rec.value = PyBytes_FromStringAndSize(<const char*>v.value, v.value_len)
-    else:
-        rec.value = None
-    rec._headers = headers_list(w, v) if v.header_count > 0 else None
-    rec._leader_epoch = w.epoch
-    rec.serialized_key_size = v.key_len
-    rec.serialized_value_size = v.value_len
-    if untrack:
-        PyObject_GC_UnTrack(<void*>rec)    # no cycle can pass through it (see ConsumerRecord)
-    return rec

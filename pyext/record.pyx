@@ -1,6 +1,9 @@
 # --------------------------------------------------------------------------- ConsumerRecord
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
 from cpython.object cimport PyTypeObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -160,3 +163,34 @@ cdef list headers_list(_Walker w, RecView* v):
         else:
             out.append((key, None))
     return out
+
+
+cdef inline ConsumerRecord make_record(_Walker w, RecView* v, bint untrack):
+    """The record v of w's current batch. untrack: no deserializer will run, so the record
+    cannot be part of a reference cycle (see ConsumerRecord) and leaves the GC's lists."""
+    cdef ConsumerRecord rec = ConsumerRecord.__new__(ConsumerRecord)
+    rec.topic = w.topic
+    rec.partition = w.partition_obj
+    rec.offset = v.offset
+    # LogAppendTime batches stamp every record with the same time, and producers batch many
+    # records within one millisecond: share the int object instead of allocating one each
+    if w.ts_obj is None or v.timestamp != w.ts_val:
+        w.ts_obj = v.timestamp
+        w.ts_val = v.timestamp
+    rec.timestamp = w.ts_obj
+    rec.timestamp_type = w.ts_type
+    if v.key_len >= 0:
+        rec.key = PyBytes_FromStringAndSize(<const char*>v.key, v.key_len)
+    else:
+        rec.key = None
+    if v.value_len >= 0:
+        rec.value = PyBytes_FromStringAndSize(<const char*>v.value, v.value_len)
+    else:
+        rec.value = None
+    rec._headers = headers_list(w, v) if v.header_count > 0 else None
+    rec._leader_epoch = w.epoch
+    rec.serialized_key_size = v.key_len
+    rec.serialized_value_size = v.value_len
+    if untrack:
+        PyObject_GC_UnTrack(<void*>rec)    # no cycle can pass through it (see ConsumerRecord)
+    return rec
