@@ -149,7 +149,9 @@ def test_a_replica_that_goes_down_sends_fetches_back_to_the_leader(racked: FakeC
         poll_until(c, 7, got)
         assert c.poll(150) == {}
     assert got == expected
-    assert set(brokers_of(racked, mark)) == {0}
+    after = brokers_of(racked, mark)
+    # a fetch may have reached the replica as it went down; every later one goes to the leader
+    assert after[-1] == 0 and after.count(1) <= 1, after
 
 
 def test_a_leader_change_forgets_the_replica(racked: FakeCluster) -> None:
