@@ -16,8 +16,9 @@ Build switches (environment variables):
       LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS=detect_leaks=0 \\
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 python -m pytest tests/fuzz -p no:cacheprovider
 
-  Rebuild without the variable (``--force``) afterwards: a sanitized module does not load
-  without the preloaded runtime.
+  The RSS checks of tests/unit/test_records_leaks.py also need ``quarantine_size_mb=0`` in
+  ASAN_OPTIONS (ASan keeps freed memory aside). Rebuild without the variable (``--force``)
+  afterwards: a sanitized module does not load without the preloaded runtime.
 """
 from __future__ import annotations
 
