@@ -3,7 +3,7 @@
 Java's ``Fetcher``/``FetchCollector``: at most one Fetch in flight per leader node; a partition
 with buffered, undrained data is not fetched again (buffering is bounded to about one
 response per partition). Responses are queued per partition as they arrive and turned into
-:class:`pyext.records.CompletedFetch` cursors only when drained, after checking the partition
+:class:`pyconsumer.records.CompletedFetch` cursors only when drained, after checking the partition
 is still fetchable at the offset the request was sent for (a stale response is dropped).
 Draining hands out at most ``max.poll.records`` per call and advances the position to the
 cursor's next fetch offset, never past a record the caller has not received. A partition
