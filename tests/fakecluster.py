@@ -60,7 +60,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from recordsets import aio_v2
+from tests.recordsets import aio_v2
 
 from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import (

@@ -1,16 +1,13 @@
 """Truncated, bit-flipped and random record sets: a correct result or CorruptRecordError, nothing else."""
 from __future__ import annotations
 
-import os
 import struct
-import sys
 import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 from pyconsumer.errors import CorruptRecordError  # noqa: E402
 from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402

@@ -7,8 +7,6 @@ mock cluster with data written by confluent-kafka.
 """
 from __future__ import annotations
 
-import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,8 +19,7 @@ from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import ConsumerGroupMetadata
 from pyconsumer.testing import MockCluster, TansuBroker, TestRecord, produce
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster  # noqa: E402
+from tests.fakecluster import FakeCluster
 
 TP = TopicPartition
 FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, heartbeat_interval_ms=100,

@@ -4,9 +4,7 @@ connection is closed and the next request reconnects; nothing waits past request
 """
 from __future__ import annotations
 
-import os
 import socket
-import sys
 import time
 import tracemalloc
 from typing import Any
@@ -26,8 +24,7 @@ from pyconsumer.net import ConnectionState, NetworkClient
 from pyconsumer.net.client import metadata_request_body
 from pyconsumer.protocol import ApiKey, encode_response
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests.peers import PeerConnection, ScriptedPeer
 
 REQUEST_TIMEOUT_MS = 600
 

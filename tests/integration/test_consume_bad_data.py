@@ -4,8 +4,6 @@ partition and offset, and keeps raising (its position stays at the bad batch) un
 seeks past it. Nothing is skipped silently."""
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import pytest
@@ -14,9 +12,8 @@ from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.errors import CorruptRecordError
 from pyconsumer.protocol import ApiKey
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests import recordsets as rs
+from tests.peers import PeerConnection, ScriptedPeer
 
 TP = TopicPartition("t", 0)
 

@@ -13,9 +13,7 @@
 """
 from __future__ import annotations
 
-import os
 import struct
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,9 +25,8 @@ from pyconsumer.errors import CorruptRecordError, FetchProgressError
 from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import TansuBroker, produce, sample_records
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests import recordsets as rs
+from tests.peers import PeerConnection, ScriptedPeer
 
 TP = TopicPartition("t", 0)
 

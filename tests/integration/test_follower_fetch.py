@@ -12,8 +12,6 @@ request tracking shows which broker got each Fetch).
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,8 +23,7 @@ from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import MockCluster, produce
 from pyconsumer.testing._produce import TestRecord
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster  # noqa: E402
+from tests.fakecluster import FakeCluster
 
 TP = TopicPartition("t", 0)
 Row = tuple[int, bytes | None]

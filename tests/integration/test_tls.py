@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import socket
 import ssl
-import sys
 from typing import Any
 
 import pytest
@@ -21,8 +20,7 @@ from pyconsumer.errors import (
 from pyconsumer.net import NetworkClient
 from pyconsumer.protocol import ApiKey
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests.peers import PeerConnection, ScriptedPeer
 
 CERTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "certs")
 

@@ -3,8 +3,6 @@ OffsetForLeaderEpoch says where the epoch of the last consumed record ends on th
 position past that end means the log was truncated under the consumer."""
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import pytest
@@ -13,9 +11,8 @@ from pyconsumer import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from pyconsumer.errors import LogTruncationError
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, encode_response
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests import recordsets as rs
+from tests.peers import PeerConnection, ScriptedPeer
 
 TP = TopicPartition("t", 0)
 RECORDS = b"".join(rs.aio_v2(rs.sample_records(10, seed=s), "none", s) for s in (0, 10, 20))

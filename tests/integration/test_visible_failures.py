@@ -20,7 +20,6 @@ import os
 import re
 import socket
 import ssl
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -34,9 +33,8 @@ from pyconsumer.net import NetworkClient
 from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import TansuBroker, free_port
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster  # noqa: E402
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests.fakecluster import FakeCluster
+from tests.peers import PeerConnection, ScriptedPeer
 
 TP = TopicPartition
 CERTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "certs")

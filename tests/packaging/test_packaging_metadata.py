@@ -22,9 +22,8 @@ from pyconsumer import KafkaConsumer
 from pyconsumer.net.client import _software_version
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, encode_response
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests import recordsets as rs
+from tests.peers import PeerConnection, ScriptedPeer
 
 pytestmark = pytest.mark.packaging
 

@@ -20,7 +20,7 @@ from pyconsumer.console import StatusLine
 from pyconsumer.ingest import IngestSummary, format_summary, run_ingest
 from pyconsumer.testing import TansuBroker, TestRecord, produce, sample_records
 
-from sparkdata import expected_rows, parquet_rows
+from tests.spark.sparkdata import expected_rows, parquet_rows
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,7 @@ import pytest
 from pyconsumer.records import kafka_arrow_schema
 from pyconsumer.testing import MockCluster, TansuBroker, TestRecord, produce, produce_transactions, sample_records
 
-from sparkdata import df_rows, expected_rows
+from tests.spark.sparkdata import df_rows, expected_rows
 
 pytestmark = pytest.mark.spark
 

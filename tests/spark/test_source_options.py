@@ -27,7 +27,7 @@ import pytest
 
 from pyconsumer.testing import MockCluster, produce, sample_records
 
-from sparkdata import df_rows, expected_rows
+from tests.spark.sparkdata import df_rows, expected_rows
 
 pytestmark = pytest.mark.spark
 

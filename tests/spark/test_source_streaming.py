@@ -15,7 +15,7 @@ import pytest
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.testing import TansuBroker, TestRecord, produce, sample_records
 
-from sparkdata import Row, df_rows, expected_rows
+from tests.spark.sparkdata import Row, df_rows, expected_rows
 
 pytestmark = pytest.mark.spark
 

@@ -20,7 +20,7 @@ import pytest
 
 from pyconsumer.testing import SAMPLE_TIMESTAMP_BASE_MS, NoidaBroker, TestRecord, produce, sample_records
 
-from sparkdata import Row, df_rows, expected_rows
+from tests.spark.sparkdata import Row, df_rows, expected_rows
 
 pytestmark = pytest.mark.spark
 

@@ -8,9 +8,7 @@ are written by aiokafka's encoder (tests/recordsets.py) and then damaged by hand
 """
 from __future__ import annotations
 
-import os
 import struct
-import sys
 from collections.abc import Callable
 
 import pytest
@@ -18,8 +16,7 @@ import pytest
 from pyconsumer.errors import CorruptRecordError
 from pyconsumer.records import CompletedFetch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 GOOD = rs.aio_v2(rs.sample_records(10), "none", 0)              # offsets 0..9
 AFTER = rs.aio_v2(rs.sample_records(10, seed=20), "none", 20)   # offsets 20..29

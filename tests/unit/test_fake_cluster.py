@@ -2,8 +2,6 @@
 (RawClient) and through pyconsumer where negotiation is what is checked."""
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 import uuid
@@ -18,8 +16,7 @@ from pyconsumer.protocol import ApiKey
 from pyconsumer.records import decode_records
 from pyconsumer.structs import TopicPartition
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster, RawClient  # noqa: E402
+from tests.fakecluster import FakeCluster, RawClient
 
 T0 = TopicPartition("t", 0)
 

@@ -6,8 +6,6 @@ key, value, headers, timestamp) in order per partition.
 """
 from __future__ import annotations
 
-import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,8 +17,7 @@ from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster  # noqa: E402
+from tests.fakecluster import FakeCluster
 
 TP = TopicPartition
 Row = tuple[int, Any, Any, list[tuple[str, bytes | None]], int]

@@ -2,9 +2,7 @@
 Apache Kafka's GroupCoordinator answers (RawClient: exact versions, no consumer logic)."""
 from __future__ import annotations
 
-import os
 import select
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,8 +13,7 @@ from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import TopicPartition
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster, RawClient  # noqa: E402
+from tests.fakecluster import FakeCluster, RawClient
 
 G = "grp"
 

@@ -5,9 +5,7 @@ change). The request log shows what each Fetch listed and forgot, with which ses
 epoch."""
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,8 +23,7 @@ from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch, ConsumerRecord
 from pyconsumer.structs import TopicPartition
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster, Request  # noqa: E402
+from tests.fakecluster import FakeCluster, Request
 
 Row = tuple[int, bytes | None]
 FAST: dict[str, Any] = dict(fetch_max_wait_ms=50, retry_backoff_ms=20, reconnect_backoff_ms=20,

@@ -3,8 +3,6 @@ Fetch responses from tests/fakecluster.py; no consumer loop around them, so each
 answer, seek, pause, drain) happens exactly where the test puts it."""
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,8 +21,7 @@ from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch, ConsumerRecord
 from pyconsumer.structs import TopicPartition
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster, Request  # noqa: E402
+from tests.fakecluster import FakeCluster, Request
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 Drained = list[tuple[TopicPartition, list[tuple[int, bytes | None]]]]

@@ -16,8 +16,6 @@
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -41,9 +39,8 @@ from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fakecluster import FakeCluster  # noqa: E402
-from recordsets import aio_v2  # noqa: E402
+from tests.fakecluster import FakeCluster
+from tests.recordsets import aio_v2
 
 TP = TopicPartition
 FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, heartbeat_interval_ms=100,

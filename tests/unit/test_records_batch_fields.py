@@ -1,14 +1,11 @@
 """Header fields the broker rewrites: LogAppendTime and lastOffsetDelta past the last record (compaction)."""
 from __future__ import annotations
 
-import os
 import struct
-import sys
 
 import crc32c
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402
 

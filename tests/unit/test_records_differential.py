@@ -2,13 +2,10 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 from pyconsumer.errors import CorruptRecordError  # noqa: E402
 from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402

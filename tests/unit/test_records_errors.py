@@ -8,10 +8,8 @@ batch follows 10 good records (offsets 0-9), so it starts at byte len(GOOD) with
 """
 from __future__ import annotations
 
-import os
 import re
 import struct
-import sys
 from collections.abc import Callable
 
 import crc32c
@@ -21,8 +19,7 @@ import zstandard
 from pyconsumer.errors import CorruptRecordError, UnsupportedCodecError
 from pyconsumer.records import decode_arrow, decode_records
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 GOOD = rs.aio_v2(rs.sample_records(10), "none", 0)
 AT = len(GOOD)                                     # where the damaged batch starts

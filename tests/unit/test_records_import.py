@@ -14,8 +14,7 @@ import textwrap
 
 import pyconsumer
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(pyconsumer.__file__)))
 EXTENSION = importlib.util.find_spec("pyconsumer._records").origin  # type: ignore[union-attr]

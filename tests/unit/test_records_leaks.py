@@ -8,8 +8,7 @@ import tracemalloc
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402
 

@@ -9,12 +9,12 @@ import subprocess
 import sys
 import textwrap
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SCRIPT = textwrap.dedent('''
     import gc, sys
     sys.path.insert(0, sys.argv[1])
-    import recordsets as rs
+    from tests import recordsets as rs
     from pyconsumer.records import CompletedFetch
     data = rs.aio_v2(rs.sample_records(10), "none", 0)
 
@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent('''
 
 
 def test_cycle_with_a_cursor_over_a_memoryview_slice() -> None:
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, HERE], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, ROOT], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "survived"

@@ -405,11 +405,8 @@ def test_legacy_v1_log_append_time_wrapper_stamps_inner_records() -> None:
 
 
 def test_completed_fetch_headers_column_per_take() -> None:
-    import os
-    import sys
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-    import recordsets as rs
+    from tests import recordsets as rs
 
     from pyconsumer.records import CompletedFetch
 
@@ -426,11 +423,8 @@ def test_completed_fetch_headers_column_per_take() -> None:
 
 
 def test_large_buffers_are_reused_and_accounted() -> None:
-    import os
-    import sys
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-    import recordsets as rs
+    from tests import recordsets as rs
 
     from pyconsumer._records import native_memory
     from pyconsumer.records import decode_arrow, get_buffer_cache_limit, set_buffer_cache_limit

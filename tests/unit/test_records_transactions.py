@@ -1,11 +1,8 @@
 """read_committed filtering of aborted transactions; control batches never surface."""
 from __future__ import annotations
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import recordsets as rs  # noqa: E402
+from tests import recordsets as rs
 
 from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402
 

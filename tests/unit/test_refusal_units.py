@@ -2,9 +2,7 @@
 and what the network client does with it (loopback sockets, a fake resolver)."""
 from __future__ import annotations
 
-import os
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,8 +16,7 @@ from pyconsumer.net.connection import _tls_record_kind
 from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import free_port
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from peers import PeerConnection, ScriptedPeer  # noqa: E402
+from tests.peers import PeerConnection, ScriptedPeer
 
 
 @pytest.fixture

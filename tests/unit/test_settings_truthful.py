@@ -20,7 +20,6 @@ import os
 import select
 import socket
 import ssl
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,8 +36,7 @@ from pyconsumer.net.connection import BrokerConnection
 from pyconsumer.net.security import build_ssl_context
 from pyconsumer.protocol import ApiKey
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from peers import PeerConnection, ScriptedPeer
+from tests.peers import PeerConnection, ScriptedPeer
 
 PACKAGE = Path(pyconsumer.__file__).parent
 CERTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "certs")
