@@ -14,7 +14,7 @@ import pytest
 
 from pyconsumer import KafkaConsumer
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.fetch_session import FetchMetadata
+from pyconsumer.consumer.fetch_session import FINAL_EPOCH, FetchMetadata
 from pyconsumer.consumer.fetcher import Fetcher
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
 from pyconsumer.errors import ErrorCode
@@ -143,9 +143,6 @@ def poll_until(c: KafkaConsumer, want: dict[TopicPartition, int], got: dict[Topi
 # ------------------------------------------------------------------ the consumer
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "flaky request-shape check (about 1 run in 3 under load): the records are always exact, "
-    "but a full fetch sometimes reopens the session mid-run; to be explained"))
 def test_exact_records_while_the_assignment_and_pauses_change(cluster: FakeCluster) -> None:
     cluster.create_topic("t", 4, leaders=[0, 0, 0, 1])
     expected = {T(p): put(cluster, T(p), 3) for p in range(4)}
@@ -170,9 +167,15 @@ def test_exact_records_while_the_assignment_and_pauses_change(cluster: FakeClust
     expected[T(1)] = expected[T(1)][:5]
     assert got == expected
     on0 = fetches(cluster, broker=0)
+    # close() frees the session with an empty epoch -1 fetch, only when no Fetch is in flight
+    # then (so not on every run): it is the last one and names the session
+    closing = [f for f in on0 if f.meta.epoch == FINAL_EPOCH]
+    if closing:
+        assert closing == on0[-1:] and not closing[0].listed and closing[0].meta.session_id != 0
+        on0 = on0[:-1]
     assert on0[0].meta == FetchMetadata(0, 0) and set(on0[0].listed) == {T(0), T(1), T(2)}
     # one session throughout, every later fetch incremental, each listing only changes
-    assert all(not f.meta.is_full for f in on0[1:]), on0
+    assert all(not f.meta.is_full for f in on0[1:]), "\n".join(map(repr, on0))
     assert len({f.meta.session_id for f in on0[1:]}) == 1
     assert check_incremental(on0) == len(on0) - 1 >= 5
     # the first fetch sent after the pause forgets t-1 (one in flight may still list it)
@@ -182,7 +185,11 @@ def test_exact_records_while_the_assignment_and_pauses_change(cluster: FakeClust
     assert all(T(1) not in f.listed for f in while_paused[first:])
     after_resume = fetches(cluster, resumed_at, broker=0)
     assert after_resume[0].listed[T(1)][0] == 3 and not after_resume[0].forgotten
-    assert fetches(cluster, moved_at, broker=0)[0].forgotten == {T(1)}
+    # the first fetch sent after the move forgets t-1 (one sent before it may still be in flight)
+    after_move = [f for f in fetches(cluster, moved_at, broker=0) if f.meta.epoch != FINAL_EPOCH]
+    first = next(i for i, f in enumerate(after_move) if f.forgotten)
+    assert first <= 1 and after_move[first].forgotten == {T(1)}, after_move
+    assert all(T(1) not in f.listed for f in after_move[first:]), after_move
     on1 = fetches(cluster, moved_at, broker=1)
     assert on1[0].meta == FetchMetadata(0, 0) and set(on1[0].listed) == {T(3)}
     assert check_incremental(on1) == len(on1) - 1
