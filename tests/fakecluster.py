@@ -76,6 +76,11 @@ from pyconsumer.structs import TopicPartition
 
 ZERO_UUID = uuid.UUID(int=0)
 HOST = "127.0.0.1"
+# consumer settings for tests on the fake: short timers, so joins, retries and empty fetches
+# take milliseconds
+FAST_CONSUMER: dict[str, Any] = dict(fetch_max_wait_ms=100, heartbeat_interval_ms=100,
+                                     retry_backoff_ms=20, reconnect_backoff_ms=20,
+                                     reconnect_backoff_max_ms=200, auto_offset_reset="earliest")
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 Body = dict[str, Any]

@@ -7,39 +7,19 @@ key, value, headers, timestamp) in order per partition.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 
 from pyconsumer import KafkaConsumer
 from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
-from tests.fakecluster import FakeCluster
+from tests.fakecluster import FAST_CONSUMER as FAST, FakeCluster
 
 TP = TopicPartition
 Row = tuple[int, Any, Any, list[tuple[str, bytes | None]], int]
-# short timers so that joins, retries and empty fetches take milliseconds
-FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, heartbeat_interval_ms=100,
-                            retry_backoff_ms=20, reconnect_backoff_ms=20,
-                            reconnect_backoff_max_ms=200, auto_offset_reset="earliest")
-
-
-@pytest.fixture
-def make_cluster() -> Iterator[Callable[..., FakeCluster]]:
-    made: list[FakeCluster] = []
-
-    def make(*args: Any, **kwargs: Any) -> FakeCluster:
-        made.append(FakeCluster(*args, **kwargs))
-        return made[-1]
-
-    yield make
-    for c in made:
-        c.close()
-    for c in made:
-        assert c.errors == [], c.errors
 
 
 def produce(cluster: FakeCluster, topic: str, partition: int, n: int, *, start: int = 0,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -39,28 +39,10 @@ from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
-from tests.fakecluster import FakeCluster
+from tests.fakecluster import FAST_CONSUMER as FAST, FakeCluster
 from tests.recordsets import aio_v2
 
 TP = TopicPartition
-FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, heartbeat_interval_ms=100,
-                            retry_backoff_ms=20, reconnect_backoff_ms=20,
-                            reconnect_backoff_max_ms=200, auto_offset_reset="earliest")
-
-
-@pytest.fixture
-def make_cluster() -> Iterator[Callable[..., FakeCluster]]:
-    made: list[FakeCluster] = []
-
-    def make(*args: Any, **kwargs: Any) -> FakeCluster:
-        made.append(FakeCluster(*args, **kwargs))
-        return made[-1]
-
-    yield make
-    for c in made:
-        c.close()
-    for c in made:
-        assert c.errors == [], c.errors
 
 
 def batch(start: int, n: int, size: int = 20) -> bytes:
