@@ -15,6 +15,7 @@ import pytest
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
 from pyconsumer.testing import MockCluster, produce, sample_records
+from tests.listeners import Recorder
 
 GROUP_SETTINGS: dict[str, Any] = {
     "auto_offset_reset": "earliest", "session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
@@ -78,25 +79,6 @@ def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
                 f"assignment={sorted(map(str, r.assignment))} errors={r.errors} "
                 f"commit failures={len(r.commit_failures)}" for r in _runners))
         time.sleep(0.05)
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, set[TopicPartition]]] = []
-        self.times: list[float] = []          # time.monotonic() of each call
-
-    def _note(self, kind: str, partitions: set[TopicPartition]) -> None:
-        self.calls.append((kind, partitions))
-        self.times.append(time.monotonic())
-
-    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        self._note("revoked", partitions)
-
-    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self._note("assigned", partitions)
-
-    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        self._note("lost", partitions)
 
 
 # The mock starts a rebalance as soon as a LeaveGroup arrives; the remaining member learns it

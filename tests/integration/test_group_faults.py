@@ -24,6 +24,7 @@ from pyconsumer.errors import (
 )
 from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import MockCluster, produce, sample_records
+from tests.listeners import Recorder
 
 SETTINGS: dict[str, Any] = {
     "auto_offset_reset": "earliest", "session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
@@ -33,20 +34,6 @@ SETTINGS: dict[str, Any] = {
 
 def tps(topic: str, n: int) -> set[TopicPartition]:
     return {TopicPartition(topic, p) for p in range(n)}
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, set[TopicPartition]]] = []
-
-    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        self.calls.append(("revoked", partitions))
-
-    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self.calls.append(("assigned", partitions))
-
-    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        self.calls.append(("lost", partitions))
 
 
 def poll_until(c: KafkaConsumer, condition: Callable[[], bool], timeout: float = 30.0,
