@@ -18,6 +18,7 @@ from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._proxy import FaultInjector, FaultProxy, ProxyStats
+from ._sasl_server import SaslServerRejected, ServerMechanism, ServerMechanismFactory
 from ._tansu import (
     TANSU_NODE_ID,
     BrokerStartError,
@@ -42,6 +43,9 @@ __all__ = [
     "NoidaBroker",
     "ProduceError",
     "ProxyStats",
+    "SaslServerRejected",
+    "ServerMechanism",
+    "ServerMechanismFactory",
     "TansuBroker",
     "TestRecord",
     "find_librdkafka",
