@@ -92,16 +92,14 @@ class SaslSettings:
         """The SASL settings of a consumer whose security.protocol is SASL_*."""
         values = config.as_dict()
         mechanism = values["sasl.mechanism"]
-        raw_jaas = values.get("sasl.jaas.config")
+        raw_jaas = values["sasl.jaas.config"]
         jaas = None
         if raw_jaas is not None:
             jaas = parse_jaas(raw_jaas)
             check_module(jaas, mechanism)
-        username = values.get("sasl.username")
-        password = values.get("sasl.password")
-        if jaas is not None and mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-            username = jaas.options.get("username", username)
-            password = jaas.options.get("password", password)
+        # the config already took a Plain/Scram JAAS line's username and password
+        username = values["sasl.username"]
+        password = values["sasl.password"]
         return cls(
             mechanism=mechanism,
             username=username,
