@@ -711,6 +711,11 @@ class BrokerConnection:
             what = f"closed the connection with {len(self._in_flight)} request(s) unanswered"
         else:
             what = "closed the connection" + self._silent_close_hint()
+        if self._sasl is not None:
+            # Java says the same: a broker may drop a client it will not authenticate, or
+            # the network failed; retried after the backoff like any disconnect
+            what += (f" during SASL {self._mechanism_name()} authentication (the broker may "
+                     f"not support this mechanism, or refused the credentials)")
         self._fail(KafkaConnectionError(f"{self.describe} {what}"), now)
 
     def _complete(self, frame: bytearray, now: float) -> None:
@@ -847,9 +852,11 @@ class BrokerConnection:
         code = body["error_code"]
         if code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
             enabled = ", ".join(body["mechanisms"]) or "none"
+            odd = (" (it lists the mechanism yet refuses it: is SASL enabled on this "
+                   "listener?)" if name in body["mechanisms"] else "")
             self._fail(SaslAuthenticationError(
                 f"SASL mechanism {name} (sasl.mechanism) is not enabled on {self.describe}; "
-                f"the broker enables: {enabled}"), now)
+                f"the broker enables: {enabled}{odd}"), now)
             return
         if code == ErrorCode.ILLEGAL_SASL_STATE:
             self._fail(SaslAuthenticationError(
@@ -927,7 +934,10 @@ class BrokerConnection:
             token = mechanism.step(challenge)
             finished = token is None and mechanism.complete()
         except SaslAuthenticationError as e:
-            self._fail(e, now)
+            # the mechanism says what was wrong; say where
+            self._fail(SaslAuthenticationError(
+                f"SASL {self._mechanism_name()} authentication with {self.describe} failed: "
+                f"{e}"), now)
             return
         except Exception as e:  # noqa: BLE001 - a library error must not kill the loop
             self._fail(SaslAuthenticationError(

@@ -299,8 +299,7 @@ def test_reauthentication_before_the_session_expires_while_records_flow(
     with KafkaConsumer(bootstrap_servers=proxy.bootstrap,
                        **sasl_settings("SCRAM-SHA-256", fetch_max_wait_ms=200)) as c:
         c.assign([tp])
-        c.poll(timeout_ms=100)
-        connections = proxy.stats.connections
+        connections = -1
         for rnd in range(9):
             records = [TestRecord(key=f"k{rnd}-{i}".encode(), value=f"v{rnd}-{i}".encode(),
                                   partition=0) for i in range(10)]
@@ -311,6 +310,9 @@ def test_reauthentication_before_the_session_expires_while_records_flow(
             deadline = time.monotonic() + 0.5
             while time.monotonic() < deadline:
                 got += [(r.offset, r.key, r.value) for r in c.poll(timeout_ms=100).get(tp, [])]
+            if rnd == 0:
+                assert got == expected            # the leader's connection is up by now
+                connections = proxy.stats.connections
         got += consume(c, len(expected) - len(got), timeout=5.0).get(tp, [])
         client = c._client
         assert client is not None
@@ -325,3 +327,42 @@ def test_reauthentication_before_the_session_expires_while_records_flow(
     assert stats.reauthentications >= reauths
     # each re-authentication of a connection came before its session ran out
     assert leader.sasl_session_lifetime_ms == lifetime_ms
+
+
+# --------------------------------------------------------------------------- a real refusal
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_tansu_with_authentication_refuses_an_unknown_scram_user(mechanism: str) -> None:
+    """Tansu's own SCRAM server (``--authentication``; no user can exist, see the module
+    doc): its ``e=unknown-user`` server-final is an authentication error at once, and the
+    consumer does not hammer the broker."""
+    with TansuBroker(authentication=True) as broker:
+        with KafkaConsumer(bootstrap_servers=broker.bootstrap,
+                           **sasl_settings(mechanism, reconnect_backoff_ms=200,
+                                           reconnect_backoff_max_ms=1000)) as c:
+            start = time.monotonic()
+            with pytest.raises(SaslAuthenticationError) as info:
+                c.topics()
+            assert time.monotonic() - start < 1.0
+            assert str(info.value) == (
+                f"SASL {mechanism} authentication with node -1 ({broker.bootstrap}) failed: "
+                f"The server returned an error: unknown-user")
+            client = c._client
+            assert client is not None
+            conn = client.connection(-1)
+            assert conn is not None and conn.sasl_authentications == 0
+
+
+def test_a_sasl_client_against_a_listener_without_sasl(tansu: TansuBroker) -> None:
+    """Tansu without --authentication answers SaslHandshake with UNSUPPORTED_SASL_MECHANISM
+    (listing the very mechanism asked for): a prompt authentication error that says so."""
+    with KafkaConsumer(bootstrap_servers=tansu.bootstrap, **sasl_settings("PLAIN")) as c:
+        start = time.monotonic()
+        with pytest.raises(SaslAuthenticationError) as info:
+            c.topics()
+        assert time.monotonic() - start < 1.0
+    assert str(info.value) == (
+        f"SASL mechanism PLAIN (sasl.mechanism) is not enabled on node -1 ({tansu.bootstrap}); "
+        f"the broker enables: PLAIN (it lists the mechanism yet refuses it: is SASL enabled on "
+        f"this listener?)")

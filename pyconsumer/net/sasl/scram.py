@@ -36,8 +36,7 @@ class ScramMechanism:
         try:
             text = challenge.decode()
         except UnicodeDecodeError:
-            raise SaslAuthenticationError(
-                f"{self.name}: the server's message is not UTF-8") from None
+            raise SaslAuthenticationError("the server's SCRAM message is not UTF-8") from None
         try:
             if self._stage == 1:
                 self._client.set_server_first(text)
@@ -50,8 +49,8 @@ class ScramMechanism:
                 return None
         except ScramException as e:
             # scramp's messages name the protocol step, never the password
-            raise SaslAuthenticationError(f"{self.name} exchange failed: {e}") from None
-        raise SaslAuthenticationError(f"{self.name}: unexpected server message after the end")
+            raise SaslAuthenticationError(str(e)) from None
+        raise SaslAuthenticationError("a server message after the end of the SCRAM exchange")
 
     def complete(self) -> bool:
         return self._done
