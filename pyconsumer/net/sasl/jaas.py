@@ -82,7 +82,7 @@ def parse_jaas(text: str, setting: str = "sasl.jaas.config") -> JaasEntry:
         m = _NAME.match(text, pos)
         if m is None:
             raise _bad(setting, pos, "expected an option name")
-        key = m.group()
+        key, key_pos = m.group(), pos
         pos = _SPACE.match(text, m.end()).end()  # type: ignore[union-attr]
         if pos >= len(text) or text[pos] != "=":
             raise _bad(setting, pos, f"expected '=' after option {key}")
@@ -95,7 +95,7 @@ def parse_jaas(text: str, setting: str = "sasl.jaas.config") -> JaasEntry:
                 raise _bad(setting, pos, f"expected a value for option {key}")
             value, pos = m.group(), m.end()
         if key in options:
-            raise _bad(setting, pos, f"option {key} given twice")
+            raise _bad(setting, key_pos, f"option {key} given twice")
         options[key] = value
 
 
