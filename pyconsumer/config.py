@@ -30,10 +30,12 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
   those names), or assignor objects with a ``name`` attribute.
 * SSL files are read as PEM; ``ssl.keystore.type``/``ssl.truststore.type`` explicitly set to
   JKS or PKCS12 together with a store location is refused.
-* SASL is not implemented: ``security.protocol=SASL_PLAINTEXT``/``SASL_SSL`` passes these
-  checks but is refused when the consumer (its network client) is built. The ``sasl.*``
-  settings are still validated (mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER;
-  GSSAPI refused) but have no effect.
+* SASL (``security.protocol=SASL_PLAINTEXT``/``SASL_SSL``): ``sasl.mechanism`` PLAIN,
+  SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI; the PLAIN/SCRAM credentials come from
+  ``sasl.username``/``sasl.password`` (pyconsumer names, as librdkafka's) or from a
+  PlainLoginModule/ScramLoginModule ``sasl.jaas.config`` (parsed by
+  :mod:`pyconsumer.net.sasl.jaas`; a text that does not parse names the character position,
+  never an excerpt). Passwords are never shown in reprs, errors or logs.
 * Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above
   ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` or
   ``metrics.sample.window.ms`` are errors; an empty ``partition.assignment.strategy`` with a classic group fails at
@@ -43,7 +45,7 @@ Settings in the table that pyconsumer accepts but that change nothing (each row'
 ``no_effect`` gives the reason; ``Setting.implemented`` is False):
 ``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms``,
 ``metadata.cluster.check.enable``, ``group.remote.assignor``, ``ssl.truststore.type``,
-``ssl.keystore.type``, ``ssl.truststore.password`` and the ``sasl.*`` settings. Setting one to
+``ssl.keystore.type``, ``ssl.truststore.password`` and ``sasl.oauth.token.provider``. Setting one to
 a value other than its default logs a WARNING naming it and the reason, once per process.
 Every other setting is read by the consumer (``tests/unit/test_settings_truthful.py`` checks
 both).
@@ -618,9 +620,9 @@ token_provider_parser: Parser[Callable[[], str] | None] = Parser(
 
 TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-_SASL_NO_EFFECT = ("SASL is not implemented: security.protocol=SASL_PLAINTEXT/SASL_SSL is "
-                   "refused when the consumer is built (the value is still checked)")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+_SASL_NO_EFFECT = ("the OAUTHBEARER mechanism is not implemented yet (the value is still "
+                   "checked)")
 
 
 # --------------------------------------------------------------------------- the table
@@ -719,11 +721,11 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "sasl.login.class": ("refuse", "a Java Login class; not supported"),
     "sasl.login.callback.handler.class": (
         "refuse",
-        "a Java callback handler (SASL itself is not implemented yet)",
+        "a Java callback handler; give sasl.username/sasl.password or sasl.jaas.config",
     ),
     "sasl.client.callback.handler.class": (
         "refuse",
-        "a Java callback handler (SASL itself is not implemented yet)",
+        "a Java callback handler; give sasl.username/sasl.password or sasl.jaas.config",
     ),
     "sasl.oauthbearer.": (
         "refuse",
@@ -1117,8 +1119,8 @@ class ConsumerConfig:
         "security.protocol",
         "PLAINTEXT",
         string(SECURITY_PROTOCOLS, case_insensitive=True),
-        "Transport: PLAINTEXT or SSL (TLS); SASL_PLAINTEXT and SASL_SSL pass these checks but "
-        "are refused when the consumer is built (SASL is not implemented)",
+        "Transport: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT (SASL authentication) or SASL_SSL "
+        "(SASL over TLS)",
     )
     ssl_context = Setting(
         "ssl.context",
@@ -1219,17 +1221,16 @@ class ConsumerConfig:
         "sasl.mechanism",
         "GSSAPI",
         string(),
-        f"SASL mechanism for SASL_* protocols; checked to be one of "
-        f"{', '.join(SASL_MECHANISMS)} (Java's default GSSAPI is refused with a SASL protocol)",
-        no_effect=_SASL_NO_EFFECT,
+        f"SASL mechanism for SASL_* protocols: one of {', '.join(SASL_MECHANISMS)} "
+        f"(Java's default GSSAPI is Kerberos)",
     )
     sasl_jaas_config = Setting(
         "sasl.jaas.config",
         None,
         password,
-        "A PlainLoginModule or ScramLoginModule JAAS line; its username and password are "
-        "checked and become sasl.username/sasl.password",
-        no_effect=_SASL_NO_EFFECT,
+        "A JAAS login module line (PlainLoginModule, ScramLoginModule, OAuthBearerLoginModule, "
+        "Krb5LoginModule) matching sasl.mechanism; a Plain/Scram one gives the user name and "
+        "password (instead of sasl.username/sasl.password)",
     )
     sasl_username = Setting(
         "sasl.username",
@@ -1237,15 +1238,13 @@ class ConsumerConfig:
         optional_string(),
         "SASL PLAIN/SCRAM user name (or from sasl.jaas.config)",
         java=False,
-        no_effect=_SASL_NO_EFFECT,
     )
     sasl_password = Setting(
         "sasl.password",
         None,
         password,
-        "SASL PLAIN/SCRAM password (or from sasl.jaas.config)",
+        "SASL PLAIN/SCRAM password (or from sasl.jaas.config); never shown",
         java=False,
-        no_effect=_SASL_NO_EFFECT,
     )
     sasl_oauth_token_provider = Setting(
         "sasl.oauth.token.provider",
@@ -1420,15 +1419,18 @@ class ConsumerConfig:
                 _fail(
                     f"sasl.mechanism {mechanism!r} is not supported; accepted: "
                     f"{', '.join(SASL_MECHANISMS)}"
-                    + (" (GSSAPI/Kerberos is not supported)" if mechanism == "GSSAPI" else "")
-                    + "; note that SASL itself is not implemented yet"
                 )
             jaas = v["sasl.jaas.config"]
             if jaas is not None:
-                if v["sasl.username"] is not None or v["sasl.password"] is not None:
-                    _fail("give either sasl.jaas.config or sasl.username/sasl.password, not both")
-                v["sasl.username"], v["sasl.password"] = _parse_jaas(jaas, mechanism)
-            if mechanism == "OAUTHBEARER":
+                credentials = _parse_jaas(jaas, mechanism)
+                if credentials is not None:
+                    if v["sasl.username"] is not None or v["sasl.password"] is not None:
+                        _fail("give either sasl.jaas.config or sasl.username/sasl.password, "
+                              "not both")
+                    v["sasl.username"], v["sasl.password"] = credentials
+            if mechanism == "GSSAPI":
+                pass   # Kerberos credentials: a keytab/ticket cache, not a password
+            elif mechanism == "OAUTHBEARER":
                 if v["sasl.oauth.token.provider"] is None:
                     _fail("sasl.mechanism=OAUTHBEARER needs sasl.oauth.token.provider")
             elif v["sasl.username"] is None or v["sasl.password"] is None:
@@ -1516,44 +1518,17 @@ _TABLE: dict[str, Setting[Any]] = {
     v.name: v for v in vars(ConsumerConfig).values() if isinstance(v, Setting)
 }
 
-_JAAS = re.compile(
-    r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
-    r"\s*(?P<opts>.*?);?\s*$",
-    re.S,
-)
-_JAAS_OPTION = re.compile(r'\s*([\w.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s";]+))')
-_JAAS_MODULES = {
-    "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
-    "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
-}
+def _parse_jaas(text: str, mechanism: str) -> tuple[str, str] | None:
+    """Check a sasl.jaas.config line against sasl.mechanism: (username, password) of a
+    PlainLoginModule/ScramLoginModule, None for the others (OAUTHBEARER, Kerberos)."""
+    # imported here: pyconsumer.net imports this module
+    from pyconsumer.net.sasl.jaas import PLAIN_MODULE, SCRAM_MODULE, check_module, parse_jaas
 
-
-def _parse_jaas(text: str, mechanism: str) -> tuple[str, str]:
-    """username and password from a PlainLoginModule/ScramLoginModule JAAS line."""
-    match = _JAAS.match(text)
-    if match is None:
-        _fail("sasl.jaas.config is not '<LoginModule> required key=\"value\" ...;'")
-    module = match.group("module")
-    if module not in _JAAS_MODULES:
-        _fail(
-            f"sasl.jaas.config login module {module} is not supported; use PlainLoginModule or "
-            "ScramLoginModule (or sasl.oauth.token.provider for OAUTHBEARER)"
-        )
-    if mechanism not in _JAAS_MODULES[module]:
-        _fail(f"sasl.jaas.config uses {module.rsplit('.', 1)[1]}, which does not match "
-              f"sasl.mechanism={mechanism}")
-    options: dict[str, str] = {}
-    opts = match.group("opts")
-    pos = 0
-    while pos < len(opts.rstrip()):
-        m = _JAAS_OPTION.match(opts, pos)
-        if m is None:
-            # no excerpt in the message: the text may hold the password
-            _fail(f"sasl.jaas.config: cannot parse the options at character {pos}")
-        value = m.group(2) if m.group(2) is not None else m.group(3)
-        options[m.group(1)] = re.sub(r"\\(.)", r"\1", value)
-        pos = m.end()
-    if "username" not in options or "password" not in options:
+    entry = parse_jaas(text)
+    check_module(entry, mechanism)
+    if entry.module not in (PLAIN_MODULE, SCRAM_MODULE):
+        return None
+    if "username" not in entry.options or "password" not in entry.options:
         _fail("sasl.jaas.config must give username=\"...\" and password=\"...\"")
-    return options["username"], options["password"]
+    return entry.options["username"], entry.options["password"]
 

@@ -93,6 +93,17 @@ class KafkaConnectionError(KafkaClientError):
     invalid_metadata = True
 
 
+class AuthenticationError(KafkaClientError):
+    """The broker refused who we are (Java ``AuthenticationException``): not retriable; the
+    call that needed the connection fails with it, and the connection is retried only after
+    the reconnect backoff."""
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """A SASL exchange failed: mechanism not enabled on the broker, bad credentials (with the
+    broker's message), a bad server answer, an illegal SASL state. Never carries a secret."""
+
+
 class KafkaTimeoutError(KafkaClientError):
     """An operation did not finish within its timeout (request.timeout.ms, a poll...)."""
 
@@ -652,6 +663,8 @@ __all__ = [
     "CorruptRecordError",
     "UnsupportedCodecError",
     "KafkaConnectionError",
+    "AuthenticationError",
+    "SaslAuthenticationError",
     "KafkaTimeoutError",
     "NoBrokersAvailable",
     "UnsupportedVersionError",

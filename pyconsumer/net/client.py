@@ -20,6 +20,7 @@ from typing import Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import (
+    AuthenticationError,
     ConfigurationError,
     KafkaConnectionError,
     WakeupError,
@@ -41,6 +42,7 @@ from pyconsumer.net.connection import (
 from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.net.future import Callback, Future, defer_callbacks
 from pyconsumer.net.metadata import ClusterMetadata
+from pyconsumer.net.sasl import SaslSettings
 from pyconsumer.net.security import build_ssl_context
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
@@ -100,6 +102,8 @@ class NetworkClient:
             software_name=SOFTWARE_NAME,
             software_version=_software_version(),
             ssl_context=build_ssl_context(config),
+            sasl=(SaslSettings.from_config(config)
+                  if config.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL") else None),
         )
         #: KIP-909 (bootstrap.resolve.timeout.ms > 0): the servers still to resolve, tried
         #: on each poll (reconnect.backoff.ms apart) until the deadline; then the error,
@@ -144,6 +148,9 @@ class NetworkClient:
         #: node id -> why, for the known nodes whose last connection round failed since the
         #: last "cannot reach any broker" warning (one warning per round over all of them)
         self._unreached: dict[int, KafkaError | None] = {}
+        #: the last authentication failure of a connection, raised once by the next
+        #: application poll (Java: NetworkClient makes it a fatal metadata error)
+        self._auth_error: AuthenticationError | None = None
 
     # ------------------------------------------------------------------ connections
 
@@ -164,6 +171,11 @@ class NetworkClient:
         return conn
 
     def _connection_failed(self, conn: BrokerConnection) -> None:
+        if isinstance(conn.last_error, AuthenticationError):
+            # not a broker in trouble but credentials refused: the application hears it
+            # from its next call; retrying is left to the reconnect backoff
+            self._auth_error = conn.last_error
+            return
         # a broker that fails may have lost its partitions: learn who leads them now
         self.metadata.request_update()
         if not conn.unreachable:
@@ -289,6 +301,11 @@ class NetworkClient:
                 fut.failure(e)
                 return fut
             if conn.state is ConnectionState.DISCONNECTED:
+                if conn.in_backoff() and isinstance(conn.last_error, AuthenticationError):
+                    # Java maybeThrowAuthFailure: the node refused us; say so, not "retry"
+                    fut = Future()
+                    fut.failure(conn.last_error)
+                    return fut
                 if conn.in_backoff():
                     fut = Future()
                     fut.failure(KafkaConnectionError(
@@ -370,6 +387,7 @@ class NetworkClient:
                 self.run_deferred()
                 if wakeup:
                     self._check_wakeup()
+                    self._raise_auth_error()
                 now = self._clock()
                 self._resolve_bootstrap(now)
                 hook_wait = self._run_hooks(now)
@@ -387,6 +405,13 @@ class NetworkClient:
                 self._check_wakeup()
             if deadline is not None and self._clock() >= deadline:
                 return
+
+    def _raise_auth_error(self) -> None:
+        """An application call (not close, not the heartbeat thread) raises the last
+        authentication failure, once."""
+        if self._auth_error is not None:
+            error, self._auth_error = self._auth_error, None
+            raise error
 
     def _poll_wait(self, now: float, deadline: float | None, future: Future[Any] | None) -> float:
         if future is not None and future.done:
@@ -626,7 +651,7 @@ class NetworkClient:
             conn = self._conns.get(n.node_id)
             if conn is None or conn.state in (ConnectionState.DISCONNECTED, ConnectionState.READY):
                 continue
-            hint = NO_TLS_ANSWER if conn.state is ConnectionState.AUTHENTICATING else ""
+            hint = NO_TLS_ANSWER if conn.tls_handshaking else ""
             out.append(f"{conn.describe}: connection still {conn.state.value}{hint}")
         return out
 

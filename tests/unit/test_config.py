@@ -202,6 +202,10 @@ def test_repr_hides_passwords() -> None:
                sasl_username="u", sasl_password="s3cret")
     assert "s3cret" not in repr(cfg)
     assert "'sasl.username': 'u'" in repr(cfg)
+    jaas = make(security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                sasl_jaas_config='org.apache.kafka.common.security.scram.ScramLoginModule '
+                                 'required username="u" password="jaas-s3cret";')
+    assert "jaas-s3cret" not in repr(jaas) and "jaas-s3cret" not in str(jaas)
 
 
 # --------------------------------------------------------------------------- unknown names
@@ -528,13 +532,23 @@ def test_sasl_jaas_config() -> None:
            sasl_mechanism="PLAIN", sasl_jaas_config=jaas)
     raises("either sasl.jaas.config or sasl.username", security_protocol="SASL_PLAINTEXT",
            sasl_mechanism="SCRAM-SHA-512", sasl_jaas_config=jaas, sasl_username="x")
-    raises("login module .*Krb5LoginModule is not supported", security_protocol="SASL_PLAINTEXT",
-           sasl_mechanism="PLAIN",
+    raises("uses Krb5LoginModule, which does not match sasl.mechanism=PLAIN",
+           security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
            sasl_jaas_config="com.sun.security.auth.module.Krb5LoginModule required;")
+    raises("login module com.example.MyModule is not supported", security_protocol="SASL_PLAINTEXT",
+           sasl_mechanism="PLAIN", sasl_jaas_config="com.example.MyModule required;")
+    # a Krb5LoginModule line with GSSAPI: no password to take from it
+    cfg = make(security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI",
+               sasl_jaas_config='com.sun.security.auth.module.Krb5LoginModule required '
+                                'useKeyTab=true keyTab="/k.keytab" principal="c@R";')
+    assert (cfg.sasl_username, cfg.sasl_password) == (None, None)
 
 
 def test_sasl_mechanism_rules() -> None:
-    raises(r"'GSSAPI' is not supported.*GSSAPI/Kerberos", security_protocol="SASL_PLAINTEXT")
+    raises(r"'KERBEROS' is not supported; accepted: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+           r"OAUTHBEARER, GSSAPI", security_protocol="SASL_PLAINTEXT", sasl_mechanism="KERBEROS")
+    # Java's default mechanism, GSSAPI, is accepted (Kerberos needs no password)
+    assert make(security_protocol="SASL_PLAINTEXT").sasl_mechanism == "GSSAPI"
     raises("sasl.mechanism must be set", security_protocol="SASL_PLAINTEXT", sasl_mechanism="")
     raises("needs sasl.username and sasl.password", security_protocol="SASL_SSL",
            sasl_mechanism="SCRAM-SHA-256", sasl_username="u")
@@ -570,7 +584,8 @@ def test_ssl_rules() -> None:
 def test_password_values_never_appear_in_errors() -> None:
     err = raises("sasl.password", sasl_password=12345)
     assert "12345" not in str(err) and "<hidden>" in str(err)
-    err = raises("cannot parse the options", security_protocol="SASL_PLAINTEXT",
+    err = raises("expected a value for option password at character 87",
+                 security_protocol="SASL_PLAINTEXT",
                  sasl_mechanism="PLAIN",
                  sasl_jaas_config='org.apache.kafka.common.security.plain.PlainLoginModule '
                                   'required username="u" password=="hunter2";')

@@ -52,14 +52,9 @@ NO_EFFECT_SAMPLES: dict[str, dict[str, Any]] = {
     "ssl.truststore.type": {"ssl.truststore.type": "PKCS12"},
     "ssl.keystore.type": {"ssl.keystore.type": "PKCS12"},
     "ssl.truststore.password": {"ssl.truststore.password": "secret-trust"},
-    "sasl.mechanism": {"sasl.mechanism": "PLAIN"},
-    "sasl.jaas.config": {"sasl.jaas.config": "org.apache.kafka.common.security.plain."
-                         'PlainLoginModule required username="u" password="secret-jaas";'},
-    "sasl.username": {"sasl.username": "u"},
-    "sasl.password": {"sasl.password": "secret-sasl"},
     "sasl.oauth.token.provider": {"sasl.oauth.token.provider": lambda: "secret-token"},
 }
-SECRETS = ("secret-trust", "secret-jaas", "secret-sasl", "secret-token")
+SECRETS = ("secret-trust", "secret-token")
 
 
 def rows() -> dict[str, Setting[Any]]:
@@ -174,9 +169,9 @@ def test_a_refused_config_does_not_warn(fresh_warnings: None,
             ConsumerConfig(bootstrap_servers="127.0.0.1:9092", security_protocol="SASL_SSL",
                            sasl_mechanism="PLAIN")
         assert no_effect_messages(caplog) == []
-        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", sasl_mechanism="PLAIN")
+        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", ssl_truststore_type="PKCS12")
     assert [m.split(":")[0] for m in no_effect_messages(caplog)] == [
-        "setting sasl.mechanism is accepted but has no effect in pyconsumer"]
+        "setting ssl.truststore.type is accepted but has no effect in pyconsumer"]
 
 
 def test_values_that_say_what_pyconsumer_does_anyway_do_not_warn(
@@ -195,7 +190,16 @@ def test_implemented_settings_do_not_warn(
                        socket_connection_setup_timeout_max_ms=60000, ssl_protocol="TLSv1.2",
                        retry_backoff_max_ms=5000, ssl_keystore_password="pw",
                        bootstrap_resolve_timeout_ms=5000)
+        # SASL is implemented: its settings warn of nothing (and never print the password)
+        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", security_protocol="SASL_SSL",
+                       sasl_mechanism="SCRAM-SHA-512", sasl_username="u",
+                       sasl_password="secret-sasl")
+        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", security_protocol="SASL_PLAINTEXT",
+                       sasl_mechanism="PLAIN",
+                       sasl_jaas_config="org.apache.kafka.common.security.plain."
+                       'PlainLoginModule required username="u" password="secret-jaas";')
     assert no_effect_messages(caplog) == []
+    assert "secret-sasl" not in caplog.text and "secret-jaas" not in caplog.text
 
 
 # --------------------------------------------------------------------------- setup timeout
