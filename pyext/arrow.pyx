@@ -69,6 +69,8 @@ cdef class _ArrowBuilder:
     cdef int reserve(self, Py_ssize_t rows) except -1:
         """Room for `rows` more rows (and the data bytes a refused row asked for)."""
         cdef Py_ssize_t total = self.n + rows
+        if not self.reprojected and self.comp_bytes == 0 and self.n > 0:
+            self.reproject(1.0)        # uncompressed: size for the rest from the rows so far
         self.offsets.ensure(total * 8)
         self.timestamps.ensure(total * 8)
         self.ts_types.ensure(total * 4)
@@ -359,15 +361,18 @@ cdef Py_ssize_t _utf8_replace(const uint8_t* s, Py_ssize_t n, uint8_t* out) noex
 # --------------------------------------------------------------------------- Arrow fill loops
 
 cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint include_headers):
-    """A builder sized from the batch headers still ahead of w (uncompressed batches give a
-    tight bound on key + value bytes); compressed batches grow the buffers as they come."""
+    """A builder sized from the batch headers still ahead of w: rows from their counts, key
+    and value bytes from their sizes (uncompressed: a bound; compressed: a guess). The data
+    buffers start at the first batch's share of that; once it is in, reproject (from
+    reserve) sizes them for the rest from its rows, instead of holding the loose bound."""
     cdef Py_ssize_t rows_est = 0, bytes_est = 0, plain_est = 0, comp_est = 0, payload
+    cdef Py_ssize_t first_rows = 0, first_bytes = 0, key_est, val_est
     cdef Reader s = w.rs
     cdef BatchHeader h
     cdef _ArrowBuilder b
     if w.remaining > 0:
-        rows_est = w.remaining
-        bytes_est = rd_left(&w.rr)
+        rows_est = first_rows = w.remaining
+        bytes_est = first_bytes = rd_left(&w.rr)
         plain_est = bytes_est                  # already decompressed when compressed
     while rows_est < max_rows and batch_peek_v2(&s, &h):
         payload = h.length - V2_MIN_LENGTH
@@ -383,11 +388,21 @@ cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint includ
             rows_est += min(h.count, payload // 2)
             bytes_est += payload * 3
             comp_est += payload
+        if first_rows == 0:
+            first_rows = rows_est
+            first_bytes = bytes_est
         rd_skip(&s, LOG_OVERHEAD + h.length)
     if rows_est > max_rows:
         bytes_est = <Py_ssize_t>(bytes_est * (<double>max_rows / rows_est))
         rows_est = max_rows
-    b = _ArrowBuilder(rows_est, min(bytes_est, rows_est * 16), bytes_est, include_headers)
+    key_est = min(bytes_est, rows_est * 16)
+    val_est = bytes_est
+    if comp_est == 0 and first_rows < rows_est and first_bytes < bytes_est:
+        # uncompressed: the bound counts keys in both columns and every record's overhead
+        # past 7 bytes (2x the values of 10-byte records); start at the first batch's
+        key_est = min(key_est, first_bytes + 64)
+        val_est = first_bytes + 64
+    b = _ArrowBuilder(rows_est, key_est, val_est, include_headers)
     b.plain_bytes = plain_est
     b.comp_bytes = comp_est
     return b

@@ -195,13 +195,7 @@ cdef inline const uint8_t* v2_fast(const uint8_t* q, const uint8_t* e, const V2B
     return q
 
 
-cdef inline int v2_read(Reader* src, const V2Batch* b, RecView* v) except -1 nogil:
-    """The record at src's position into v, src moved past it. Faults name the record's
-    offset once it is known (the batch's before)."""
-    cdef const uint8_t* q = NULL
-    if v2_fast_enabled:
-        q = v2_fast(src.buf + src.pos, src.buf + src.end, b, v)
-    if q != NULL:
-        src.pos = q - src.buf
-        return 0
-    return v2_careful(src, b, v)
+cdef int v2_read(Reader* src, const V2Batch* b, RecView* v) except -1 nogil
+    # the record at src's position into v, src moved past it (record_v2.pyx): v2_fast, else
+    # v2_careful. A function of its own, so that v2_fast's RecView copy has this one caller
+    # and is compiled inline into it

@@ -9,6 +9,18 @@ def _set_v2_fast_path(bint enabled) -> None:
     global v2_fast_enabled
     v2_fast_enabled = enabled
 
+cdef int v2_read(Reader* src, const V2Batch* b, RecView* v) except -1 nogil:
+    """The record at src's position into v, src moved past it. Faults name the record's
+    offset once it is known (the batch's before)."""
+    cdef const uint8_t* q = NULL
+    if v2_fast_enabled:
+        q = v2_fast(src.buf + src.pos, src.buf + src.end, b, v)
+    if q != NULL:
+        src.pos = q - src.buf
+        return 0
+    return v2_careful(src, b, v)
+
+
 cdef int v2_careful(Reader* src, const V2Batch* b, RecView* v) except -1 nogil:
     """v2_read (record_v2.pxd) through the bounds-checked reader: every record v2_fast
     does not take, and the one place a malformed record is described."""
