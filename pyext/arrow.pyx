@@ -38,10 +38,10 @@ cdef class _ArrowBuilder:
         self.offsets = _PBuf(rows * 8)
         self.timestamps = _PBuf(rows * 8)
         self.ts_types = _PBuf(rows * 4)
-        self.key_valid = _PBuf(rows // 8 + 1, True)
+        self.key_valid = _PBuf(rows // 8 + 1, 0xFF)   # all valid until a null
         self.key_offs = _PBuf((rows + 1) * 4)
         self.key_data = _PBuf(key_bytes)
-        self.val_valid = _PBuf(rows // 8 + 1, True)
+        self.val_valid = _PBuf(rows // 8 + 1, 0xFF)
         self.val_offs = _PBuf((rows + 1) * 4)
         self.val_data = _PBuf(value_bytes)
         (<int32_t*>self.key_offs.ptr)[0] = 0
@@ -69,6 +69,8 @@ cdef class _ArrowBuilder:
     cdef int reserve(self, Py_ssize_t rows) except -1:
         """Room for `rows` more rows (and the data bytes a refused row asked for)."""
         cdef Py_ssize_t total = self.n + rows
+        if not self.reprojected and self.comp_bytes == 0 and self.n > 0:
+            self.reproject(1.0)        # uncompressed: size for the rest from the rows so far
         self.offsets.ensure(total * 8)
         self.timestamps.ensure(total * 8)
         self.ts_types.ensure(total * 4)
@@ -155,16 +157,16 @@ cdef class _ArrowBuilder:
             pyx_copy(self.p_kd + ku, v.key, v.key_len)
             ku += v.key_len
             self.key_used = ku
-            set_bit(self.p_kv, i)
         else:
+            clear_bit(self.p_kv, i)            # (validity bitmaps start all set)
             self.key_nulls += 1
         self.p_ko[i + 1] = <int32_t>ku
         if v.value_len >= 0:
             pyx_copy(self.p_vd + vu, v.value, v.value_len)
             vu += v.value_len
             self.val_used = vu
-            set_bit(self.p_vv, i)
         else:
+            clear_bit(self.p_vv, i)
             self.val_nulls += 1
         self.p_vo[i + 1] = <int32_t>vu
         if self.include_headers:
@@ -228,12 +230,21 @@ cdef class _ArrowBuilder:
                 f"topic column of {n} rows x {tl} bytes exceeds Arrow's 2 GiB string limit")
         tofs = _PBuf((n + 1) * 4)
         pcol = _PBuf(n * 4)
+        tdata = _PBuf(n * tl)                  # from the block cache, like the other columns
         cdef int32_t* to = <int32_t*>tofs.ptr
         cdef int32_t* pc = <int32_t*>pcol.ptr
+        cdef uint8_t* td = tdata.ptr
+        cdef Py_ssize_t done
         for i in range(n + 1):
             to[i] = <int32_t>(i * tl)
         for i in range(n):
             pc[i] = partition
+        if n > 0 and tl > 0:                   # the topic n times: one copy, then doubling
+            memcpy(td, <const char*>tb, tl)
+            done = tl
+            while done < n * tl:
+                memcpy(td + done, td, min(done, n * tl - done))
+                done += min(done, n * tl - done)
         key = pa.Array.from_buffers(
             pa.binary(), n,
             [self.key_valid.finish(n // 8 + 1) if self.key_nulls else None,
@@ -246,7 +257,7 @@ cdef class _ArrowBuilder:
             null_count=self.val_nulls)
         cols = [key, value,
                 pa.Array.from_buffers(pa.string(), n, [None, tofs.finish((n + 1) * 4),
-                                                       pa.py_buffer(tb * n)], null_count=0),
+                                                       tdata.finish(n * tl)], null_count=0),
                 pa.Array.from_buffers(pa.int32(), n, [None, pcol.finish(n * 4)], null_count=0),
                 pa.Array.from_buffers(pa.int64(), n, [None, self.offsets.finish(n * 8)],
                                       null_count=0),
@@ -350,15 +361,18 @@ cdef Py_ssize_t _utf8_replace(const uint8_t* s, Py_ssize_t n, uint8_t* out) noex
 # --------------------------------------------------------------------------- Arrow fill loops
 
 cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint include_headers):
-    """A builder sized from the batch headers still ahead of w (uncompressed batches give a
-    tight bound on key + value bytes); compressed batches grow the buffers as they come."""
+    """A builder sized from the batch headers still ahead of w: rows from their counts, key
+    and value bytes from their sizes (uncompressed: a bound; compressed: a guess). The data
+    buffers start at the first batch's share of that; once it is in, reproject (from
+    reserve) sizes them for the rest from its rows, instead of holding the loose bound."""
     cdef Py_ssize_t rows_est = 0, bytes_est = 0, plain_est = 0, comp_est = 0, payload
+    cdef Py_ssize_t first_rows = 0, first_bytes = 0, key_est, val_est
     cdef Reader s = w.rs
     cdef BatchHeader h
     cdef _ArrowBuilder b
     if w.remaining > 0:
-        rows_est = w.remaining
-        bytes_est = rd_left(&w.rr)
+        rows_est = first_rows = w.remaining
+        bytes_est = first_bytes = rd_left(&w.rr)
         plain_est = bytes_est                  # already decompressed when compressed
     while rows_est < max_rows and batch_peek_v2(&s, &h):
         payload = h.length - V2_MIN_LENGTH
@@ -374,11 +388,21 @@ cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint includ
             rows_est += min(h.count, payload // 2)
             bytes_est += payload * 3
             comp_est += payload
+        if first_rows == 0:
+            first_rows = rows_est
+            first_bytes = bytes_est
         rd_skip(&s, LOG_OVERHEAD + h.length)
     if rows_est > max_rows:
         bytes_est = <Py_ssize_t>(bytes_est * (<double>max_rows / rows_est))
         rows_est = max_rows
-    b = _ArrowBuilder(rows_est, min(bytes_est, rows_est * 16), bytes_est, include_headers)
+    key_est = min(bytes_est, rows_est * 16)
+    val_est = bytes_est
+    if comp_est == 0 and first_rows < rows_est and first_bytes < bytes_est:
+        # uncompressed: the bound counts keys in both columns and every record's overhead
+        # past 7 bytes (2x the values of 10-byte records); start at the first batch's
+        key_est = min(key_est, first_bytes + 64)
+        val_est = first_bytes + 64
+    b = _ArrowBuilder(rows_est, key_est, val_est, include_headers)
     b.plain_bytes = plain_est
     b.comp_bytes = comp_est
     return b
@@ -399,16 +423,21 @@ cdef int arrow_fill(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -1 n
 
 
 cdef int arrow_fill_v2(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil:
-    """arrow_fill for a magic-2 batch without the headers column: parse (v2_read) and write
-    in one loop, with the cursor and the column state in locals (registers)."""
-    cdef Reader rl = w.rr
-    cdef Reader* r = &rl
+    """arrow_fill for a magic-2 batch without the headers column: parse (v2_fast) and write
+    in one loop, the cursor and the column state in locals. Nothing of that loop's state has
+    its address taken (a record v2_fast does not take goes through copies, to v2_careful),
+    so the C compiler can keep it in registers."""
+    cdef const uint8_t* q = w.rr.buf + w.rr.pos
+    cdef const uint8_t* e = w.rr.buf + w.rr.end
+    cdef const uint8_t* nq
+    cdef Reader rl                             # for v2_careful and the end check only
     cdef V2Batch hdr = w.v2
     cdef RecFields v
+    cdef RecView vc
     cdef int32_t remaining = w.remaining, ts_type = w.ts_type
     cdef int64_t nfo = w.next_fetch_offset, base_off = w.base_offset
     cdef Py_ssize_t n = b.n, n0 = b.n, ku = b.key_used, vu = b.val_used
-    cdef Py_ssize_t kcap = b.kd_cap, vcap = b.vd_cap, knull = 0, vnull = 0, rec_at
+    cdef Py_ssize_t kcap = b.kd_cap, vcap = b.vd_cap, knull = 0, vnull = 0
     cdef int64_t* p_off = b.p_off
     cdef int64_t* p_ts = b.p_ts
     cdef int32_t* p_tt = b.p_tt
@@ -419,16 +448,30 @@ cdef int arrow_fill_v2(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -
     cdef int32_t* p_vo = b.p_vo
     cdef uint8_t* p_vd = b.p_vd
     cdef int result = 1
+    cdef bint fast = v2_fast_enabled
     while remaining > 0 and n < max_rows:
-        rec_at = r.pos
-        v2_read(r, &hdr, &v)
-        if remaining == 1:
-            batch_check_end(r, base_off)
+        nq = v2_fast(q, e, &hdr, &v) if fast else NULL
+        if nq == NULL:
+            rl = w.rr
+            rl.pos = q - rl.buf
+            v2_careful(&rl, &w.v2, &vc)
+            v.offset = vc.offset
+            v.timestamp = vc.timestamp
+            v.key = vc.key
+            v.key_len = vc.key_len
+            v.value = vc.value
+            v.value_len = vc.value_len
+            nq = rl.buf + rl.pos
+        if remaining == 1 and nq != e:
+            rl = w.rr
+            rl.pos = nq - rl.buf
+            batch_check_end(&rl, base_off)
         if v.offset < nfo:
             remaining -= 1
+            q = nq
             continue                           # below the fetch position
         if ku + v.key_len > kcap or vu + v.value_len > vcap:
-            r.pos = rec_at                     # not taken: grow (or end the batch) first
+            # not taken (q stays at the record): grow, or end the Arrow batch, first
             if ku + v.key_len > INT32_MAX or vu + v.value_len > INT32_MAX:
                 b.full = True
                 result = 0
@@ -437,27 +480,29 @@ cdef int arrow_fill_v2(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -
                 b.need_val = v.value_len if v.value_len > 0 else 0
                 result = 2
             break
+        q = nq
         remaining -= 1
         p_off[n] = v.offset
         p_ts[n] = <int64_t>(<uint64_t>v.timestamp * 1000)
         p_tt[n] = ts_type
+        # validity bitmaps start all set (_PBuf ones): only a null clears its bit
         if v.key_len >= 0:
             pyx_copy(p_kd + ku, v.key, v.key_len)
             ku += v.key_len
-            set_bit(p_kv, n)
         else:
+            clear_bit(p_kv, n)
             knull += 1
         p_ko[n + 1] = <int32_t>ku
         if v.value_len >= 0:
             pyx_copy(p_vd + vu, v.value, v.value_len)
             vu += v.value_len
-            set_bit(p_vv, n)
         else:
+            clear_bit(p_vv, n)
             vnull += 1
         p_vo[n + 1] = <int32_t>vu
         nfo = v.offset + 1
         n += 1
-    w.rr.pos = r.pos
+    w.rr.pos = q - w.rr.buf
     w.remaining = remaining
     w.next_fetch_offset = nfo
     if n > n0:

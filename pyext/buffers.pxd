@@ -8,7 +8,7 @@ cdef class _PBuf:
     cdef uint8_t* ptr            # the data
     cdef Py_ssize_t cap          # usable bytes
     cdef Py_ssize_t size         # bytes exported by finish()
-    cdef bint zero               # zero new bytes on growth (validity bitmaps)
+    cdef int fill                # byte new bytes get on growth (validity bitmaps); -1: none
     cdef int _resize(self, Py_ssize_t new, Py_ssize_t keep) except -1  # capacity >= new, keep bytes
     cdef int ensure(self, Py_ssize_t nbytes) except -1     # grow (x1.5) to at least nbytes
     cdef int ensure_to(self, Py_ssize_t nbytes) except -1  # grow to exactly nbytes if larger
@@ -27,3 +27,7 @@ cdef class _CBuf:
 
 cdef inline void set_bit(uint8_t* bits, Py_ssize_t i) noexcept nogil:
     bits[i >> 3] |= <uint8_t>(1 << (i & 7))
+
+
+cdef inline void clear_bit(uint8_t* bits, Py_ssize_t i) noexcept nogil:
+    bits[i >> 3] &= <uint8_t>~(1 << (i & 7))

@@ -12,8 +12,10 @@ cdef extern from "stdlib.h" nogil:
 
 # Freed large output buffers, kept for reuse: writing a fresh 100 MB buffer costs more in
 # page faults (the kernel zeroing 25,600 new pages) than decoding the records that fill it.
-# Only blocks of at least _CACHE_MIN bytes are kept, up to _cache_limit bytes in all.
-cdef Py_ssize_t _CACHE_MIN = 1 << 20
+# Only blocks of at least _CACHE_MIN bytes are kept (smaller ones come from malloc's heap,
+# whose pages stay resident; from 128 KiB up glibc maps fresh pages), up to _cache_limit
+# bytes in all.
+cdef Py_ssize_t _CACHE_MIN = 64 << 10
 cdef Py_ssize_t _cache_limit = 256 << 20
 cdef Py_ssize_t _cache_bytes = 0
 cdef list _cache = []                     # [(capacity, address)], unordered, short
@@ -93,11 +95,11 @@ cdef void _cache_give(void* p, Py_ssize_t cap):
 
 @cython.final
 cdef class _PBuf:
-    def __cinit__(self, Py_ssize_t initial, bint zero=False):
+    def __cinit__(self, Py_ssize_t initial, int fill=-1):
         self.ptr = NULL
         self.cap = 0
         self.size = 0
-        self.zero = zero
+        self.fill = fill
         if initial < 64:
             initial = 64
         self._resize(initial, 0)
@@ -118,8 +120,8 @@ cdef class _PBuf:
                 raise MemoryError(f"cannot allocate an Arrow buffer of {new} bytes")
         if keep:
             memcpy(q, self.ptr, keep)
-        if self.zero and got > keep:
-            memset(<uint8_t*>q + keep, 0, got - keep)
+        if self.fill >= 0 and got > keep:
+            memset(<uint8_t*>q + keep, self.fill, got - keep)
         if self.ptr != NULL:
             _account(-self.cap)
             _cache_give(self.ptr, self.cap)

@@ -10,7 +10,7 @@
 #   buffers        aligned Arrow output buffers and the cache of freed blocks
 #   codecs         gzip / snappy / lz4 / zstd through cramjam
 #   batch          the log header of every batch, the v2 batch header and its CRC32C
-#   record_v2.pxd  the one v2 record parser (inline, contract only)
+#   record_v2      the one v2 record parser (inline fast path; the careful path out of line)
 #   legacy         magic v0/v1 message sets
 #   record         ConsumerRecord
 #   arrow          the Arrow builder and its fill loops
@@ -30,6 +30,7 @@ include "errors.pyx"
 include "buffers.pyx"
 include "codecs.pyx"
 include "batch.pyx"
+include "record_v2.pyx"
 include "legacy.pyx"
 include "record.pyx"
 include "arrow.pyx"
