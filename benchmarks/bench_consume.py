@@ -3,14 +3,21 @@
 One Tansu broker (memory://), one topic filled once by confluent-kafka, then every contender
 reads the whole topic from the beginning with manual assignment, in interleaved rounds:
 
-* ``pc_arrow``   pyconsumer ``poll_arrow`` (rows counted, no Python object per record)
-* ``pc_poll``    pyconsumer ``poll`` (ConsumerRecords; key, value, offset, timestamp touched)
-* ``ck_consume`` confluent-kafka ``Consumer.consume(500)`` (same fields touched)
-* ``aio``        aiokafka ``getmany`` (same fields touched)
-* ``kp``         kafka-python ``poll`` (same fields touched)
+* ``raw_fetch``     the broker ceiling: one blocking socket, one Fetch at a time for every
+                    partition (the consumer's default fetch sizes), records counted from the
+                    batch headers; no decoding, no Python object per record
+* ``pc_arrow``      pyconsumer ``poll_arrow(max_records=100_000)`` (rows counted)
+* ``pc_poll``       pyconsumer ``poll()`` with max.poll.records 500 (ConsumerRecords; key,
+                    value, offset, timestamp touched)
+* ``pc_poll_large`` the same with max.poll.records 10,000
+* ``ck_consume``    confluent-kafka ``Consumer.consume(10000)`` (same fields touched)
+* ``ck_consume500`` confluent-kafka ``Consumer.consume(500)``
+* ``aio``           aiokafka ``getmany(max_records=500)`` (same fields touched)
+* ``kp``            kafka-python ``poll(max_records=500)`` (same fields touched)
 
 Rates are records/s over the whole read (connect and first fetch included); the table gives
-the best round and the median ratio to confluent-kafka in the same round.
+the best round and the median ratio to confluent-kafka in the same round. ``measure`` is the
+importable entry point (``python -m benchmarks`` runs it).
 
     python benchmarks/bench_consume.py --records 1000000 --partitions 4 --codec none --rounds 3
 """
@@ -18,45 +25,224 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import statistics
+import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.testing import TansuBroker, TestRecord, produce
+from pyconsumer.protocol import ApiKey, decode_response, encode_request
+from pyconsumer.testing import TansuBroker
+
+#: a contender reads ``n`` records of ``partitions`` partitions of a topic, returns how many
+Contender = Callable[[str, str, int, int], int]
+
+#: a read that makes no progress for this long is stuck (raise, never hang the suite)
+STALL_S = 60.0
+
+
+class _Progress:
+    """Raises when a read loop has made no progress for STALL_S seconds."""
+
+    def __init__(self, name: str, n: int) -> None:
+        self.name, self.n, self.got = name, n, -1
+        self.deadline = time.monotonic() + STALL_S
+
+    def check(self, got: int) -> None:
+        now = time.monotonic()
+        if got != self.got:
+            self.got, self.deadline = got, now + STALL_S
+        elif now > self.deadline:
+            raise RuntimeError(f"{self.name}: stuck at {got:,} of {self.n:,} records for {STALL_S:.0f} s")
+
+
+def _value_pool(size: int) -> list[bytes]:
+    # JSON-like events (as gen_data.py), not all alike: lz4 sees realistic bytes
+    pool = []
+    for i in range(4096):
+        v = b'{"user":%d,"event":"click","page":"/p/%d","ts":%d}' % (i * 7919 % 99991, i % 977, i)
+        pool.append((v * (size // len(v) + 1))[:size])
+    return pool
 
 
 def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, codec: str) -> None:
-    value = b"v" * value_size
-    records = [TestRecord(key=b"k%09d" % i, value=value, partition=i % partitions)
-               for i in range(n)]
-    produce(bootstrap, topic, records, compression=codec, linger_ms=20, batch_num_messages=1000,
-            timeout=120.0)
+    """``n`` records (10-byte keys, ``value_size``-byte values) round-robin over the partitions,
+    straight from confluent-kafka's Producer (big batches, only failures reported)."""
+    from confluent_kafka import Producer
 
+    failures: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "acks": 1,
+                  "enable.idempotence": False, "linger.ms": 20, "batch.size": 1_000_000,
+                  "batch.num.messages": 1000, "queue.buffering.max.messages": 1_000_000,
+                  "queue.buffering.max.kbytes": 1_048_576, "delivery.report.only.error": True,
+                  "message.timeout.ms": 300_000})
+    pool = _value_pool(value_size)
+    ts0 = 1_700_000_000_000
+    produce = p.produce
+    for i in range(n):
+        while True:
+            try:
+                produce(topic, pool[i & 4095], b"k%09d" % i, partition=i % partitions,
+                        timestamp=ts0 + i, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if i & 0xFFFF == 0:
+            p.poll(0)
+    left = p.flush(300)
+    if left or failures:
+        raise RuntimeError(f"produce to {topic}: {left} records not delivered, {len(failures)} failed: "
+                           f"{failures[:3]}")
+
+
+# ------------------------------------------------------------------ the broker ceiling
+
+class RawFetcher:
+    """One blocking socket, one Fetch (v12, by topic name, no session) at a time for all
+    partitions. Counts records from batch headers; the response buffer is reused."""
+
+    def __init__(self, bootstrap: str, *, max_bytes: int = 52_428_800,
+                 partition_max_bytes: int = 1_048_576, max_wait_ms: int = 500) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=30.0)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.max_bytes, self.partition_max_bytes, self.max_wait_ms = max_bytes, partition_max_bytes, max_wait_ms
+        self.buf = bytearray(1 << 20)
+        self.cid = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _recv_into(self, view: memoryview) -> None:
+        got = 0
+        while got < len(view):
+            k = self.sock.recv_into(view[got:])
+            if not k:
+                raise ConnectionError(f"broker closed the connection after {got} of {len(view)} bytes")
+            got += k
+
+    def fetch(self, topic: str, positions: dict[int, int]) -> dict[int, tuple[int, int, int]]:
+        """{partition: (records, next position, high watermark)} of one Fetch."""
+        self.cid += 1
+        body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms, "min_bytes": 1,
+                "max_bytes": self.max_bytes, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": topic, "partitions": [
+                    {"partition": p, "current_leader_epoch": -1, "fetch_offset": off, "last_fetched_epoch": -1,
+                     "log_start_offset": -1, "partition_max_bytes": self.partition_max_bytes}
+                    for p, off in positions.items()]}],
+                "forgotten_topics_data": [], "rack_id": ""}
+        self.sock.sendall(encode_request(ApiKey.FETCH, 12, self.cid, "bench-raw", body))
+        head = memoryview(self.buf)[:4]
+        self._recv_into(head)
+        (size,) = struct.unpack(">i", head)
+        if size > len(self.buf):
+            self.buf = bytearray(size)
+        view = memoryview(self.buf)[:size]
+        self._recv_into(view)
+        cid, response = decode_response(ApiKey.FETCH, 12, view)
+        if cid != self.cid or response["error_code"]:
+            raise RuntimeError(f"Fetch of {topic}: correlation id {cid} (sent {self.cid}), "
+                               f"error {response['error_code']}")
+        out: dict[int, tuple[int, int, int]] = {}
+        for t in response["responses"]:
+            for part in t["partitions"]:
+                p = part["partition_index"]
+                if part["error_code"]:
+                    raise RuntimeError(f"Fetch of {topic}-{p} at offset {positions[p]}: error {part['error_code']}")
+                n, nxt = count_batches(part["records"], positions[p])
+                out[p] = (n, nxt, part["high_watermark"])
+        return out
+
+
+def count_batches(records: Any, position: int) -> tuple[int, int]:
+    """(records at or past ``position``, next position) of a v2 record set, from batch headers
+    only (baseOffset @0, batchLength @8, lastOffsetDelta @23, recordsCount @57); a trailing
+    partial batch is left for the next fetch."""
+    if records is None:
+        return 0, position
+    mv = memoryview(records)
+    pos, end, n = 0, len(mv), 0
+    unpack = struct.unpack_from
+    while pos + 61 <= end:
+        base, length = unpack(">qi", mv, pos)
+        if pos + 12 + length > end:
+            break
+        (last_delta,) = unpack(">i", mv, pos + 23)
+        (count,) = unpack(">i", mv, pos + 57)
+        if base + last_delta >= position:
+            n += count if base >= position else base + last_delta + 1 - position
+            position = base + last_delta + 1
+        pos += 12 + length
+    return n, position
+
+
+def raw_fetch(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    f = RawFetcher(bootstrap)
+    try:
+        positions, got, progress = dict.fromkeys(range(partitions), 0), 0, _Progress("raw_fetch", n)
+        while got < n:
+            for p, (k, nxt, _hw) in f.fetch(topic, positions).items():
+                got += k
+                positions[p] = nxt
+            progress.check(got)
+        return got
+    finally:
+        f.close()
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """Every partition's log end from a Fetch (Tansu 0.6's ListOffsets(latest) answers the last
+    batch's base offset + 1, see bench_spark.py)."""
+    f = RawFetcher(bootstrap, partition_max_bytes=1, max_wait_ms=0)
+    try:
+        return {p: hw for p, (_, _, hw) in f.fetch(topic, dict.fromkeys(range(partitions), 0)).items()}
+    finally:
+        f.close()
+
+
+# ------------------------------------------------------------------ the clients
 
 def pc_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> int:
     with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                        check_crcs=True) as c:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
-        got = 0
+        got, progress = 0, _Progress("pc_arrow", n)
         while got < n:
             got += c.poll_arrow(timeout_ms=1000, max_records=100_000).num_rows
+            progress.check(got)
         return got
 
 
-def pc_poll(bootstrap: str, topic: str, partitions: int, n: int) -> int:
-    with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+def _pc_poll(bootstrap: str, topic: str, partitions: int, n: int, max_poll_records: int) -> int:
+    with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                       max_poll_records=max_poll_records) as c:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
-        got = 0
+        got, progress = 0, _Progress("pc_poll", n)
         while got < n:
             for records in c.poll(timeout_ms=1000).values():
                 for r in records:
                     r.key; r.value; r.offset; r.timestamp  # noqa: B018
                 got += len(records)
+            progress.check(got)
         return got
 
 
-def ck_consume(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+def pc_poll(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    return _pc_poll(bootstrap, topic, partitions, n, 500)
+
+
+def pc_poll_large(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    return _pc_poll(bootstrap, topic, partitions, n, 10_000)
+
+
+def _ck_consume(bootstrap: str, topic: str, partitions: int, n: int, batch: int) -> int:
     from confluent_kafka import OFFSET_BEGINNING, Consumer
     from confluent_kafka import TopicPartition as CkTP
 
@@ -65,16 +251,26 @@ def ck_consume(bootstrap: str, topic: str, partitions: int, n: int) -> int:
                   "check.crcs": True})
     try:
         c.assign([CkTP(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        got = 0
+        got, progress = 0, _Progress("ck_consume", n)
         while got < n:
-            for m in c.consume(500, timeout=1.0):
+            # consume() waits for all it was asked for (or the timeout): never ask past the end
+            for m in c.consume(min(batch, n - got), timeout=1.0):
                 if m.error():
                     raise RuntimeError(m.error())
                 m.key(); m.value(); m.offset(); m.timestamp()
                 got += 1
+            progress.check(got)
         return got
     finally:
         c.close()
+
+
+def ck_consume(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    return _ck_consume(bootstrap, topic, partitions, n, 10_000)
+
+
+def ck_consume500(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    return _ck_consume(bootstrap, topic, partitions, n, 500)
 
 
 def aio(bootstrap: str, topic: str, partitions: int, n: int) -> int:
@@ -89,12 +285,13 @@ def aio(bootstrap: str, topic: str, partitions: int, n: int) -> int:
             tps = [AioTP(topic, p) for p in range(partitions)]
             c.assign(tps)
             await c.seek_to_beginning(*tps)
-            got = 0
+            got, progress = 0, _Progress("aio", n)
             while got < n:
                 for records in (await c.getmany(timeout_ms=1000, max_records=500)).values():
                     for r in records:
                         r.key; r.value; r.offset; r.timestamp  # noqa: B018
                     got += len(records)
+                progress.check(got)
             return got
         finally:
             await c.stop()
@@ -112,33 +309,79 @@ def kp(bootstrap: str, topic: str, partitions: int, n: int) -> int:
         tps = [KpTP(topic, p) for p in range(partitions)]
         c.assign(tps)
         c.seek_to_beginning(*tps)
-        got = 0
+        got, progress = 0, _Progress("kp", n)
         while got < n:
             for records in c.poll(timeout_ms=1000, max_records=500).values():
                 for r in records:
                     r.key; r.value; r.offset; r.timestamp  # noqa: B018
                 got += len(records)
+            progress.check(got)
         return got
     finally:
         c.close()
 
 
-CONTENDERS: dict[str, Callable[[str, str, int, int], int]] = {
-    "ck_consume": ck_consume, "pc_arrow": pc_arrow, "pc_poll": pc_poll, "aio": aio, "kp": kp,
+CONTENDERS: dict[str, Contender] = {
+    "raw_fetch": raw_fetch, "ck_consume": ck_consume, "pc_arrow": pc_arrow, "pc_poll": pc_poll,
+    "pc_poll_large": pc_poll_large, "aio": aio, "kp": kp, "ck_consume500": ck_consume500,
 }
+#: what each reads, for tables
+DESCRIPTIONS: dict[str, str] = {
+    "raw_fetch": "sequential raw Fetch loop, counts batch headers (the broker ceiling)",
+    "ck_consume": "confluent-kafka consume(10000), fields touched",
+    "ck_consume500": "confluent-kafka consume(500), fields touched",
+    "pc_arrow": "pyconsumer poll_arrow(max_records=100000)",
+    "pc_poll": "pyconsumer poll(), max.poll.records 500, fields touched",
+    "pc_poll_large": "pyconsumer poll(), max.poll.records 10000, fields touched",
+    "aio": "aiokafka getmany(max_records=500), fields touched",
+    "kp": "kafka-python poll(max_records=500), fields touched",
+}
+#: these read at most ``slow_cap`` records (rates are per record, so they stay comparable)
+SLOW = {"aio", "kp"}
+
+
+def measure(bootstrap: str, topic: str, partitions: int, n: int, contenders: dict[str, Contender],
+            rounds: int, *, slow_cap: int = 200_000, rotate: bool = True,
+            report: Callable[[int, str, int, float], None] | None = None) -> dict[str, list[float]]:
+    """Per-round records/s of every contender, interleaved: each round runs each once (in an
+    order rotated every round when ``rotate``). ``report(round, name, records, seconds)``."""
+    rates: dict[str, list[float]] = {name: [] for name in contenders}
+    for rnd in range(rounds):
+        for name in _rotated(list(contenders), rnd if rotate else 0):
+            want = min(n, slow_cap) if name in SLOW else n
+            start = time.perf_counter()
+            got = contenders[name](bootstrap, topic, partitions, want)
+            elapsed = time.perf_counter() - start
+            if got < want:
+                raise RuntimeError(f"{name} read {got:,} records of {topic}, expected {want:,}")
+            rates[name].append(got / elapsed)
+            if report is not None:
+                report(rnd, name, got, elapsed)
+    return rates
+
+
+def _rotated(names: Iterable[str], k: int) -> list[str]:
+    names = list(names)
+    k %= max(len(names), 1)
+    return names[k:] + names[:k]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--codec", default="none")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", nargs="*", default=list(CONTENDERS))
+    ap.add_argument("--only", nargs="*", default=[k for k in CONTENDERS if k != "ck_consume500"],
+                    choices=list(CONTENDERS))
     ap.add_argument("--slow-cap", type=int, default=200_000,
                     help="aiokafka and kafka-python read only this many records (rates stay per record)")
     args = ap.parse_args()
+
+    def show(rnd: int, name: str, got: int, elapsed: float) -> None:
+        print(f"round {rnd} {name:13s} {got:>10,} records {elapsed:7.2f} s "
+              f"{got / elapsed / 1e3:10,.0f} krec/s", flush=True)
 
     with TansuBroker() as broker:
         topic = broker.create_topic("bench", args.partitions)
@@ -146,27 +389,14 @@ def main() -> None:
         fill(broker.bootstrap, topic, args.records, args.partitions, args.value_size, args.codec)
         print(f"filled {args.records:,} records ({args.value_size} B values, {args.codec}) in "
               f"{time.perf_counter() - t0:.1f} s")
-        rates: dict[str, list[float]] = {name: [] for name in args.only}
-        ratios: dict[str, list[float]] = {name: [] for name in args.only}
-        for rnd in range(args.rounds):
-            this: dict[str, float] = {}
-            for name in args.only:
-                n = args.records if name in ("pc_arrow", "pc_poll", "ck_consume") \
-                    else min(args.records, args.slow_cap)
-                start = time.perf_counter()
-                got = CONTENDERS[name](broker.bootstrap, topic, args.partitions, n)
-                elapsed = time.perf_counter() - start
-                this[name] = got / elapsed
-                rates[name].append(this[name])
-                print(f"round {rnd} {name:10s} {got:>10,} records {elapsed:7.2f} s "
-                      f"{this[name] / 1e3:10,.0f} krec/s", flush=True)
-            if "ck_consume" in this:
-                for name in args.only:
-                    ratios[name].append(this[name] / this["ck_consume"])
-        print(f"\n{'contender':10s} {'krec/s best':>12s} {'x confluent (median)':>22s}")
-        for name in args.only:
-            med = f"{statistics.median(ratios[name]):.2f}" if ratios[name] else "-"
-            print(f"{name:10s} {max(rates[name]) / 1e3:12,.0f} {med:>22s}")
+        rates = measure(broker.bootstrap, topic, args.partitions, args.records,
+                        {k: CONTENDERS[k] for k in args.only}, args.rounds, slow_cap=args.slow_cap,
+                        rotate=False, report=show)
+    print(f"\n{'contender':13s} {'krec/s best':>12s} {'x confluent (median)':>22s}")
+    for name, rs in rates.items():
+        ck = rates.get("ck_consume")
+        med = f"{statistics.median(r / c for r, c in zip(rs, ck)):.2f}" if ck else "-"
+        print(f"{name:13s} {max(rs) / 1e3:12,.0f} {med:>22s}")
 
 
 if __name__ == "__main__":

