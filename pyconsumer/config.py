@@ -922,7 +922,10 @@ class ConsumerConfig:
         "send.buffer.bytes", 131072, int32(-1), "SO_SNDBUF; -1: the OS default", unit="bytes"
     )
     receive_buffer_bytes = Setting(
-        "receive.buffer.bytes", 65536, int32(-1), "SO_RCVBUF; -1: the OS default", unit="bytes"
+        "receive.buffer.bytes", -1, int32(-1),
+        "SO_RCVBUF; -1: the OS default (autotuned). Java's default is 65536, which pins the TCP "
+        "window at 64 KiB: the broker then stalls on a large Fetch response while the consumer "
+        "decodes the previous one", unit="bytes"
     )
     max_in_flight_requests_per_connection = Setting(
         "max.in.flight.requests.per.connection",

@@ -658,6 +658,10 @@ class KafkaConsumer:
             self._update_fetch_positions(deadline)
             self._warn_unknown_partitions(client)
             before = self._delivered_positions()
+            if fetcher.prefetch and fetcher.has_available() and fetcher.send_fetches():
+                # prefetch: the next Fetch is on the wire before this data is decoded, so the
+                # broker prepares it meanwhile
+                client.poll(timeout_ms=0, wakeup=False)
             try:
                 chunks = fetcher.drain(limit, take, count)
                 if chunks or final:

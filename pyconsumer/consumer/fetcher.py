@@ -1,8 +1,13 @@
 """The Fetcher: Fetch requests to partition leaders, and draining what they bring back.
 
-Java's ``Fetcher``/``FetchCollector``: at most one Fetch in flight per leader node; a partition
-with buffered, undrained data is not fetched again (buffering is bounded to about one
-response per partition). Responses are queued per partition as they arrive and turned into
+Java's ``Fetcher``/``FetchCollector``: at most one Fetch in flight per leader node. Prefetch
+(beyond Java): a partition whose buffered data is one response of v2 batches is fetched again
+at once from the offset after its last complete batch (read from the batch headers), so the
+broker prepares the next response while this one is decoded and handed out; a partition with
+more buffered, or data that does not say where it ends, is not fetched again until drained
+(buffering is bounded to about two responses per partition). The prefetched data is used only
+if the position reaches exactly the offset it was asked for (a seek, a pause or an error in
+between makes it stale, and stale data is dropped). Responses are queued per partition as they arrive and turned into
 :class:`pyconsumer.records.CompletedFetch` cursors only when drained, after checking the partition
 is still fetchable at the offset the request was sent for (a stale response is dropped).
 Draining hands out at most ``max.poll.records`` per call and advances the position to the
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -102,12 +108,14 @@ class _ReadReplica(NamedTuple):
 class _Fetched:
     """One partition's part of a Fetch response, waiting in the queue."""
 
-    __slots__ = ("tp", "fetch_offset", "max_bytes", "data", "version", "cursor", "error")
+    __slots__ = ("tp", "fetch_offset", "max_bytes", "data", "version", "cursor", "error", "end")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, max_bytes: int,
                  data: dict[str, Any], version: int) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset
+        #: the offset after its last complete batch, when the headers say (prefetch goes there)
+        self.end: int | None = None
         self.max_bytes = max_bytes            # the partition_max_bytes the request asked
         self.data = data
         self.version = version
@@ -121,7 +129,39 @@ class _Fetched:
         return records is not None and len(records) > 0
 
 
+_BATCH_HEADER = struct.Struct(">qi")       # baseOffset, batchLength
+_LAST_OFFSET_DELTA = struct.Struct(">i")   # at byte 23 of a v2 batch
+_V2_HEADER_SIZE = 61                        # a v2 batch header, records not included
+
+
+def records_end(records: Any, fetch_offset: int) -> int | None:
+    """The offset after the last complete batch of a record set of v2 batches (baseOffset +
+    lastOffsetDelta + 1), or None when it cannot be told from the headers: no complete batch,
+    a batch of an older format, or a header that makes no sense. Not a validation: CRCs are
+    checked when the data is decoded; a wrong answer only makes a prefetch stale."""
+    if records is None:
+        return None
+    view = memoryview(records)
+    size = len(view)
+    pos, end = 0, None
+    while size - pos >= _V2_HEADER_SIZE:
+        base, length = _BATCH_HEADER.unpack_from(view, pos)
+        if length < _V2_HEADER_SIZE - 12 or view[pos + 16] != 2:
+            return None
+        if pos + 12 + length > size:
+            break                                   # a trailing partial batch
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(view, pos + 23)
+        if delta < 0 or base < 0:
+            return None
+        end = base + delta + 1
+        pos += 12 + length
+    return end if end is not None and end > fetch_offset else None
+
+
 class Fetcher:
+    #: fetch again behind buffered data (see the module's docstring); off, Java's behaviour
+    prefetch = True
+
     def __init__(self, client: NetworkClient, config: ConsumerConfig,
                  subscriptions: SubscriptionState, metrics: ConsumerMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -171,7 +211,20 @@ class Fetcher:
         if self._read_replicas:
             self._read_replicas = {tp: r for tp, r in self._read_replicas.items()
                                    if subs.is_assigned(tp)}
-        for tp in subs.fetchable_partitions():
+        ahead = self._prefetchable(buffered) if buffered and self.prefetch else {}
+        if ahead:
+            starving = self._starving_nodes(ahead, now)
+            if starving:
+                ahead = {tp: offset for tp, offset in ahead.items()
+                         if self._leader_node(tp, now) not in starving}
+            buffered = buffered - ahead.keys()
+        fetchable = subs.fetchable_partitions()
+        if ahead:
+            # partitions with nothing buffered ask first: brokers fill a response in request
+            # order, and one with data in hand must not take a small fetch.max.bytes from them
+            fetchable = [tp for tp in fetchable if tp not in ahead] + \
+                [tp for tp in fetchable if tp in ahead]
+        for tp in fetchable:
             if tp in buffered:
                 continue
             info = metadata.partition(tp)
@@ -185,12 +238,15 @@ class Fetcher:
             if delay > 0:
                 self.retry_in_ms = min(self.retry_in_ms, delay)
                 continue
-            position = subs.position(tp)
-            assert position is not None
+            offset = ahead.get(tp)
+            if offset is None:
+                position = subs.position(tp)
+                assert position is not None
+                offset = position.offset
             epoch = -1 if info.leader_epoch is None else info.leader_epoch
-            per_node.setdefault(node, {})[tp] = (position.offset, epoch)
+            per_node.setdefault(node, {})[tp] = (offset, epoch)
             hw = subs.state(tp).high_watermark
-            caught_up[node] = caught_up.get(node, True) and hw is not None and position.offset >= hw
+            caught_up[node] = caught_up.get(node, True) and hw is not None and offset >= hw
         busy = self._nodes_with_buffered(buffered, now) if buffered and per_node else set()
         for node in [n for n in per_node if n in busy]:
             handler = self.sessions.get(node)
@@ -207,6 +263,60 @@ class Fetcher:
         for node, partitions in per_node.items():
             self._send(node, partitions)
         return len(per_node)
+
+    def _prefetchable(self, buffered: set[TopicPartition]) -> dict[TopicPartition, int]:
+        """The buffered partitions to fetch again now, each with the offset to fetch from: one
+        response buffered (being drained or waiting), without error, that says where it ends,
+        with the position inside it (else it is stale and will be dropped)."""
+        held: dict[TopicPartition, list[_Fetched]] = {}
+        nil = self._next_in_line
+        if nil is not None and self._pending(nil):
+            held[nil.tp] = [nil]
+        for f in self._completed:
+            held.setdefault(f.tp, []).append(f)
+        out: dict[TopicPartition, int] = {}
+        subs = self.subscriptions
+        for tp, fs in held.items():
+            if len(fs) != 1 or tp not in buffered or tp in self._refetch:
+                continue
+            f = fs[0]
+            if f.end is None or f.error is not None or f.data["error_code"]:
+                continue
+            position = subs.position(tp)
+            if position is not None and f.fetch_offset <= position.offset < f.end:
+                out[tp] = f.end
+        return out
+
+    def _leader_node(self, tp: TopicPartition, now: float) -> int | None:
+        info = self.client.metadata.partition(tp)
+        return None if info is None or info.leader < 0 else self._fetch_node(tp, info, now)
+
+    def _starving_nodes(self, ahead: dict[TopicPartition, int], now: float) -> set[int]:
+        """Nodes with a fetchable partition that has no records in hand and records waiting
+        at the broker (or not known to be caught up): no prefetch there, its turn comes first.
+        Brokers fill a response in their own order (a session's, not the request's), so a
+        partition fetched again at once could keep a small fetch.max.bytes from the others."""
+        subs = self.subscriptions
+        served: set[TopicPartition] = set()
+        seen_hw: dict[TopicPartition, int] = {}
+        nil = self._next_in_line
+        if nil is not None and self._pending(nil):
+            served.add(nil.tp)
+        for f in self._completed:
+            if f.has_bytes:
+                served.add(f.tp)
+            elif not f.data["error_code"]:
+                seen_hw[f.tp] = f.data["high_watermark"]    # an empty answer, not drained yet
+        out = set()
+        for tp in subs.fetchable_partitions():
+            if tp in ahead or tp in served:
+                continue
+            position, hw = subs.position(tp), seen_hw.get(tp, subs.state(tp).high_watermark)
+            if hw is None or hw < 0 or position is None or position.offset < hw:
+                node = self._leader_node(tp, now)
+                if node is not None:
+                    out.add(node)
+        return out
 
     def _nodes_with_buffered(self, buffered: set[TopicPartition], now: float) -> set[int]:
         """The nodes the buffered partitions that are still to be fetched (assigned, not
@@ -360,8 +470,10 @@ class Fetcher:
         for tp, p in parts:
             asked = data.session_partitions.get(tp)
             if asked is not None:     # an incremental answer leaves out what did not change
-                self._completed.append(_Fetched(tp, asked.fetch_offset, asked.max_bytes, p,
-                                                response.version))
+                fetched = _Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
+                if self.prefetch and not p["error_code"]:
+                    fetched.end = records_end(p.get("records"), asked.fetch_offset)
+                self._completed.append(fetched)
 
     def close_sessions(self, timeout_ms: float) -> None:
         """Close the open fetch sessions (a full fetch of nothing with epoch -1 to each node

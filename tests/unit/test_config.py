@@ -34,7 +34,6 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "socket.connection.setup.timeout.ms": 10_000,
     "socket.connection.setup.timeout.max.ms": 30_000,
     "send.buffer.bytes": 128 * 1024,
-    "receive.buffer.bytes": 64 * 1024,
     "group.id": None,
     "group.instance.id": None,
     "group.protocol": "classic",
@@ -77,7 +76,7 @@ JAVA_DEFAULTS: dict[str, Any] = {
 }
 # Java settings whose default depends on other settings or differs on purpose (tested below)
 SPECIAL = {"bootstrap.servers", "client.id", "enable.auto.commit", "key.deserializer",
-           "value.deserializer"}
+           "value.deserializer", "receive.buffer.bytes"}
 PYCONSUMER_DEFAULTS: dict[str, Any] = {
     "max.in.flight.requests.per.connection": 5,
     "max.response.size": 256 * 1024 * 1024,
@@ -109,6 +108,14 @@ def test_table_covers_exactly_the_expected_settings() -> None:
     ours = {s.name for s in ConsumerConfig.settings() if not s.java}
     assert java == set(JAVA_DEFAULTS) | SPECIAL
     assert ours == set(PYCONSUMER_DEFAULTS)
+
+
+def test_receive_buffer_defaults_to_the_os_not_javas_64_kib() -> None:
+    # Java's 65536 pins SO_RCVBUF and so the TCP window at 64 KiB: the broker stalls on a
+    # multi-megabyte Fetch response while the consumer decodes the last one (prefetch gains
+    # nothing); -1 leaves it to the OS's autotuning, as librdkafka does. Java's value still works.
+    assert make()["receive.buffer.bytes"] == -1
+    assert make(receive_buffer_bytes=65536).receive_buffer_bytes == 65536
 
 
 @pytest.mark.parametrize("name", sorted(JAVA_DEFAULTS))

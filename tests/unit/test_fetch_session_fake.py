@@ -369,10 +369,12 @@ def test_an_incremental_answer_lists_only_what_changed() -> None:
 
 @pytest.mark.parametrize("sessions", [True, False])
 def test_a_session_node_with_buffered_partitions_is_not_fetched(sessions: bool) -> None:
+    """Java's rule, with prefetch off (with it on, see the next test)."""
     with FakeCluster(1, topics={"t": 3}, fetch_sessions=sessions) as cl:
         for p in range(3):
             put(cl, T(p), 5)
         rig = Rig(cl)
+        rig.fetcher.prefetch = False
         try:
             rig.assign({T(0): 0, T(1): 0})
             rig.fetch()
@@ -393,6 +395,54 @@ def test_a_session_node_with_buffered_partitions_is_not_fetched(sessions: bool) 
                 f = fetches(cl)[-1]
                 assert f.listed == {T(2): (0, 1048576, 0), T(0): (5, 1048576, 0),
                                     T(1): (5, 1048576, 0)} and f.forgotten == set()
+        finally:
+            rig.close()
+        assert cl.errors == []
+
+
+@pytest.mark.parametrize("sessions", [True, False])
+def test_buffered_partitions_are_prefetched_from_where_their_data_ends(sessions: bool) -> None:
+    with FakeCluster(1, topics={"t": 3}, fetch_sessions=sessions) as cl:
+        for p in range(3):
+            put(cl, T(p), 5)
+        rig = Rig(cl)
+        try:
+            rig.assign({T(0): 0, T(1): 0, T(2): 0})
+            rig.fetch()
+            assert rig.drain(3) == {T(0): [(i, b"t-0-%d" % i) for i in range(3)]}
+            for p in range(3):
+                put(cl, T(p), 2, start=5)
+            # every partition has its data in hand: all go again from offset 5, where their
+            # batches end (t-0 half drained, t-1 and t-2 waiting); nothing forgotten
+            rig.fetch()
+            f = fetches(cl)[-1]
+            assert f.listed == {T(p): (5, 1048576, 0) for p in range(3)} and f.forgotten == set()
+            # two responses buffered per partition is the limit: nothing more is sent
+            assert rig.fetcher.send_fetches() == 0
+            assert rig.drain() == {T(p): [(i, b"t-%d-%d" % (p, i)) for i in range(3 if p == 0 else 0, 7)]
+                                   for p in range(3)}
+        finally:
+            rig.close()
+        assert cl.errors == []
+
+
+def test_a_partition_with_data_waiting_and_none_in_hand_holds_prefetch_back() -> None:
+    # fairness first: t-2 (new, nothing fetched yet) must get its turn before t-0 and t-1 go
+    # again, since a broker fills a response in its own order (Java's rule then applies)
+    with FakeCluster(1, topics={"t": 3}, fetch_sessions=True) as cl:
+        for p in range(3):
+            put(cl, T(p), 5)
+        rig = Rig(cl)
+        try:
+            rig.assign({T(0): 0, T(1): 0})
+            rig.fetch()
+            rig.subs.assign_from_user([T(0), T(1), T(2)])
+            rig.subs.seek(T(2), 0)
+            assert rig.fetcher.send_fetches() == 0
+            rig.drain()
+            rig.fetch()
+            assert fetches(cl)[-1].listed == {T(2): (0, 1048576, 0), T(0): (5, 1048576, 0),
+                                              T(1): (5, 1048576, 0)}
         finally:
             rig.close()
         assert cl.errors == []

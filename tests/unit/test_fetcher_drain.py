@@ -44,9 +44,10 @@ class Rig:
 
     def fetch(self) -> None:
         """One Fetch (every partition here has one leader), answered and queued."""
+        done = self.fetcher.completions
         assert self.fetcher.send_fetches() == 1
-        self.client.poll(timeout_ms=5000, until=self.fetcher.has_available)
-        assert self.fetcher.has_available()
+        self.client.poll(timeout_ms=5000, until=lambda: self.fetcher.completions != done)
+        assert self.fetcher.completions == done + 1 and self.fetcher.has_available()
 
     def drain(self, n: int) -> Drained:
         def take(cursor: CompletedFetch, k: int) -> list[ConsumerRecord]:
@@ -111,13 +112,63 @@ def test_a_fetch_from_inside_a_batch_starts_at_the_position(rig: Rig) -> None:
     assert rig.offsets() == {T0: 5, T1: 4}
 
 
-def test_buffered_data_is_not_fetched_again(rig: Rig) -> None:
+def test_buffered_data_is_not_fetched_again_without_prefetch(rig: Rig) -> None:
+    rig.fetcher.prefetch = False              # Java's rule
     rig.assign({T0: 0, T1: 0})
     rig.fetch()
     mark = rig.cluster.mark()
     assert rig.fetcher.send_fetches() == 0
     rig.client.poll(timeout_ms=100)
     assert rig.cluster.requests_of(ApiKey.FETCH, after=mark) == []
+
+
+def produce_more(rig: Rig, tp: TopicPartition, start: int, n: int) -> None:
+    rig.cluster.produce(tp, [(None, b"%d-%d" % (tp.partition, i)) for i in range(start, start + n)])
+
+
+def test_buffered_data_is_fetched_again_from_its_end_once(rig: Rig) -> None:
+    rig.assign({T0: 0, T1: 0})
+    rig.fetch()
+    produce_more(rig, T0, 5, 3)
+    produce_more(rig, T1, 4, 1)
+    mark = rig.cluster.mark()
+    rig.fetch()                               # from where the buffered batches end
+    [req] = rig.cluster.requests_of(ApiKey.FETCH, after=mark)
+    asked = {p["partition"]: p["fetch_offset"] for t in req.body["topics"] for p in t["partitions"]}
+    assert asked == {0: 5, 1: 4}
+    assert rig.fetcher.send_fetches() == 0    # two responses per partition at the most
+    assert rig.drain(100) == [(T0, recs(0, 0, 1, 2, 3, 4)), (T1, recs(1, 0, 1, 2, 3)),
+                              (T0, recs(0, 5, 6, 7)), (T1, recs(1, 4))]
+    assert rig.offsets() == {T0: 8, T1: 5}
+
+
+def test_a_seek_makes_prefetched_data_stale(rig: Rig) -> None:
+    rig.assign({T0: 0, T1: 0})
+    rig.fetch()
+    produce_more(rig, T0, 5, 3)
+    rig.fetch()                               # T0 from 5 and T1 from 4, buffered
+    assert rig.drain(2) == [(T0, recs(0, 0, 1))]
+    rig.subs.seek(T0, 1)                      # back inside the first response
+    assert rig.drain(100) == [(T1, recs(1, 0, 1, 2, 3))]       # T0's data both stale
+    rig.fetch()
+    assert rig.drain(100) == [(T0, recs(0, 1, 2, 3, 4, 5, 6, 7))]
+    assert rig.offsets() == {T0: 8, T1: 4}
+
+
+def test_a_paused_partition_is_not_prefetched_and_its_data_is_kept_back(rig: Rig) -> None:
+    rig.assign({T0: 0, T1: 0})
+    rig.fetch()
+    rig.subs.pause(T0)
+    produce_more(rig, T1, 4, 2)
+    mark = rig.cluster.mark()
+    rig.fetch()
+    [req] = rig.cluster.requests_of(ApiKey.FETCH, after=mark)
+    assert [(p["partition"], p["fetch_offset"])
+            for t in req.body["topics"] for p in t["partitions"]] == [(1, 4)]
+    assert rig.drain(100) == [(T1, recs(1, 0, 1, 2, 3)), (T1, recs(1, 4, 5))]
+    rig.subs.resume(T0)
+    rig.fetch()
+    assert rig.drain(100) == [(T0, recs(0, 0, 1, 2, 3, 4))]
 
 
 def test_a_response_made_stale_by_a_seek_is_dropped(rig: Rig) -> None:
@@ -240,3 +291,26 @@ def test_a_partition_with_a_batch_over_the_limit_is_fetched_next() -> None:
         finally:
             rig.close()
         assert cluster.errors == []
+
+
+# ------------------------------------------------------------------ where a record set ends
+
+def test_records_end_is_after_the_last_complete_v2_batch() -> None:
+    from pyconsumer.consumer.fetcher import records_end
+    from tests import recordsets as rs
+
+    a = rs.aio_v2(rs.sample_records(3), "none", 10)            # offsets 10-12
+    b = rs.aio_v2(rs.sample_records(4), "lz4", 13)             # offsets 13-16
+    c = rs.control_batch(17, producer_id=5, commit=True)       # offset 17
+    assert records_end(a, 10) == 13
+    assert records_end(a + b, 10) == 17
+    assert records_end(memoryview(a + b + c), 12) == 18
+    assert records_end(a + b[:-1], 10) == 13                    # a partial batch at the end
+    assert records_end(a + b[:30], 10) == 13                    # cut inside a header
+    assert records_end(a, 13) is None                           # nothing past the position
+    assert records_end(b"", 0) is None and records_end(None, 0) is None
+    assert records_end(a[:-1], 10) is None                      # no complete batch
+    assert records_end(rs.kp_legacy(rs.sample_records(2), 1), 0) is None   # magic 1: unknown
+    bad = bytearray(a)
+    bad[8:12] = (5).to_bytes(4, "big")                          # a batch length that makes no sense
+    assert records_end(bytes(bad), 10) is None
