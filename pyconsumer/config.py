@@ -711,7 +711,10 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "ssl.keymanager.algorithm": ("ignore", "JSSE key manager; Python uses OpenSSL"),
     "ssl.trustmanager.algorithm": ("ignore", "JSSE trust manager; Python uses OpenSSL"),
     "ssl.secure.random.implementation": ("ignore", "JCA SecureRandom; Python uses OpenSSL"),
-    "sasl.kerberos.": ("ignore", "Kerberos (GSSAPI) is not supported; these only tune it"),
+    "sasl.kerberos.kinit.cmd": ("ignore", "GSSAPI takes tickets from a keytab or the ticket "
+                                "cache through the gssapi package, never by running kinit"),
+    "sasl.kerberos.min.time.before.relogin": ("ignore", "Java Kerberos login refresh tuning"),
+    "sasl.kerberos.ticket.renew.": ("ignore", "Java Kerberos login refresh tuning"),
     "sasl.login.refresh.": ("ignore", "Java SASL login refresh tuning"),
     "sasl.login.connect.timeout.ms": ("ignore", "Java OAuth login tuning"),
     "sasl.login.read.timeout.ms": ("ignore", "Java OAuth login tuning"),
@@ -1249,6 +1252,29 @@ class ConsumerConfig:
         "SASL PLAIN/SCRAM password (or from sasl.jaas.config); never shown",
         java=False,
     )
+    sasl_kerberos_service_name = Setting(
+        "sasl.kerberos.service.name",
+        None,
+        optional_string(),
+        "GSSAPI: the Kerberos service name of the brokers (their principal is "
+        "<service>/<broker host>), or serviceName in sasl.jaas.config",
+    )
+    sasl_kerberos_principal = Setting(
+        "sasl.kerberos.principal",
+        None,
+        optional_string(),
+        "GSSAPI: the client principal (or principal in a Krb5LoginModule sasl.jaas.config); "
+        "unset: the default of the keytab or ticket cache",
+        java=False,
+    )
+    sasl_kerberos_keytab = Setting(
+        "sasl.kerberos.keytab",
+        None,
+        optional_string(),
+        "GSSAPI: a keytab file to get the client's tickets from (or keyTab with useKeyTab=true "
+        "in a Krb5LoginModule sasl.jaas.config); unset: the ticket cache (kinit, KRB5CCNAME)",
+        java=False,
+    )
     sasl_oauth_token_provider = Setting(
         "sasl.oauth.token.provider",
         None,
@@ -1432,7 +1458,16 @@ class ConsumerConfig:
                               "not both")
                     v["sasl.username"], v["sasl.password"] = credentials
             if mechanism == "GSSAPI":
-                pass   # Kerberos credentials: a keytab/ticket cache, not a password
+                # Kerberos credentials: a keytab or the ticket cache, not a password; the
+                # brokers' service name must be known (Java fails the login without it)
+                service = v["sasl.kerberos.service.name"]
+                if service is None and jaas is not None:
+                    from pyconsumer.net.sasl.jaas import parse_jaas
+                    service = parse_jaas(jaas).options.get("serviceName")
+                if not service:
+                    _fail("sasl.mechanism=GSSAPI needs sasl.kerberos.service.name (the brokers' "
+                          "Kerberos service name, usually 'kafka') or serviceName in "
+                          "sasl.jaas.config")
             elif mechanism == "OAUTHBEARER":
                 if v["sasl.oauth.token.provider"] is None:
                     _fail("sasl.mechanism=OAUTHBEARER needs sasl.oauth.token.provider")

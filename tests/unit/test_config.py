@@ -34,6 +34,7 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "socket.connection.setup.timeout.ms": 10_000,
     "socket.connection.setup.timeout.max.ms": 30_000,
     "send.buffer.bytes": 128 * 1024,
+    "sasl.kerberos.service.name": None,
     "group.id": None,
     "group.instance.id": None,
     "group.protocol": "classic",
@@ -84,6 +85,8 @@ PYCONSUMER_DEFAULTS: dict[str, Any] = {
     "sasl.username": None,
     "sasl.password": None,
     "sasl.oauth.token.provider": None,
+    "sasl.kerberos.principal": None,
+    "sasl.kerberos.keytab": None,
     "interceptors": [],
 }
 
@@ -467,11 +470,11 @@ def test_generated_client_ids_follow_java() -> None:
 
 def test_java_only_settings_ignored_or_refused() -> None:
     cfg = make(**{"metric.reporters": "org.apache.kafka.common.metrics.JmxReporter",
-                  "metrics.recording.level": "DEBUG", "sasl_kerberos_service_name": "kafka"})
+                  "metrics.recording.level": "DEBUG", "sasl_kerberos_kinit_cmd": "/usr/bin/kinit"})
     assert cfg.ignored_settings == {
         "metric.reporters": "org.apache.kafka.common.metrics.JmxReporter",
         "metrics.recording.level": "DEBUG",
-        "sasl.kerberos.service.name": "kafka",
+        "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
     }
     assert not hasattr(cfg, "metric_reporters")
     raises("sasl.oauthbearer.token.endpoint.url is not supported.*sasl.oauth.token.provider",
@@ -547,7 +550,8 @@ def test_sasl_jaas_config() -> None:
     # a Krb5LoginModule line with GSSAPI: no password to take from it
     cfg = make(security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI",
                sasl_jaas_config='com.sun.security.auth.module.Krb5LoginModule required '
-                                'useKeyTab=true keyTab="/k.keytab" principal="c@R";')
+                                'useKeyTab=true keyTab="/k.keytab" principal="c@R" '
+                                'serviceName="kafka";')
     assert (cfg.sasl_username, cfg.sasl_password) == (None, None)
 
 
@@ -555,7 +559,10 @@ def test_sasl_mechanism_rules() -> None:
     raises(r"'KERBEROS' is not supported; accepted: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
            r"OAUTHBEARER, GSSAPI", security_protocol="SASL_PLAINTEXT", sasl_mechanism="KERBEROS")
     # Java's default mechanism, GSSAPI, is accepted (Kerberos needs no password)
-    assert make(security_protocol="SASL_PLAINTEXT").sasl_mechanism == "GSSAPI"
+    assert make(security_protocol="SASL_PLAINTEXT",
+                sasl_kerberos_service_name="kafka").sasl_mechanism == "GSSAPI"
+    # ... and needs the brokers' service name, as Java's login does
+    raises("sasl.mechanism=GSSAPI needs sasl.kerberos.service.name", security_protocol="SASL_PLAINTEXT")
     raises("sasl.mechanism must be set", security_protocol="SASL_PLAINTEXT", sasl_mechanism="")
     raises("needs sasl.username and sasl.password", security_protocol="SASL_SSL",
            sasl_mechanism="SCRAM-SHA-256", sasl_username="u")
