@@ -608,21 +608,21 @@ interceptors_parser: Parser[list[Any]] = Parser(
 )
 
 
-def _parse_callable(raw: Any) -> Callable[[], str] | None:
-    if raw is None or callable(raw):
-        return raw  # type: ignore[no-any-return]
-    raise _Invalid("expected a callable or None")
+def _parse_token_provider(raw: Any) -> Any:
+    if raw is None or callable(raw) or callable(getattr(raw, "token", None)):
+        return raw
+    raise _Invalid("expected a callable, an object with a token() method, or None")
 
 
-token_provider_parser: Parser[Callable[[], str] | None] = Parser(
-    _parse_callable, "a callable () -> str returning a token, or None", "callable"
+token_provider_parser: Parser[Any] = Parser(
+    _parse_token_provider,
+    "a callable () -> token (or (token, lifetime ms)), an object with token(), or None",
+    "callable",
 )
 
 TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
-_SASL_NO_EFFECT = ("the OAUTHBEARER mechanism is not implemented yet (the value is still "
-                   "checked)")
 
 
 # --------------------------------------------------------------------------- the table
@@ -732,7 +732,9 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     ),
     "sasl.oauthbearer.": (
         "refuse",
-        "Java's built-in OAuth client; SASL is not implemented yet (sasl.oauth.token.provider)",
+        "a tuning of Java's OAuth client that pyconsumer does not have; give "
+        "sasl.oauthbearer.token.endpoint.url with clientId/clientSecret in sasl.jaas.config, or "
+        "sasl.oauth.token.provider",
     ),
     "share.acknowledgement.mode": ("refuse", "applies to ShareConsumer only (Java refuses it too)"),
     "share.acquire.mode": ("refuse", "applies to ShareConsumer only (Java refuses it too)"),
@@ -1279,9 +1281,16 @@ class ConsumerConfig:
         "sasl.oauth.token.provider",
         None,
         token_provider_parser,
-        "OAUTHBEARER: a callable returning a token",
+        "OAUTHBEARER: a callable returning a token (a str, or (token, lifetime ms)), or an "
+        "object with a token() method; called for each authentication",
         java=False,
-        no_effect=_SASL_NO_EFFECT,
+    )
+    sasl_oauthbearer_token_endpoint_url = Setting(
+        "sasl.oauthbearer.token.endpoint.url",
+        None,
+        optional_string(),
+        "OAUTHBEARER: an OAuth 2 token endpoint; tokens come from a client-credentials grant "
+        "with clientId, clientSecret (and scope) from an OAuthBearerLoginModule sasl.jaas.config",
     )
 
     # ------------------------------------------------------------------ construction
@@ -1469,8 +1478,18 @@ class ConsumerConfig:
                           "Kerberos service name, usually 'kafka') or serviceName in "
                           "sasl.jaas.config")
             elif mechanism == "OAUTHBEARER":
-                if v["sasl.oauth.token.provider"] is None:
-                    _fail("sasl.mechanism=OAUTHBEARER needs sasl.oauth.token.provider")
+                options = {}
+                if jaas is not None:
+                    from pyconsumer.net.sasl.jaas import parse_jaas
+                    options = parse_jaas(jaas).options
+                if v["sasl.oauth.token.provider"] is None and not (
+                        v["sasl.oauthbearer.token.endpoint.url"] and options.get("clientId")
+                        and options.get("clientSecret")) and not any(
+                        k.startswith("unsecuredLogin") for k in options):
+                    _fail("sasl.mechanism=OAUTHBEARER needs a token: sasl.oauth.token.provider, "
+                          "sasl.oauthbearer.token.endpoint.url with clientId and clientSecret in "
+                          "sasl.jaas.config, or an unsecured token (unsecuredLoginStringClaim_sub "
+                          "in sasl.jaas.config)")
             elif v["sasl.username"] is None or v["sasl.password"] is None:
                 _fail(
                     f"sasl.mechanism={mechanism} needs sasl.username and sasl.password "

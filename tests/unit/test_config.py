@@ -35,6 +35,7 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "socket.connection.setup.timeout.max.ms": 30_000,
     "send.buffer.bytes": 128 * 1024,
     "sasl.kerberos.service.name": None,
+    "sasl.oauthbearer.token.endpoint.url": None,
     "group.id": None,
     "group.instance.id": None,
     "group.protocol": "classic",
@@ -477,8 +478,8 @@ def test_java_only_settings_ignored_or_refused() -> None:
         "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
     }
     assert not hasattr(cfg, "metric_reporters")
-    raises("sasl.oauthbearer.token.endpoint.url is not supported.*sasl.oauth.token.provider",
-           **{"sasl.oauthbearer.token.endpoint.url": "https://idp/token"})
+    raises("sasl.oauthbearer.jwks.endpoint.url is not supported.*sasl.oauth.token.provider",
+           **{"sasl.oauthbearer.jwks.endpoint.url": "https://idp/jwks"})
     raises("share.acquire.mode is not supported", share_acquire_mode="record_limit")
     for action, reason in JAVA_ONLY_SETTINGS.values():
         assert action in ("ignore", "refuse") and reason
@@ -566,8 +567,9 @@ def test_sasl_mechanism_rules() -> None:
     raises("sasl.mechanism must be set", security_protocol="SASL_PLAINTEXT", sasl_mechanism="")
     raises("needs sasl.username and sasl.password", security_protocol="SASL_SSL",
            sasl_mechanism="SCRAM-SHA-256", sasl_username="u")
-    raises("needs sasl.oauth.token.provider", security_protocol="SASL_SSL",
-           sasl_mechanism="OAUTHBEARER")
+    raises("sasl.mechanism=OAUTHBEARER needs a token: sasl.oauth.token.provider, "
+           "sasl.oauthbearer.token.endpoint.url with clientId and clientSecret",
+           security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER")
     cfg = make(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
                sasl_oauth_token_provider=lambda: "tok")
     assert cfg.sasl_oauth_token_provider is not None and cfg.sasl_oauth_token_provider() == "tok"

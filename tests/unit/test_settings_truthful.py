@@ -52,7 +52,6 @@ NO_EFFECT_SAMPLES: dict[str, dict[str, Any]] = {
     "ssl.truststore.type": {"ssl.truststore.type": "PKCS12"},
     "ssl.keystore.type": {"ssl.keystore.type": "PKCS12"},
     "ssl.truststore.password": {"ssl.truststore.password": "secret-trust"},
-    "sasl.oauth.token.provider": {"sasl.oauth.token.provider": lambda: "secret-token"},
 }
 SECRETS = ("secret-trust", "secret-token")
 

@@ -105,7 +105,7 @@ class SaslSettings:
             username=username,
             password=password,
             jaas=jaas,
-            token_provider=values.get("sasl.oauth.token.provider"),
+            token_provider=values["sasl.oauth.token.provider"],
             oauthbearer={k: v for k, v in values.items() if k.startswith("sasl.oauthbearer.")},
             kerberos={k: v for k, v in values.items() if k.startswith("sasl.kerberos.")},
         )
