@@ -10,6 +10,7 @@ lookups: the service principal is ``kafka/<the host the client dials>``).
 """
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import socket
@@ -46,6 +47,8 @@ def ensure_kerberos() -> str | None:
                               capture_output=True, text=True, timeout=900)
         if proc.returncode != 0:
             return f"pip install gssapi failed: {proc.stderr[-500:]}"
+        importlib.invalidate_caches()           # installed while this process runs
+        import gssapi  # noqa: F401,F811
     return None
 
 
