@@ -277,7 +277,8 @@ class Fetcher:
         out: dict[TopicPartition, int] = {}
         subs = self.subscriptions
         for tp, fs in held.items():
-            if len(fs) != 1 or tp not in buffered or tp in self._refetch:
+            if len(fs) != 1 or tp not in buffered or tp in self._refetch \
+                    or not subs.is_fetchable(tp):        # unassigned or paused since
                 continue
             f = fs[0]
             if f.end is None or f.error is not None or f.data["error_code"]:

@@ -155,6 +155,19 @@ def test_a_seek_makes_prefetched_data_stale(rig: Rig) -> None:
     assert rig.offsets() == {T0: 8, T1: 4}
 
 
+def test_data_of_a_partition_assigned_away_is_neither_prefetched_nor_returned(rig: Rig) -> None:
+    rig.assign({T0: 0, T1: 0})
+    rig.fetch()
+    rig.subs.assign_from_user([T1])            # T0 goes, its data still buffered
+    produce_more(rig, T1, 4, 1)
+    mark = rig.cluster.mark()
+    rig.fetch()
+    [req] = rig.cluster.requests_of(ApiKey.FETCH, after=mark)
+    assert [(p["partition"], p["fetch_offset"])
+            for t in req.body["topics"] for p in t["partitions"]] == [(1, 4)]
+    assert rig.drain(100) == [(T1, recs(1, 0, 1, 2, 3)), (T1, recs(1, 4))]
+
+
 def test_a_paused_partition_is_not_prefetched_and_its_data_is_kept_back(rig: Rig) -> None:
     rig.assign({T0: 0, T1: 0})
     rig.fetch()
