@@ -658,7 +658,7 @@ class KafkaConsumer:
             self._update_fetch_positions(deadline)
             self._warn_unknown_partitions(client)
             before = self._delivered_positions()
-            if fetcher.prefetch and fetcher.has_available() and fetcher.send_fetches():
+            if fetcher.has_available() and fetcher.prefetch_now():
                 # prefetch: the next Fetch is on the wire before this data is decoded, so the
                 # broker prepares it meanwhile
                 client.poll(timeout_ms=0, wakeup=False)

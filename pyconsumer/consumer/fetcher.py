@@ -176,6 +176,7 @@ class Fetcher:
         self._read_committed = config.isolation_level == "read_committed"
         #: bumped whenever a Fetch completes, answered or failed (a waiting poll re-sends)
         self.completions = 0
+        self._prefetched_at = -1                   # self.completions at the last prefetch
         #: ms until a leader skipped for its reconnect backoff may be fetched again (inf: none)
         self.retry_in_ms = float("inf")
         self._refetch: dict[TopicPartition, _Refetch] = {}
@@ -287,6 +288,14 @@ class Fetcher:
             if position is not None and f.fetch_offset <= position.offset < f.end:
                 out[tp] = f.end
         return out
+
+    def prefetch_now(self) -> int:
+        """send_fetches once per completed Fetch, before its data is decoded (the prefetch
+        moment); later calls until the next completion would find nothing new to send."""
+        if not self.prefetch or self._prefetched_at == self.completions:
+            return 0
+        self._prefetched_at = self.completions
+        return self.send_fetches()
 
     def _leader_node(self, tp: TopicPartition, now: float) -> int | None:
         info = self.client.metadata.partition(tp)
