@@ -321,3 +321,17 @@ def test_committed_offset_past_a_truncation_is_validated(
         c.assign([tp])
         assert consume(c, {tp: 3}, timeout=1.5) == {tp: new}
     assert cluster.requests_of(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+
+
+def test_a_sync_answered_invalid_request_rejoins(make_cluster: Callable[..., FakeCluster]) -> None:
+    # librdkafka's mock answers a SyncGroup that comes after the group went stable with
+    # INVALID_REQUEST (a slow follower): the member rejoins and gets its partitions
+    cluster = make_cluster(1, topics={"t": 2})
+    expected = {TP("t", p): produce(cluster, "t", p, 3) for p in range(2)}
+    cluster.inject(ApiKey.SYNC_GROUP, ErrorCode.INVALID_REQUEST, count=1)
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g-sync",
+                       enable_auto_commit=False, **FAST) as c:
+        assert consume(c, {tp: len(v) for tp, v in expected.items()}) == expected
+        assert c.assignment() == set(expected)
+    syncs = cluster.requests_of(ApiKey.SYNC_GROUP)
+    assert len(syncs) == 2 and len(cluster.requests_of(ApiKey.JOIN_GROUP)) >= 3
