@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -69,6 +69,21 @@ class Runner:
 
 
 _runners: list[Runner] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_what_a_failed_test_left() -> Iterator[None]:
+    """A test that fails midway leaves runners polling and consumers heartbeating after their
+    cluster is gone: their warnings would land in later tests' logs."""
+    yield
+    while _runners:
+        r = _runners.pop()
+        r._stop.set()
+        r._thread.join(20)
+        try:
+            r.consumer.close(timeout_ms=0)
+        except Exception:  # noqa: BLE001 - best effort after a failure
+            pass
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
