@@ -55,6 +55,7 @@ class ApiKey(enum.IntEnum):
     CREATE_TOPICS = 19
     OFFSET_FOR_LEADER_EPOCH = 23
     SASL_AUTHENTICATE = 36
+    CONSUMER_GROUP_HEARTBEAT = 68
 
 
 _REQUESTS: dict[int, Message] = {}

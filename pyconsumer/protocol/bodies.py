@@ -666,6 +666,45 @@ class DescribedGroupMember(TypedDict):
     member_assignment: bytes
 
 
+class ConsumerGroupHeartbeatRequest(TypedDict):
+    """ConsumerGroupHeartbeatRequest body: api key 68, v0-1, flexible v0+."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int  # default -1
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: NotRequired[str | None]  # v1+
+    server_assignor: str | None
+    topic_partitions: list[TopicPartitions] | None
+
+
+class TopicPartitions(TypedDict):
+    """
+    ConsumerGroupHeartbeatRequest.topic_partitions[]
+    ConsumerGroupHeartbeatResponse.assignment.topic_partitions[]
+    """
+    topic_id: uuid.UUID
+    partitions: list[int]
+
+
+class ConsumerGroupHeartbeatResponse(TypedDict):
+    """ConsumerGroupHeartbeatResponse body: api key 68, v0-1, flexible v0+."""
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None
+
+
+class Assignment(TypedDict):
+    """ConsumerGroupHeartbeatResponse.assignment."""
+    topic_partitions: list[TopicPartitions]
+
+
 class ConsumerProtocolSubscription(TypedDict):
     """ConsumerProtocolSubscription body: embedded in group messages, v0-3, flexible none."""
     topics: list[str]

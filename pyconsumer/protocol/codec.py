@@ -184,6 +184,8 @@ def _element_codec(
     t = f.element
     if f.is_struct:
         codec = StructCodec(f.fields, version, flexible)
+        if nullable and not f.is_array:
+            return _nullable_struct(codec)
         return codec.read, codec.write, codec.defaults
     if t in _FIXED:
         method, zero = _FIXED[t]
@@ -195,6 +197,28 @@ def _element_codec(
     if t == "records":
         return _bytes_reader(flexible, True, True), _bytes_writer(flexible, True), lambda: None
     raise ValueError(f"unknown type {t!r} of field {f.name}")
+
+
+def _nullable_struct(codec: StructCodec) -> tuple[ReadFn, WriteFn, DefaultFn]:
+    """A nullable struct field (e.g. ConsumerGroupHeartbeatResponse.Assignment): an int8
+    marker, -1 for null, 1 followed by the struct."""
+    def read(r: Reader) -> dict[str, Any] | None:
+        pos = r.pos
+        marker = r.int8()
+        if marker == -1:
+            return None
+        if marker != 1:
+            raise DecodeError(f"nullable struct marker {marker} (expected -1 or 1)", pos)
+        return codec.read(r)
+
+    def write(w: Writer, v: Any) -> None:
+        if v is None:
+            w.int8(-1)
+            return
+        w.int8(1)
+        codec.write(w, v)
+
+    return read, write, lambda: None
 
 
 def _fixed_reader(method: str) -> ReadFn:

@@ -363,6 +363,30 @@ DescribeGroupsResponse 15 0-5 flexible=5+
       MemberMetadata bytes 0+
       MemberAssignment bytes 0+
     AuthorizedOperations int32 3+ default=-2147483648
+ConsumerGroupHeartbeatRequest 68 0-1 flexible=0+
+  GroupId string 0+
+  MemberId string 0+
+  MemberEpoch int32 0+
+  InstanceId string 0+ nullable=0+ default=null
+  RackId string 0+ nullable=0+ default=null
+  RebalanceTimeoutMs int32 0+ default=-1
+  SubscribedTopicNames []string 0+ nullable=0+ default=null
+  SubscribedTopicRegex string 1+ nullable=1+ default=null
+  ServerAssignor string 0+ nullable=0+ default=null
+  TopicPartitions []TopicPartitions 0+ nullable=0+ default=null
+    TopicId uuid 0+
+    Partitions []int32 0+
+ConsumerGroupHeartbeatResponse 68 0-1 flexible=0+
+  ThrottleTimeMs int32 0+
+  ErrorCode int16 0+
+  ErrorMessage string 0+ nullable=0+ default=null
+  MemberId string 0+ nullable=0+ default=null
+  MemberEpoch int32 0+
+  HeartbeatIntervalMs int32 0+
+  Assignment Assignment 0+ nullable=0+ default=null
+    TopicPartitions []TopicPartitions 0+
+      TopicId uuid 0+
+      Partitions []int32 0+
 ConsumerProtocolSubscription -1 0-3 flexible=none
   Topics []string 0+
   UserData bytes 0+ nullable=0+ default=null

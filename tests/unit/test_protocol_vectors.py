@@ -404,3 +404,79 @@ def test_metadata_v1_request_matches_kafka_python() -> None:
     req = kp.MetadataRequest[1](topics=["orders"])
     theirs_body = req.encode() if hasattr(req, "encode") else bytes(req)
     assert ours.endswith(theirs_body)
+
+
+# ----------------------------------------------------------------------------- KIP-848
+
+_TOPIC_ID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
+
+
+def test_consumer_group_heartbeat_response_v1_with_an_assignment() -> None:
+    payload = h("""
+        00000007                  # correlation id
+        00                        # response header: no tagged fields
+        00000000                  # ThrottleTimeMs
+        0000                      # ErrorCode
+        00                        # ErrorMessage: compact nullable string, null
+        04 "m-1"                  # MemberId: length 3 + 1
+        00000005                  # MemberEpoch 5
+        00000bb8                  # HeartbeatIntervalMs 3000
+        01                        # Assignment: int8 1 = present
+          02                      #   TopicPartitions: 1 element + 1
+            00112233445566778899aabbccddeeff   # TopicId
+            03 00000000 00000002  #   Partitions [0, 2]
+            00                    #   TopicPartitions tagged fields
+          00                      #   Assignment tagged fields
+        00                        # body tagged fields
+    """)
+    body = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": "m-1",
+            "member_epoch": 5, "heartbeat_interval_ms": 3000,
+            "assignment": {"topic_partitions": [{"topic_id": _TOPIC_ID, "partitions": [0, 2]}]}}
+    assert encode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, 7, body) == framed(payload)
+    assert decode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, payload) == (7, body)
+
+
+def test_consumer_group_heartbeat_response_v1_without_an_assignment() -> None:
+    payload = h("""
+        00000007 00 00000000 0019  # correlation id, header tags, throttle, FENCED_MEMBER_EPOCH
+        04 "bad"                   # ErrorMessage
+        00                         # MemberId null
+        ffffffff                   # MemberEpoch -1
+        00000000                   # HeartbeatIntervalMs
+        ff                         # Assignment: int8 -1 = null
+        00
+    """)
+    _, body = decode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, payload)
+    assert body["assignment"] is None and body["error_code"] == 25
+    assert body["error_message"] == "bad" and body["member_id"] is None
+
+
+def test_consumer_group_heartbeat_response_bad_assignment_marker_is_named() -> None:
+    payload = h("00000007 00 00000000 0000 00 00 00000001 00000000 07 00")
+    with pytest.raises(KafkaProtocolError, match="nullable struct marker 7 .* at field assignment"):
+        decode_response(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, payload)
+
+
+def test_consumer_group_heartbeat_request_v1_join() -> None:
+    payload = h("""
+        0044 0001 00000009        # api key 68, version 1, correlation id 9
+        0003 "cid" 00             # client id (int16 string), header tagged fields
+        02 "g"                    # GroupId
+        02 "m"                    # MemberId
+        00000000                  # MemberEpoch 0: join
+        00                        # InstanceId null
+        00                        # RackId null
+        0000ea60                  # RebalanceTimeoutMs 60000
+        02 02 "t"                 # SubscribedTopicNames ["t"]
+        01                        # SubscribedTopicRegex "" (length 0 + 1)
+        08 "uniform"              # ServerAssignor
+        01                        # TopicPartitions: empty
+        00                        # tagged fields
+    """)
+    body = {"group_id": "g", "member_id": "m", "member_epoch": 0, "rebalance_timeout_ms": 60000,
+            "subscribed_topic_names": ["t"], "subscribed_topic_regex": "",
+            "server_assignor": "uniform", "topic_partitions": []}
+    assert encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, 9, "cid", body) == framed(payload)
+    api, version, corr, cid, decoded = decode_request(payload)
+    assert (api, version, corr, cid) == (ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, 9, "cid")
+    assert decoded == {**body, "instance_id": None, "rack_id": None}
