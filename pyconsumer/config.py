@@ -972,9 +972,8 @@ class ConsumerConfig:
         "group.remote.assignor",
         None,
         optional_string(),
-        "Server-side assignor for group.protocol=consumer; None: the broker's first",
-        no_effect="it applies to group.protocol=consumer (KIP-848), which pyconsumer does not "
-        "implement: subscribe() refuses that protocol",
+        "Server-side assignor for group.protocol=consumer (uniform, range); None: the "
+        "broker's default",
     )
     session_timeout_ms = Setting(
         "session.timeout.ms",
@@ -1382,17 +1381,21 @@ class ConsumerConfig:
             elif v["enable.auto.commit"]:
                 _fail("enable.auto.commit cannot be set to true when group.id is None")
 
-        # Java checkUnsupportedConfigsPostProcess
-        if v["group.protocol"] == "consumer":
-            bad = [
-                n
-                for n in ("partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms")
-                if n in explicit
-            ]
-            if bad:
-                _fail(f"{', '.join(bad)} cannot be set when group.protocol=consumer")
-        elif v["group.remote.assignor"] is not None:
-            _fail("group.remote.assignor cannot be set when group.protocol=classic")
+        # Java checkUnsupportedConfigsPostProcess (with a group.id; Java's message names the
+        # protocol by its enum name): with the consumer protocol the broker assigns and sets the
+        # session and heartbeat timing
+        if group_id is not None:
+            if v["group.protocol"] == "consumer":
+                bad = [
+                    n
+                    for n in ("partition.assignment.strategy", "heartbeat.interval.ms",
+                              "session.timeout.ms")
+                    if n in explicit
+                ]
+                if bad:
+                    _fail(f"{', '.join(bad)} cannot be set when group.protocol=CONSUMER")
+            elif v["group.remote.assignor"] is not None:
+                _fail("group.remote.assignor cannot be set when group.protocol=CLASSIC")
 
         if group_id is not None and v["group.protocol"] == "classic":
             if v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:

@@ -28,7 +28,8 @@ from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
 from pyconsumer.consumer.interceptors import ConsumerInterceptors
-from pyconsumer.consumer.membership import GroupMembership, MemberState
+from pyconsumer.consumer.consumer_protocol import ConsumerProtocolMembership
+from pyconsumer.consumer.membership import GroupMembership
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -105,7 +106,7 @@ class KafkaConsumer:
         self._fetcher: Fetcher | None = None
         self._offsets: OffsetsClient | None = None
         self._coordinator: ConsumerCoordinator | None = None
-        self._membership: GroupMembership | None = None
+        self._membership: GroupMembership | ConsumerProtocolMembership | None = None
         self._wakeup_pending = False         # wakeup() before the client existed
         self._metrics = ConsumerMetrics(self.config)
         self._interceptors = ConsumerInterceptors.from_config(self.config)
@@ -136,7 +137,9 @@ class KafkaConsumer:
                                                         self._subscriptions, self._metrics)
                 if self._interceptors:
                     self._coordinator.on_commit = self._interceptors.on_commit
-                self._membership = GroupMembership(
+                kind = (ConsumerProtocolMembership if self.config.group_protocol == "consumer"
+                        else GroupMembership)
+                self._membership = kind(
                     self._coordinator, self._client, self.config, self._subscriptions,
                     self._on_unassigned, self._all_consumed)
         return self._client
@@ -273,10 +276,9 @@ class KafkaConsumer:
         ConsumerGroupMetadata in onJoinComplete: a rebalance in progress still shows the
         previous generation); (-1, "") once the generation is lost or reset."""
         m = self._membership
-        if m is None or m.generation_lost():
-            self._last_generation = (-1, "")
-        elif m.state is MemberState.STABLE:
-            self._last_generation = (m.generation, m.member_id)
+        generation = (-1, "") if m is None else m.completed_generation()
+        if generation is not None:
+            self._last_generation = generation
         return self._last_generation
 
     @_exclusive
@@ -335,21 +337,20 @@ class KafkaConsumer:
         if self.config.group_id is None:
             raise IllegalStateError("subscribe() needs a group.id: the group coordinator "
                                     "assigns the partitions")
-        if self.config.group_protocol != "classic":
-            raise IllegalStateError(f"group.protocol={self.config.group_protocol} (KIP-848) is "
-                                    "not supported yet; use group.protocol=classic")
         client = self._network()
         assert self._membership is not None
         if pattern is not None:
             compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+            # a classic member rejoins when the pattern's matches change (check_metadata)
+            changed = False
             self._subscriptions.subscribe_pattern(compiled)
             client.metadata_topics = None            # watch every topic for matches
             client.metadata.request_update()
         else:
-            if self._subscriptions.subscribe(names):
-                self._membership.request_rejoin("the subscription changed")
+            changed = self._subscriptions.subscribe(names)
             client.metadata_topics = set(names)
             client.metadata.request_update()
+        self._membership.on_subscribe(changed)
         self._membership.listener = listener
         self._membership.start_heartbeat_thread()
 
@@ -693,7 +694,8 @@ class KafkaConsumer:
         fetch ended without data (failed: sent again at once, as Java)."""
         assert self._fetcher is not None and self._offsets is not None
         return (self._fetcher.has_available() or self._offsets.resets_completed != resets
-                or self._fetcher.completions != completions)
+                or self._fetcher.completions != completions
+                or (self._membership is not None and self._membership.attention()))
 
     @_exclusive
     def poll(self, timeout_ms: int = 0, max_records: int | None = None

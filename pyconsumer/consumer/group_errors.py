@@ -40,6 +40,9 @@ _COMMON: dict[int, GroupAction] = {
     ErrorCode.UNKNOWN_MEMBER_ID: GroupAction.LOST,
     ErrorCode.ILLEGAL_GENERATION: GroupAction.LOST,
     ErrorCode.FENCED_INSTANCE_ID: GroupAction.FATAL,
+    # consumer protocol (KIP-848): a commit with an old member epoch; the member is fenced
+    ErrorCode.STALE_MEMBER_EPOCH: GroupAction.LOST,
+    ErrorCode.FENCED_MEMBER_EPOCH: GroupAction.LOST,
 }
 
 # where a request differs from the common meaning
@@ -58,6 +61,11 @@ _BY_API: dict[ApiKey, dict[int, GroupAction]] = {
     },
     ApiKey.OFFSET_COMMIT: {
         ErrorCode.REQUEST_TIMED_OUT: GroupAction.COORDINATOR_MOVED,
+    },
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: {
+        # everything else (authorization, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR,
+        # INVALID_REGULAR_EXPRESSION, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST) is fatal
+        ErrorCode.REQUEST_TIMED_OUT: GroupAction.RETRY,
     },
     ApiKey.OFFSET_FETCH: {
         ErrorCode.UNSTABLE_OFFSET_COMMIT: GroupAction.RETRY,

@@ -125,7 +125,7 @@ class GroupMembership:
         self._joined_topics: frozenset[str] = frozenset()
         self._metadata_snapshot: dict[str, int] = {}
         self._prepared = False
-        self._thread: _HeartbeatThread | None = None
+        self._thread: HeartbeatThread | None = None
         self._join_fut: Future[Response] | None = None
         self._sync_fut: Future[Response] | None = None
         self._fatal: KafkaError | None = None    # raised from every poll() once set
@@ -149,6 +149,25 @@ class GroupMembership:
             log.info("group %s: rejoining: %s", self.coordinator.group_id, reason)
         self.rejoin_needed = True
         self.rejoin_reason = reason
+
+    def on_subscribe(self, changed: bool) -> None:
+        """subscribe() was called; a changed topic list means a rejoin (a pattern's matches
+        are checked against the metadata in :meth:`check_metadata`)."""
+        if changed:
+            self.request_rejoin("the subscription changed")
+
+    def attention(self) -> bool:
+        """Wake a waiting poll()? The classic protocol joins inside poll() itself."""
+        return False
+
+    def completed_generation(self) -> tuple[int, str] | None:
+        """For group_metadata(): the generation of the last completed join ((-1, "") once it
+        is lost); None while a rebalance is in progress (the previous one still shows)."""
+        if self.generation_lost():
+            return -1, ""
+        if self.state is MemberState.STABLE:
+            return self.generation, self.member_id
+        return None
 
     def _owned(self) -> set[TopicPartition]:
         return set(self.subscriptions.assigned_partitions())
@@ -526,7 +545,7 @@ class GroupMembership:
 
     def start_heartbeat_thread(self) -> None:
         if self._thread is None:
-            self._thread = _HeartbeatThread(self)
+            self._thread = HeartbeatThread(self.client, self.coordinator.group_id)
             self._thread.start()
 
     def stop_heartbeat_thread(self) -> None:
@@ -535,17 +554,16 @@ class GroupMembership:
             self._thread = None
 
 
-class _HeartbeatThread(threading.Thread):
+class HeartbeatThread(threading.Thread):
     """Keeps the membership alive while the application is away from the consumer: a
     non-blocking background poll (which runs the heartbeat step) every few tens of ms,
     skipped while the application holds the lock (its own polls run the step then)."""
 
     _PERIOD = 0.05
 
-    def __init__(self, membership: GroupMembership) -> None:
-        super().__init__(name=f"pyconsumer-heartbeat-{membership.coordinator.group_id}",
-                         daemon=True)
-        self.membership = membership
+    def __init__(self, client: NetworkClient, group_id: str) -> None:
+        super().__init__(name=f"pyconsumer-heartbeat-{group_id}", daemon=True)
+        self.client = client
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
@@ -554,7 +572,7 @@ class _HeartbeatThread(threading.Thread):
             self.join(5)
 
     def run(self) -> None:
-        client = self.membership.client
+        client = self.client
         while not self._stop_event.wait(self._PERIOD):
             if not client.lock.acquire(blocking=False):
                 continue                     # the application is inside a call
@@ -568,4 +586,4 @@ class _HeartbeatThread(threading.Thread):
                 client.lock.release()
 
 
-__all__ = ["GroupMembership", "MemberState", "RebalanceListener"]
+__all__ = ["GroupMembership", "HeartbeatThread", "MemberState", "RebalanceListener"]

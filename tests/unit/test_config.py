@@ -425,15 +425,17 @@ def test_group_instance_id() -> None:
 
 
 def test_consumer_protocol_refuses_classic_settings() -> None:
-    raises(r"session.timeout.ms cannot be set when group.protocol=consumer",
+    raises(r"^session.timeout.ms cannot be set when group.protocol=CONSUMER$",
            group_id="g", group_protocol="consumer", session_timeout_ms=10000)
     raises(r"partition.assignment.strategy, heartbeat.interval.ms cannot be set",
            group_id="g", group_protocol="consumer", heartbeat_interval_ms=1000,
            partition_assignment_strategy="range")
     cfg = make(group_id="g", group_protocol="consumer", group_remote_assignor="uniform")
     assert cfg.group_remote_assignor == "uniform"
-    raises("group.remote.assignor cannot be set when group.protocol=classic",
+    raises("^group.remote.assignor cannot be set when group.protocol=CLASSIC$",
            group_id="g", group_remote_assignor="uniform")
+    # Java checks these only for a consumer with a group.id
+    assert make(group_protocol="consumer", session_timeout_ms=10000).group_id is None
 
 
 def test_classic_group_needs_an_assignor() -> None:

@@ -48,7 +48,6 @@ NO_EFFECT_SAMPLES: dict[str, dict[str, Any]] = {
     "metadata.recovery.strategy": {"metadata.recovery.strategy": "none"},
     "metadata.recovery.rebootstrap.trigger.ms": {"metadata.recovery.rebootstrap.trigger.ms": 60000},
     "metadata.cluster.check.enable": {"metadata.cluster.check.enable": False},
-    "group.remote.assignor": {"group.remote.assignor": "uniform", "group.protocol": "consumer"},
     "ssl.truststore.type": {"ssl.truststore.type": "PKCS12"},
     "ssl.keystore.type": {"ssl.keystore.type": "PKCS12"},
     "ssl.truststore.password": {"ssl.truststore.password": "secret-trust"},
