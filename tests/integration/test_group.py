@@ -7,93 +7,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
+from pyconsumer.errors import IllegalStateError
 from pyconsumer.testing import MockCluster, produce, sample_records
+from tests.integration.runners import (  # noqa: F401 - the fixture applies to this module
+    Runner,
+    close_what_a_failed_test_left,
+    tps,
+    wait_for,
+)
 from tests.listeners import Recorder
 
 GROUP_SETTINGS: dict[str, Any] = {
     "auto_offset_reset": "earliest", "session_timeout_ms": 6000, "heartbeat_interval_ms": 300,
 }
-
-
-def tps(topic: str, n: int) -> set[TopicPartition]:
-    return {TopicPartition(topic, p) for p in range(n)}
-
-
-class Runner:
-    """Polls a consumer in a thread, collecting (partition, offset) and listener calls. The
-    consumer belongs to that thread while it runs (a consumer refuses a second thread): the
-    test reads ``assignment`` as the runner saw it after its last poll."""
-
-    def __init__(self, consumer: KafkaConsumer, commit: bool = False) -> None:
-        self.consumer = consumer
-        self.commit = commit
-        self.records: list[tuple[TopicPartition, int]] = []
-        self.errors: list[BaseException] = []
-        self.assignment: set[TopicPartition] = set()
-        self.commit_failures: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        _runners.append(self)
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                got = self.consumer.poll(timeout_ms=100)
-                for tp, recs in got.items():
-                    self.records += [(tp, r.offset) for r in recs]
-                if got and self.commit:
-                    try:
-                        self.consumer.commit()
-                    except (CommitFailedError, RebalanceInProgressError) as e:
-                        # the group is moving: an application goes on polling (and rejoins)
-                        self.commit_failures.append(e)
-                self.assignment = self.consumer.assignment()
-        except BaseException as e:  # reported by the test
-            self.errors.append(e)
-
-    def stop(self) -> None:
-        if self in _runners:
-            _runners.remove(self)
-        self._stop.set()
-        self._thread.join(20)
-        assert not self._thread.is_alive()
-        assert not self.errors, self.errors
-
-
-_runners: list[Runner] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_what_a_failed_test_left() -> Iterator[None]:
-    """A test that fails midway leaves runners polling and consumers heartbeating after their
-    cluster is gone: their warnings would land in later tests' logs."""
-    yield
-    while _runners:
-        r = _runners.pop()
-        r._stop.set()
-        r._thread.join(20)
-        try:
-            r.consumer.close(timeout_ms=0)
-        except Exception:  # noqa: BLE001 - best effort after a failure
-            pass
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, (
-            "condition not met in time; runners: " + "; ".join(
-                f"assignment={sorted(map(str, r.assignment))} errors={r.errors} "
-                f"commit failures={len(r.commit_failures)}" for r in _runners))
-        time.sleep(0.05)
 
 
 # The mock starts a rebalance as soon as a LeaveGroup arrives; the remaining member learns it
