@@ -341,6 +341,12 @@ class KafkaConsumer:
         assert self._membership is not None
         if pattern is not None:
             compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+            if self.config.group_protocol == "consumer" and compiled.flags & ~re.UNICODE:
+                # the broker evaluates the expression (RE2/J, as Java's SubscriptionPattern)
+                raise ValueError(
+                    f"pattern {compiled.pattern!r} has flags ({re.RegexFlag(compiled.flags)!r}): "
+                    "with group.protocol=consumer the broker evaluates the regular expression "
+                    "from its text alone; write them inline, e.g. '(?i)...'")
             # a classic member rejoins when the pattern's matches change (check_metadata)
             changed = False
             self._subscriptions.subscribe_pattern(compiled)

@@ -5,6 +5,7 @@ member's epoch only once the partitions it gets are free, and expires a silent m
 consumer session timeout (set short here)."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -222,7 +223,8 @@ def test_regex_subscription_picks_up_a_new_topic(mock: MockCluster) -> None:
     c.close()
 
 
-def test_fenced_member_loses_its_partitions_and_rejoins(mock: MockCluster) -> None:
+@pytest.mark.parametrize("code", [ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID])
+def test_fenced_member_loses_its_partitions_and_rejoins(mock: MockCluster, code: int) -> None:
     mock.create_topic("fence", 2)
     listener = Recorder()
     threads: list[str] = []
@@ -237,7 +239,7 @@ def test_fenced_member_loses_its_partitions_and_rejoins(mock: MockCluster) -> No
         c.subscribe(["fence"], listener=listener)
         wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
         member_id = c.group_metadata().member_id
-        mock.push_request_errors(CONSUMER_GROUP_HEARTBEAT, ErrorCode.FENCED_MEMBER_EPOCH)
+        mock.push_request_errors(CONSUMER_GROUP_HEARTBEAT, code)
         wait_for(lambda: c.poll(timeout_ms=100) is not None
                  and ("lost", tps("fence", 2)) in listener.calls)
         assert threads == [threading.current_thread().name]    # in poll()
@@ -247,6 +249,29 @@ def test_fenced_member_loses_its_partitions_and_rejoins(mock: MockCluster) -> No
         # KIP-1082: the member keeps its id across the rejoin, with a new epoch
         assert c.group_metadata().member_id == member_id
         assert c.group_metadata().generation_id > 0
+
+
+def test_unsubscribe_leaves_and_subscribe_rejoins(mock: MockCluster) -> None:
+    mock.create_topic("unsub", 2)
+    listener = Recorder()
+    with consumer(mock, "g-unsub") as c:
+        c.subscribe(["unsub"], listener=listener)
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
+        c.unsubscribe()
+        assert c.assignment() == set() and c.group_metadata().generation_id == -1
+        assert listener.calls == [("assigned", tps("unsub", 2)), ("revoked", tps("unsub", 2))]
+        other = consumer(mock, "g-unsub")     # the group is empty: it gets everything at once
+        other.subscribe(["unsub"])
+        wait_for(lambda: other.poll(timeout_ms=100) is not None and len(other.assignment()) == 2)
+        other.close()
+        c.subscribe(["unsub"], listener=listener)
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and len(c.assignment()) == 2)
+        assert listener.calls[-1] == ("assigned", tps("unsub", 2))
+
+
+def test_pattern_flags_are_refused(mock: MockCluster) -> None:
+    with consumer(mock, "g-flags") as c, pytest.raises(ValueError, match="IGNORECASE.*inline"):
+        c.subscribe(pattern=re.compile("abc.*", re.IGNORECASE))
 
 
 def test_commits_carry_the_member_epoch(mock: MockCluster) -> None:
