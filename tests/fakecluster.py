@@ -60,6 +60,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from tests.fake_consumer_group import ConsumerGroup
 from tests.recordsets import aio_v2
 
 from pyconsumer.errors import ErrorCode
@@ -366,6 +367,8 @@ class FakeCluster:
         self.cond = threading.Condition(threading.RLock())
         self.topics: dict[str, Topic] = {}
         self.groups: dict[str, Group] = {}
+        #: consumer protocol (KIP-848) groups, see tests/fake_consumer_group.py
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.requests: list[Request] = []
         self.rejected: list[tuple[int, int, int]] = []   # (broker, api key, version) refused
         self.errors: list[BaseException] = []
@@ -394,6 +397,7 @@ class FakeCluster:
             ApiKey.LIST_OFFSETS: self._list_offsets,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self._offset_for_leader_epoch,
             ApiKey.DESCRIBE_GROUPS: self._describe_groups,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self._consumer_group_heartbeat,
         }
         self.brokers = [_Broker(self, i) for i in range(n_brokers)]
         for b in self.brokers:
@@ -762,6 +766,13 @@ class FakeCluster:
             return self._join_error(v, code, body["member_id"])
         if api in (ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.API_VERSIONS):
             return {"error_code": code}
+        if api == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+            g = self.consumer_groups.get(body["group_id"])
+            if g is not None and code in (ErrorCode.FENCED_MEMBER_EPOCH,
+                                          ErrorCode.UNKNOWN_MEMBER_ID):
+                if g.members.pop(body["member_id"], None) is not None:   # as a broker would
+                    g.set_target(g.manual_target, self.topics)
+            return {"error_code": code, "member_epoch": -1}
         if api == ApiKey.LEAVE_GROUP:
             return {"error_code": code, "members": []}
         if api == ApiKey.FIND_COORDINATOR:
@@ -857,6 +868,23 @@ class FakeCluster:
                              "rack": self.racks.get(x.node_id)}
                             for x in self.brokers],
                 "cluster_id": "fake-cluster", "controller_id": 0, "topics": topics}
+
+    def _consumer_group_heartbeat(self, b: _Broker, req: Request) -> Body:
+        gid = req.body["group_id"]
+        if self.coordinator_of(gid) != b.node_id:
+            return {"error_code": ErrorCode.NOT_COORDINATOR, "member_epoch": -1}
+        g = self.consumer_groups.get(gid)
+        if g is None:
+            g = self.consumer_groups[gid] = ConsumerGroup(gid)
+        return g.heartbeat(req.body, self.topics, time.monotonic())
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup:
+        """The consumer protocol group (created empty if needed: set its timing first)."""
+        with self.cond:
+            g = self.consumer_groups.get(group_id)
+            if g is None:
+                g = self.consumer_groups[group_id] = ConsumerGroup(group_id)
+            return g
 
     def _find_coordinator(self, b: _Broker, req: Request) -> Body:
         keys = [req.body["key"]] if req.version < 4 else req.body["coordinator_keys"]
@@ -1121,6 +1149,10 @@ class FakeCluster:
         iid = body["group_instance_id"]
         if self.coordinator_of(gid) != b.node_id:
             return ErrorCode.NOT_COORDINATOR
+        cg = self.consumer_groups.get(gid)
+        if cg is not None:
+            self._group(gid)                     # where the offsets are kept
+            return cg.commit_error(mid, gen)
         g = self.groups.get(gid)
         if g is None:
             if gen < 0:
@@ -1365,6 +1397,8 @@ class FakeCluster:
         self._maybe_complete_join(g)
 
     def _tick(self, now: float) -> None:
+        for cg in self.consumer_groups.values():
+            cg.expire(now, self.topics)
         for g in self.groups.values():
             changed = False
             for m in list(g.members.values()):

@@ -131,7 +131,8 @@ class NetworkClient:
         self.metadata_topics: set[str] | None = set()
         self._conns: dict[int, BrokerConnection] = {}
         self._selector = selectors.DefaultSelector()
-        self._registered: dict[int, tuple[int, int]] = {}   # node -> (fd, events)
+        #: node -> (fd, events, socket): the socket object too, since a number is reused
+        self._registered: dict[int, tuple[int, int, object]] = {}
         self.lock = lock if lock is not None else ClientLock()
         #: run on every poll iteration, in whichever thread polls; each returns the seconds
         #: until it wants to run again (None: no wish), which bounds the poll's sleep
@@ -460,14 +461,19 @@ class NetworkClient:
             return
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.wants_write() else 0)
         current = self._registered.get(node_id)
-        if current == (fd, events):
-            return
-        if current is not None and current[0] == fd:
+        if current is not None and current[2] is conn.sock:
+            if current[1] == events:
+                return
             self._selector.modify(conn.sock, events, conn)  # type: ignore[arg-type]
         else:
             self._unregister(node_id)
+            # a connection closed behind our back (the coordinator's, when it moves) leaves its
+            # registration; the OS hands its number to the next socket
+            for other, (other_fd, _, _) in list(self._registered.items()):
+                if other_fd == fd:
+                    self._unregister(other)
             self._selector.register(conn.sock, events, conn)  # type: ignore[arg-type]
-        self._registered[node_id] = (fd, events)
+        self._registered[node_id] = (fd, events, conn.sock)
 
     def _unregister(self, node_id: int) -> None:
         current = self._registered.pop(node_id, None)

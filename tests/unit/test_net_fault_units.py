@@ -4,6 +4,8 @@ lists, a request whose connection fails at once, and the wait of the client's lo
 every broker is in reconnect backoff. Fake clocks; no broker."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from pyconsumer.config import ConsumerConfig
@@ -12,6 +14,7 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.metadata import ClusterMetadata
 from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import free_port
+from tests.fakecluster import FakeCluster
 
 
 def answer(leader: int = 1, brokers: tuple[int, ...] = (1, 2)) -> dict[str, object]:
@@ -155,5 +158,31 @@ def test_the_loop_sleeps_until_the_first_reconnect_backoff_ends() -> None:
         clock.advance_ms(400)
         assert client.least_loaded_node() == -1
         assert client._poll_wait(clock.now, None, None) == 0.0    # now it can go
+    finally:
+        client.close()
+
+
+def test_a_connection_closed_outside_the_client_frees_its_socket_number(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    """The coordinator's connection is closed by the coordinator logic when it moves; the next
+    socket the OS opens usually gets the same number, and registering it must not fail on the
+    closed one's registration (a KeyError from the selector before the fix)."""
+    cluster = make_cluster(2)
+    client = NetworkClient(ConsumerConfig(bootstrap_servers=cluster.bootstrap))
+    try:
+        for first, second in ((-1, -2), (-2, -1)):      # the bootstrap nodes
+            fut = client.send(first, ApiKey.METADATA, {"topics": []})
+            client.poll(timeout_ms=5000, future=fut)
+            assert fut.succeeded()
+            conn = client.connection(first)
+            assert conn is not None
+            number = conn.fileno()
+            conn.close(KafkaConnectionError("closed by the coordinator logic"))
+            fut = client.send(second, ApiKey.METADATA, {"topics": []})
+            assert client.connection(second).fileno() == number   # type: ignore[union-attr]
+            client.poll(timeout_ms=5000, future=fut)
+            assert fut.succeeded()
+            client.connection(second).close(  # type: ignore[union-attr]
+                KafkaConnectionError("again"))
     finally:
         client.close()

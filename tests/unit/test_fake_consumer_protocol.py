@@ -1,0 +1,216 @@
+"""The consumer group protocol (KIP-848) against the in-process fake cluster: the exact
+heartbeats (what a join carries, what a steady heartbeat leaves out, the acknowledgement),
+ownership never shared between members, the broker's interval, coordinator moves, errors the
+mock cannot produce (UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR), member epochs in commits,
+subscription changes. The fake's coordinator is tests/fake_consumer_group.py."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.errors import KafkaError
+from pyconsumer.protocol import ApiKey
+from tests.fakecluster import FakeCluster, Request
+from tests.listeners import Recorder
+
+HB = ApiKey.CONSUMER_GROUP_HEARTBEAT
+SETTINGS: dict[str, Any] = dict(group_protocol="consumer", auto_offset_reset="earliest",
+                                fetch_max_wait_ms=100, retry_backoff_ms=20,
+                                reconnect_backoff_ms=20, reconnect_backoff_max_ms=200)
+
+
+def tps(topic: str, *parts: int) -> set[TopicPartition]:
+    return {TopicPartition(topic, p) for p in parts}
+
+
+def poll_until(consumers: list[KafkaConsumer], cond: Callable[[], bool],
+               timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        for c in consumers:
+            c.poll(timeout_ms=20)
+
+
+def heartbeats(cluster: FakeCluster, member_id: str, after: int = 0) -> list[Request]:
+    return [r for r in cluster.requests_of(HB, after) if r.body["member_id"] == member_id]
+
+
+def test_join_steady_ack_and_the_interval(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 3})
+    cluster.consumer_group("g").heartbeat_interval_ms = 250
+    listener = Recorder()
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g",
+                       group_instance_id="i-1", client_rack="r1", max_poll_interval_ms=60000,
+                       group_remote_assignor="uniform", **SETTINGS) as c:
+        c.subscribe(["t"], listener=listener)
+        poll_until([c], lambda: c.assignment() == tps("t", 0, 1, 2))
+        member_id = c.group_metadata().member_id
+        tid = cluster.topics["t"].topic_id
+        poll_until([c], lambda: len(heartbeats(cluster, member_id)) >= 6, timeout=5)
+        hbs = heartbeats(cluster, member_id)
+        join = hbs[0].body
+        assert join == {"group_id": "g", "member_id": member_id, "member_epoch": 0,
+                        "instance_id": "i-1", "rack_id": "r1", "rebalance_timeout_ms": 60000,
+                        "subscribed_topic_names": ["t"], "subscribed_topic_regex": "",
+                        "server_assignor": "uniform", "topic_partitions": []}
+        epoch = c.group_metadata().generation_id
+        assert epoch > 0
+        # the acknowledgement: the owned partitions, at the new epoch, at once
+        ack = hbs[1]
+        assert ack.body == {"group_id": "g", "member_id": member_id, "member_epoch": epoch,
+                            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": -1,
+                            "subscribed_topic_names": None, "subscribed_topic_regex": None,
+                            "server_assignor": None,
+                            "topic_partitions": [{"topic_id": tid, "partitions": [0, 1, 2]}]}
+        assert ack.at - hbs[0].at < 0.2
+        # then minimal heartbeats, the broker's 250 ms apart
+        for r in hbs[2:]:
+            assert r.body["topic_partitions"] is None
+            assert r.body["subscribed_topic_names"] is None
+        gaps = [b.at - a.at for a, b in zip(hbs[2:], hbs[3:])]
+        assert all(0.2 <= g < 0.6 for g in gaps), gaps
+        assert listener.calls == [("assigned", tps("t", 0, 1, 2))]
+
+
+def test_no_partition_is_ever_owned_by_two_members(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 6})
+    for p in range(6):
+        cluster.produce(TopicPartition("t", p), [(b"k", b"v%d" % i) for i in range(5)])
+    group = cluster.consumer_group("g")
+    group.heartbeat_interval_ms = 100
+    consumers = [KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS)
+                 for _ in range(3)]
+    try:
+        consumers[0].subscribe(["t"])
+        poll_until(consumers[:1], lambda: len(consumers[0].assignment()) == 6)
+        consumers[1].subscribe(["t"])
+        poll_until(consumers[:2], lambda: [len(c.assignment()) for c in consumers[:2]] == [3, 3])
+        consumers[2].subscribe(["t"])
+        poll_until(consumers, lambda: [len(c.assignment()) for c in consumers] == [2, 2, 2])
+        owned = [c.assignment() for c in consumers]
+        assert set().union(*owned) == tps("t", *range(6))
+        consumers[1].close()
+        poll_until([consumers[0], consumers[2]],
+                   lambda: len(consumers[0].assignment()) + len(consumers[2].assignment()) == 6)
+        assert group.double_owned == []
+    finally:
+        for c in consumers:
+            c.close()
+
+
+def test_revocation_is_acknowledged_before_the_partitions_move(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 2})
+    cluster.consumer_group("g").heartbeat_interval_ms = 100
+    l1 = Recorder()
+    c1 = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS)
+    c2 = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS)
+    try:
+        c1.subscribe(["t"], listener=l1)
+        poll_until([c1], lambda: c1.assignment() == tps("t", 0, 1))
+        m1 = c1.group_metadata().member_id
+        mark = cluster.mark()
+        c2.subscribe(["t"])
+        poll_until([c1, c2], lambda: len(c2.assignment()) == 1 and len(c1.assignment()) == 1)
+        tid = cluster.topics["t"].topic_id
+        acks = [r for r in heartbeats(cluster, m1, mark)
+                if r.body["topic_partitions"] is not None]
+        assert [{"topic_id": tid, "partitions": [0]}] in [a.body["topic_partitions"]
+                                                          for a in acks]
+        assert cluster.consumer_group("g").double_owned == []
+        assert l1.calls == [("assigned", tps("t", 0, 1)), ("revoked", tps("t", 1)),
+                            ("assigned", set())]
+    finally:
+        c2.close()
+        c1.close()
+
+
+def test_coordinator_move_keeps_the_partitions(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(2, topics={"t": 2})
+    cluster.consumer_group("g").heartbeat_interval_ms = 100
+    listener = Recorder()
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS) as c:
+        c.subscribe(["t"], listener=listener)
+        poll_until([c], lambda: c.assignment() == tps("t", 0, 1))
+        member = c.group_metadata()
+        old = cluster.coordinator_of("g")
+        mark = cluster.mark()
+        cluster.move_coordinator("g", 1 - old)
+        poll_until([c], lambda: any(r.broker == 1 - old for r in cluster.requests_of(HB, mark)))
+        first_new = next(r for r in cluster.requests_of(HB, mark) if r.broker == 1 - old)
+        # the new coordinator hears everything, at the same epoch, owned partitions included
+        assert first_new.body["member_epoch"] == member.generation_id
+        assert first_new.body["subscribed_topic_names"] == ["t"]
+        assert first_new.body["topic_partitions"] is not None
+        poll_until([c], lambda: len(cluster.requests_of(HB, mark)) >= 6)
+        assert listener.calls == [("assigned", tps("t", 0, 1))]
+        assert c.group_metadata().member_id == member.member_id
+
+
+def test_unreleased_instance_id_is_fatal(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g",
+                       group_instance_id="same", **SETTINGS) as c1, \
+            KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g",
+                          group_instance_id="same", **SETTINGS) as c2:
+        c1.subscribe(["t"])
+        poll_until([c1], lambda: len(c1.assignment()) == 1)
+        c2.subscribe(["t"])
+        with pytest.raises(KafkaError, match=r"UNRELEASED_INSTANCE_ID.*group g.*still active"):
+            poll_until([c2], lambda: False, timeout=5)
+        with pytest.raises(KafkaError, match="UNRELEASED_INSTANCE_ID"):
+            c2.poll(timeout_ms=0)
+        c1.poll(timeout_ms=0)                         # the first instance is not disturbed
+        assert len(c1.assignment()) == 1
+
+
+def test_unsupported_server_assignor_is_fatal(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g",
+                       group_remote_assignor="bogus", **SETTINGS) as c:
+        with pytest.raises(KafkaError, match="UNSUPPORTED_ASSIGNOR.*bogus"):
+            poll_until([c], lambda: False, timeout=5)
+
+
+def test_commits_carry_member_id_and_epoch(make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    cluster.produce(TopicPartition("t", 0), [(b"k", b"v%d" % i) for i in range(3)])
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g",
+                       enable_auto_commit=False, **SETTINGS) as c:
+        got: list[int] = []
+        poll_until([], lambda: bool(got.extend(
+            r.offset for rs in c.poll(timeout_ms=20).values() for r in rs)) or len(got) == 3)
+        meta = c.group_metadata()
+        mark = cluster.mark()
+        c.commit()
+        commit = cluster.requests_of(ApiKey.OFFSET_COMMIT, mark)[0].body
+        assert commit["generation_id_or_member_epoch"] == meta.generation_id > 0
+        assert commit["member_id"] == meta.member_id
+        assert cluster.committed("g") == {TopicPartition("t", 0): 3}
+        assert cluster.consumer_group("g").offsets_epoch_checks == 1
+
+
+def test_subscription_change_is_sent_and_reassigned(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"a": 1, "b": 2})
+    cluster.consumer_group("g").heartbeat_interval_ms = 100
+    listener = Recorder()
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS) as c:
+        c.subscribe(["a"], listener=listener)
+        poll_until([c], lambda: c.assignment() == tps("a", 0))
+        mark = cluster.mark()
+        c.subscribe(["b"], listener=listener)
+        poll_until([c], lambda: c.assignment() == tps("b", 0, 1))
+        sent = [r.body for r in cluster.requests_of(HB, mark)
+                if r.body["subscribed_topic_names"] is not None]
+        assert sent[0]["subscribed_topic_names"] == ["b"]
+        assert sent[0]["subscribed_topic_regex"] == ""
+        # the broker first takes a-0 back (nothing added yet), then gives b
+        assert listener.calls == [("assigned", tps("a", 0)), ("revoked", tps("a", 0)),
+                                  ("assigned", set()), ("assigned", tps("b", 0, 1))]
