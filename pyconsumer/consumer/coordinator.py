@@ -310,23 +310,37 @@ class ConsumerCoordinator:
 
     # ------------------------------------------------------------------ commits
 
-    def _commit_body(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-                     ) -> Callable[[int], dict[str, Any]]:
+    def _commit_request(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                        ) -> tuple[Callable[[int], dict[str, Any]], Callable[[Response], None]]:
+        """The OffsetCommit body (a function of the version) and its parser. The generation
+        (the member epoch with the consumer protocol) is the one of the moment the commit was
+        asked for; a STALE_MEMBER_EPOCH answer while a heartbeat brought the member a newer
+        epoch (its acknowledgement crossed the commit) is retried at once with the new one, as
+        Java does: the member still owns what it commits."""
         by_topic: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
         for tp, om in offsets.items():
             by_topic[tp.topic].append({
                 "partition_index": tp.partition, "committed_offset": om.offset,
                 "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
                 "commit_timestamp": -1, "committed_metadata": om.metadata})
-        generation, member, instance = self.generation, self.member_id, self.group_instance_id
+        member, instance = self.member_id, self.group_instance_id
+        sent = [self.generation]
 
         def body(version: int) -> dict[str, Any]:
-            return {"group_id": self.group_id, "generation_id_or_member_epoch": generation,
-                    "member_id": member, "group_instance_id": instance, "retention_time_ms": -1,
+            return {"group_id": self.group_id, "generation_id_or_member_epoch": sent[0],
+                    "member_id": member, "group_instance_id": instance,
+                    "retention_time_ms": -1,
                     "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-        return body
+        def parse(resp: Response) -> None:
+            try:
+                self._parse_commit(resp, sent[0])
+            except Retry as r:
+                if getattr(r.error, "errno", None) == ErrorCode.STALE_MEMBER_EPOCH:
+                    sent[0] = self.generation
+                raise
+        return body, parse
 
-    def _parse_commit(self, resp: Response) -> None:
+    def _parse_commit(self, resp: Response, sent_generation: int) -> None:
         failed_topics: set[str] = set()
         for t in resp.body["topics"]:
             for p in t["partitions"]:
@@ -334,6 +348,11 @@ class ConsumerCoordinator:
                 if not code:
                     continue
                 tp = TopicPartition(t["name"], p["partition_index"])
+                if code == ErrorCode.STALE_MEMBER_EPOCH and \
+                        0 < self.generation != sent_generation:
+                    err = error_for_code(code, f"committing {tp} at member epoch "
+                                         f"{sent_generation}")
+                    raise Retry(err, backoff=False)
                 if code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
                     failed_topics.add(tp.topic)
                     continue
@@ -363,8 +382,8 @@ class ConsumerCoordinator:
             self.invoke_completed_callbacks()
             return
         self.check_can_commit()
-        self._call(ApiKey.OFFSET_COMMIT, self._commit_body(offsets), self._parse_commit,
-                   deadline, "OffsetCommit")
+        body, parse = self._commit_request(offsets)
+        self._call(ApiKey.OFFSET_COMMIT, body, parse, deadline, "OffsetCommit")
         self._committed(dict(offsets))
         self.invoke_completed_callbacks()
 
@@ -381,10 +400,11 @@ class ConsumerCoordinator:
             self._completed_commits.append((callback, frozen, e))
             return
 
+        body, parse = self._commit_request(frozen)
+
         def send() -> None:
             assert self.coordinator is not None
-            fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT,
-                                   self._commit_body(frozen))
+            fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT, body)
             self.metrics.commit_sent(fut)
             self._async_in_flight += 1
             fut.add_callback(done)
@@ -400,7 +420,7 @@ class ConsumerCoordinator:
             else:
                 assert fut.value is not None
                 try:
-                    self._parse_commit(fut.value)
+                    parse(fut.value)
                 except Retry as r:
                     error = r.error
                 except KafkaError as e:

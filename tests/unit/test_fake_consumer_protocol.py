@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.errors import KafkaError
+from pyconsumer.consumer.consumer_protocol import ConsumerProtocolMembership
+from pyconsumer.errors import CommitFailedError, ErrorCode, KafkaError
 from pyconsumer.protocol import ApiKey
 from tests.fakecluster import FakeCluster, Request
 from tests.listeners import Recorder
@@ -214,3 +215,42 @@ def test_subscription_change_is_sent_and_reassigned(
         # the broker first takes a-0 back (nothing added yet), then gives b
         assert listener.calls == [("assigned", tps("a", 0)), ("revoked", tps("a", 0)),
                                   ("assigned", set()), ("assigned", tps("b", 0, 1))]
+
+
+def test_a_commit_crossing_an_epoch_bump_is_retried_with_the_new_epoch(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    """The member's acknowledgement and a commit cross: the broker bumps the epoch, refuses the
+    commit with STALE_MEMBER_EPOCH, and the heartbeat answer brings the new epoch; the commit
+    goes again at once with it. Without a newer epoch, STALE_MEMBER_EPOCH fails the commit."""
+    cluster = make_cluster(1, topics={"t": 1})
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g",
+                       enable_auto_commit=False, **SETTINGS) as c:
+        poll_until([c], lambda: len(c.assignment()) == 1)
+        meta = c.group_metadata()
+        group = cluster.consumer_group("g")
+        calls = []
+
+        def cross(req: Request) -> dict[str, Any] | None:
+            calls.append(req.body["generation_id_or_member_epoch"])
+            if len(calls) > 1:
+                return None
+            with cluster.cond:                        # the broker bumped the epoch ...
+                group.members[meta.member_id].epoch += 1
+            membership = c._membership                # ... and its heartbeat answer said so
+            assert isinstance(membership, ConsumerProtocolMembership)
+            membership.member_epoch += 1
+            membership.coordinator.generation = membership.member_epoch
+            answer = cluster.default_answer(req)
+            for t in answer["topics"]:
+                for p in t["partitions"]:
+                    p["error_code"] = ErrorCode.STALE_MEMBER_EPOCH
+            return answer
+
+        remove = cluster.control(ApiKey.OFFSET_COMMIT, cross)
+        c.commit({TopicPartition("t", 0): 1})
+        remove()
+        assert calls == [meta.generation_id, meta.generation_id + 1]
+        assert cluster.committed("g") == {TopicPartition("t", 0): 1}
+        cluster.inject(ApiKey.OFFSET_COMMIT, ErrorCode.STALE_MEMBER_EPOCH)
+        with pytest.raises(CommitFailedError, match="STALE_MEMBER_EPOCH"):
+            c.commit({TopicPartition("t", 0): 2})
