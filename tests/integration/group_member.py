@@ -76,6 +76,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--max-poll-records", type=int, default=500)
     ap.add_argument("--session-timeout-ms", type=int, default=6000)
     ap.add_argument("--heartbeat-interval-ms", type=int, default=1000)
+    ap.add_argument("--group-protocol", default="classic", choices=("classic", "consumer"),
+                    help="consumer: KIP-848 (the session and heartbeat settings are the broker's)")
     ap.add_argument("--work-ms", type=int, default=0,
                     help="time each batch takes after it is on disk and before its commit")
     ap.add_argument("--log-level", default="INFO", help="of the log on stderr")
@@ -90,11 +92,13 @@ def main(argv: list[str]) -> int:
         stopping = True
 
     signal.signal(signal.SIGTERM, stop)
+    timing = {} if args.group_protocol == "consumer" else {
+        "session_timeout_ms": args.session_timeout_ms,
+        "heartbeat_interval_ms": args.heartbeat_interval_ms}
     consumer = KafkaConsumer(
         bootstrap_servers=args.bootstrap, group_id=args.group, client_id=os.path.basename(args.out_prefix),
-        enable_auto_commit=False, auto_offset_reset="earliest",
-        session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms,
-        max_poll_records=args.max_poll_records)
+        enable_auto_commit=False, auto_offset_reset="earliest", group_protocol=args.group_protocol,
+        max_poll_records=args.max_poll_records, **timing)
     with open(args.out_prefix + ".records", "a", encoding="ascii") as records, \
             open(args.out_prefix + ".events", "a", encoding="utf-8") as events_file:
         events = Events(events_file, records, consumer)

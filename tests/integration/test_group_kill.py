@@ -16,7 +16,11 @@ member, stops them (SIGTERM: close() and LeaveGroup) and checks:
 * (a second test on the same run) after such a failed commit the member returns no records
   until it has rejoined, as Java's consumer does.
 
-The scenario runs once per module (a fixture); both tests read its outcome.
+The scenario runs once per group protocol (a module fixture: classic, then KIP-848's
+consumer protocol); both tests read each outcome. With the consumer protocol a member's
+partitions move only once it acknowledged their release, so no commit is refused and the
+duplicates are only the killed members' last batches (measured: 166 duplicates of 300,000
+against 6,730 with the classic protocol, 0 failed commits against 13).
 
 Broker: librdkafka's mock cluster. Its classic group coordinator fences stale generations
 (OffsetCommit, Heartbeat and SyncGroup check the generation, and OffsetCommit is refused with
@@ -126,8 +130,10 @@ class RecordsFile:
 class Member:
     """A member process; restarting it starts a new incarnation with its own files."""
 
-    def __init__(self, name: str, workdir: Path, bootstrap: str) -> None:
+    def __init__(self, name: str, workdir: Path, bootstrap: str,
+                 protocol: str = "classic") -> None:
         self.name = name
+        self.protocol = protocol
         self.workdir = workdir
         self.bootstrap = bootstrap
         self.incarnation = 0
@@ -149,7 +155,8 @@ class Member:
                 [sys.executable, str(MEMBER_PROGRAM), self.bootstrap, TOPIC, GROUP, str(prefix),
                  "--max-poll-records", str(MAX_POLL_RECORDS),
                  "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
-                 "--heartbeat-interval-ms", str(HEARTBEAT_INTERVAL_MS), "--work-ms", str(WORK_MS)],
+                 "--heartbeat-interval-ms", str(HEARTBEAT_INTERVAL_MS), "--work-ms", str(WORK_MS),
+                 "--group-protocol", self.protocol],
                 stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
 
     def kill(self) -> None:
@@ -252,24 +259,32 @@ class KillRun:
         return sum(int(str(e["records"])) for e in self.failed_commits)
 
 
-@pytest.fixture(scope="module")
-def kill_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KillRun]:
+@pytest.fixture(scope="module", params=["classic", "consumer"])
+def kill_run(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[KillRun]:
+    """The scenario with each group protocol (consumer = KIP-848: the mock expires a killed
+    member after its consumer session timeout, set to the classic one here)."""
     pytest.importorskip("confluent_kafka", reason="librdkafka's mock cluster and the producer")
-    workdir = tmp_path_factory.mktemp("kill")
+    protocol = request.param
+    workdir = tmp_path_factory.mktemp(f"kill-{protocol}")
     with MockCluster(3, initial_rebalance_delay_ms=0) as cluster:
-        yield _run_scenario(cluster, workdir)
+        cluster.set_group_consumer_session_timeout_ms(SESSION_TIMEOUT_MS)
+        cluster.set_group_consumer_heartbeat_interval_ms(HEARTBEAT_INTERVAL_MS)
+        yield _run_scenario(cluster, workdir, protocol)
 
 
-def _run_scenario(cluster: MockCluster, workdir: Path) -> KillRun:
+def _run_scenario(cluster: MockCluster, workdir: Path, protocol: str) -> KillRun:
     cluster.create_topic(TOPIC, PARTITIONS)
-    return run_scenario(cluster.bootstrap, workdir, "librdkafka mock cluster")
+    return run_scenario(cluster.bootstrap, workdir, f"librdkafka mock cluster, {protocol}",
+                        protocol)
 
 
-def run_scenario(bootstrap: str, workdir: Path, broker: str) -> KillRun:
+def run_scenario(bootstrap: str, workdir: Path, broker: str,
+                 protocol: str = "classic") -> KillRun:
     """Run the scenario against ``bootstrap`` (TOPIC must exist with PARTITIONS partitions)."""
     rng = random.Random(SEED)
     kills_at = kill_schedule(rng)
-    members = [Member(f"m{i}", workdir, bootstrap) for i in range(1, MEMBERS + 1)]
+    members = [Member(f"m{i}", workdir, bootstrap, protocol) for i in range(1, MEMBERS + 1)]
     seen: Counter[tuple[int, int]] = Counter()
     values: dict[tuple[int, int], str] = {}
     kills: list[str] = []
