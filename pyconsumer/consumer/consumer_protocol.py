@@ -115,6 +115,11 @@ class ConsumerProtocolMembership:
         self._fatal: KafkaError | None = None
         #: bumped whenever a membership ends or starts: answers to older heartbeats are void
         self._incarnation = 0
+        #: a new membership's first assignment is reconciled (and the listener told) even
+        #: when it is empty, as Java does
+        self._first_reconciliation = True
+        #: fenced while joining: the next join waits retry.backoff.ms (no hammering)
+        self._rejoin_after = 0.0
         self._thread: HeartbeatThread | None = None
         coordinator.check_can_commit = self._check_can_commit
         coordinator.on_group_error = self._on_commit_error
@@ -206,8 +211,9 @@ class ConsumerProtocolMembership:
         self.coordinator.member_id = ""
         self._target = None
         self._reconciled_version = self._target_version
+        self._first_reconciliation = True
         self.fields.reset()
-        self.timer.next_due = 0.0
+        self.timer.next_due = self._rejoin_after
         self.coordinator.metrics.rebalance_started()
 
     def _release_lost(self) -> None:
@@ -250,8 +256,10 @@ class ConsumerProtocolMembership:
         else:
             self._unresolved_seen = -1
         self._reconciled_version = version
-        if not r.changes and self._owned_by_id == r.assigned_ids:
+        if not r.changes and self._owned_by_id == r.assigned_ids \
+                and (not self._first_reconciliation or r.unresolved):
             return
+        self._first_reconciliation = False
         log.info("group %s: member %s epoch %d reconciles: revoke %s, add %s",
                  self.coordinator.group_id, self.member_id, self.member_epoch,
                  sorted(map(str, r.revoked)), sorted(map(str, r.added)))
@@ -412,6 +420,8 @@ class ConsumerProtocolMembership:
         elif action is GroupAction.LOST:
             log.warning("group %s: member %s fenced at epoch %d: %s", group, self.member_id,
                         self.member_epoch, err)
+            joining = self.state is MemberState.JOINING
+            self._rejoin_after = now + self.config.retry_backoff_ms / 1000.0 if joining else 0.0
             self._lose(MemberState.FENCED, str(err))
         else:
             self._set_fatal(err)

@@ -223,11 +223,14 @@ def test_a_commit_crossing_an_epoch_bump_is_retried_with_the_new_epoch(
     commit with STALE_MEMBER_EPOCH, and the heartbeat answer brings the new epoch; the commit
     goes again at once with it. Without a newer epoch, STALE_MEMBER_EPOCH fails the commit."""
     cluster = make_cluster(1, topics={"t": 1})
+    group = cluster.consumer_group("g")
+    group.heartbeat_interval_ms = 5000       # no heartbeat of its own crosses the scripted one
     with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g",
                        enable_auto_commit=False, **SETTINGS) as c:
-        poll_until([c], lambda: len(c.assignment()) == 1)
+        poll_until([c], lambda: len(c.assignment()) == 1 and any(
+            r.body["topic_partitions"] for r in cluster.requests_of(HB)))
+        c.poll(timeout_ms=100)                # the acknowledgement's answer
         meta = c.group_metadata()
-        group = cluster.consumer_group("g")
         calls = []
 
         def cross(req: Request) -> dict[str, Any] | None:
@@ -235,7 +238,8 @@ def test_a_commit_crossing_an_epoch_bump_is_retried_with_the_new_epoch(
             if len(calls) > 1:
                 return None
             with cluster.cond:                        # the broker bumped the epoch ...
-                group.members[meta.member_id].epoch += 1
+                group.epoch += 1
+                group.members[meta.member_id].epoch = group.epoch
             membership = c._membership                # ... and its heartbeat answer said so
             assert isinstance(membership, ConsumerProtocolMembership)
             membership.member_epoch += 1
@@ -254,3 +258,32 @@ def test_a_commit_crossing_an_epoch_bump_is_retried_with_the_new_epoch(
         cluster.inject(ApiKey.OFFSET_COMMIT, ErrorCode.STALE_MEMBER_EPOCH)
         with pytest.raises(CommitFailedError, match="STALE_MEMBER_EPOCH"):
             c.commit({TopicPartition("t", 0): 2})
+
+
+def test_an_empty_first_assignment_is_still_announced(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    cluster.consumer_group("g").heartbeat_interval_ms = 100
+    l2 = Recorder()
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS) as c1, \
+            KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS) as c2:
+        poll_until([c1], lambda: len(c1.assignment()) == 1)
+        c2.subscribe(["t"], listener=l2)
+        poll_until([c1, c2], lambda: bool(l2.calls))
+        for _ in range(10):
+            c1.poll(timeout_ms=20)
+            c2.poll(timeout_ms=20)
+        assert l2.calls == [("assigned", set())]       # once, as Java's consumer
+        assert c2.assignment() == set() and c2.group_metadata().generation_id > 0
+
+
+def test_a_member_fenced_while_joining_backs_off(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(1, topics={"t": 1})
+    cluster.inject(HB, ErrorCode.UNKNOWN_MEMBER_ID, count=3)
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g",
+                       **{**SETTINGS, "retry_backoff_ms": 200}) as c:
+        poll_until([c], lambda: len(c.assignment()) == 1)
+        joins = [r.at for r in cluster.requests_of(HB) if r.body["member_epoch"] == 0]
+        assert len(joins) == 4
+        assert all(b - a >= 0.15 for a, b in zip(joins, joins[1:])), joins
