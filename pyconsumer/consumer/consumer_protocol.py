@@ -43,7 +43,7 @@ from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.coordinator import ConsumerCoordinator
 from pyconsumer.consumer.group_errors import GroupAction, classify
 from pyconsumer.consumer.heartbeat import HeartbeatTimer
-from pyconsumer.consumer.membership import HeartbeatThread, call_listener
+from pyconsumer.consumer.membership import HeartbeatThread, MembershipBase
 from pyconsumer.consumer.reconciliation import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -84,7 +84,7 @@ class MemberState(enum.Enum):
     FATAL = "fatal"
 
 
-class ConsumerProtocolMembership:
+class ConsumerProtocolMembership(MembershipBase):
     def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
                  config: ConsumerConfig, subscriptions: SubscriptionState,
                  on_unassigned: Callable[[set[TopicPartition]], None],
@@ -163,14 +163,6 @@ class ConsumerProtocolMembership:
         log.warning("group %s: enforce_rebalance(%s) has no effect with group.protocol=consumer: "
                     "the broker decides when to reassign", self.coordinator.group_id, reason)
 
-    def raise_if_fatal(self) -> None:
-        if self._fatal is not None:
-            raise self._fatal
-
-    def run_listener(self, method: str, partitions: set[TopicPartition]) -> None:
-        with self.client.lock.set_aside():       # user code: heartbeats go on meanwhile
-            call_listener(self.listener, method, partitions)
-
     def check_metadata(self) -> None:
         """A regular expression is the broker's to evaluate; locally it only names the
         subscription (``subscription()``) with the topics it matches."""
@@ -204,13 +196,7 @@ class ConsumerProtocolMembership:
     def _join(self, reason: str) -> None:
         log.info("group %s: member %s joins (epoch 0): %s", self.coordinator.group_id,
                  self.member_id, reason)
-        self.state = MemberState.JOINING
-        self._incarnation += 1
-        self.member_epoch = JOIN_EPOCH
-        self.coordinator.generation = -1
-        self.coordinator.member_id = ""
-        self._target = None
-        self._reconciled_version = self._target_version
+        self._start_over(MemberState.JOINING)
         self._first_reconciliation = True
         self.fields.reset()
         self.timer.next_due = self._rejoin_after
@@ -463,29 +449,21 @@ class ConsumerProtocolMembership:
                  reason)
         if self.state in (MemberState.JOINING, MemberState.STABLE):
             self._send_leave(deadline)
-        self.state = MemberState.UNSUBSCRIBED
+        self._start_over(MemberState.UNSUBSCRIBED)
+        self._owned_ids = {}
+        self._owned_by_id = {}
+
+    def _start_over(self, state: MemberState) -> None:
+        """A membership ends or begins: no epoch, no commits, no assignment pending, and the
+        answers to heartbeats already sent are void."""
+        self.state = state
         self._incarnation += 1
         self.member_epoch = JOIN_EPOCH
         self.coordinator.generation = -1
         self.coordinator.member_id = ""
         self._target = None
         self._reconciled_version = self._target_version
-        self._owned_ids = {}
-        self._owned_by_id = {}
 
-    def close(self) -> None:
-        self.stop_heartbeat_thread()
-        self.client.remove_poll_hook(self.heartbeat_step)
-
-    def start_heartbeat_thread(self) -> None:
-        if self._thread is None:
-            self._thread = HeartbeatThread(self.client, self.coordinator.group_id)
-            self._thread.start()
-
-    def stop_heartbeat_thread(self) -> None:
-        if self._thread is not None:
-            self._thread.stop()
-            self._thread = None
 
 
 def deadline_for_commit(timeout_ms: float) -> float:

@@ -97,7 +97,44 @@ def call_listener(listener: Any, method: str, partitions: set[TopicPartition]) -
         raise
 
 
-class GroupMembership:
+class MembershipBase:
+    """What both group protocols' memberships share: the rebalance listener (run in the
+    application's thread with the client lock set aside), the fatal error raised from every
+    poll(), the heartbeat poll hook and the background heartbeat thread."""
+
+    client: NetworkClient
+    coordinator: ConsumerCoordinator
+    listener: Any
+    _fatal: KafkaError | None
+    _thread: HeartbeatThread | None
+
+    def heartbeat_step(self, now: float) -> float | None:
+        raise NotImplementedError
+
+    def run_listener(self, method: str, partitions: set[TopicPartition]) -> None:
+        with self.client.lock.set_aside():       # user code: heartbeats go on meanwhile
+            call_listener(self.listener, method, partitions)
+
+    def raise_if_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+
+    def close(self) -> None:
+        self.stop_heartbeat_thread()
+        self.client.remove_poll_hook(self.heartbeat_step)
+
+    def start_heartbeat_thread(self) -> None:
+        if self._thread is None:
+            self._thread = HeartbeatThread(self.client, self.coordinator.group_id)
+            self._thread.start()
+
+    def stop_heartbeat_thread(self) -> None:
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None
+
+
+class GroupMembership(MembershipBase):
     def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
                  config: ConsumerConfig, subscriptions: SubscriptionState,
                  on_unassigned: Callable[[set[TopicPartition]], None],
@@ -172,10 +209,6 @@ class GroupMembership:
     def _owned(self) -> set[TopicPartition]:
         return set(self.subscriptions.assigned_partitions())
 
-    def run_listener(self, method: str, partitions: set[TopicPartition]) -> None:
-        with self.client.lock.set_aside():       # user code: heartbeats go on meanwhile
-            call_listener(self.listener, method, partitions)
-
     def reset_generation(self, reason: str) -> None:
         """Forget the generation (any thread: this only records). The owned partitions are
         lost; the application thread hands them back in its next poll()."""
@@ -203,10 +236,6 @@ class GroupMembership:
         self.subscriptions.assign_from_subscribed([])
         self.on_unassigned(lost)
         self.run_listener("on_partitions_lost", lost)
-
-    def raise_if_fatal(self) -> None:
-        if self._fatal is not None:
-            raise self._fatal
 
     def _on_group_error(self, action: GroupAction, err: KafkaError) -> None:
         """What a group request's answer said about the membership (any thread)."""
@@ -539,21 +568,6 @@ class GroupMembership:
                 self.client.poll(timeout_ms=remaining_ms(deadline), future=fut, wakeup=False)
         self.reset_generation(reason)
 
-    def close(self) -> None:
-        self.stop_heartbeat_thread()
-        self.client.remove_poll_hook(self.heartbeat_step)
-
-    def start_heartbeat_thread(self) -> None:
-        if self._thread is None:
-            self._thread = HeartbeatThread(self.client, self.coordinator.group_id)
-            self._thread.start()
-
-    def stop_heartbeat_thread(self) -> None:
-        if self._thread is not None:
-            self._thread.stop()
-            self._thread = None
-
-
 class HeartbeatThread(threading.Thread):
     """Keeps the membership alive while the application is away from the consumer: a
     non-blocking background poll (which runs the heartbeat step) every few tens of ms,
@@ -586,4 +600,5 @@ class HeartbeatThread(threading.Thread):
                 client.lock.release()
 
 
-__all__ = ["GroupMembership", "HeartbeatThread", "MemberState", "RebalanceListener"]
+__all__ = ["GroupMembership", "HeartbeatThread", "MemberState", "MembershipBase",
+           "RebalanceListener"]
