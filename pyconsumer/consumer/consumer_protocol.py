@@ -43,7 +43,7 @@ from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.coordinator import ConsumerCoordinator
 from pyconsumer.consumer.group_errors import GroupAction, classify
 from pyconsumer.consumer.heartbeat import HeartbeatTimer
-from pyconsumer.consumer.membership import HeartbeatThread, MembershipBase
+from pyconsumer.consumer.membership import MembershipBase
 from pyconsumer.consumer.reconciliation import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -89,13 +89,7 @@ class ConsumerProtocolMembership(MembershipBase):
                  config: ConsumerConfig, subscriptions: SubscriptionState,
                  on_unassigned: Callable[[set[TopicPartition]], None],
                  consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
-        self.coordinator = coordinator
-        self.client = client
-        self.config = config
-        self.subscriptions = subscriptions
-        self.on_unassigned = on_unassigned
-        self.consumed = consumed
-        self.listener: Any = None
+        super().__init__(coordinator, client, config, subscriptions, on_unassigned, consumed)
         self.member_id = str(uuid.uuid4())       # KIP-1082: the client's own member id
         self.member_epoch = JOIN_EPOCH
         self.state = MemberState.UNSUBSCRIBED
@@ -112,7 +106,6 @@ class ConsumerProtocolMembership(MembershipBase):
         self._owned_ids: dict[str, uuid.UUID] = {}         # topic name -> id, owned topics
         self._owned_by_id: TopicIdPartitions = {}          # what the heartbeats report
         self._lost_reason = ""
-        self._fatal: KafkaError | None = None
         #: bumped whenever a membership ends or starts: answers to older heartbeats are void
         self._incarnation = 0
         #: a new membership's first assignment is reconciled (and the listener told) even
@@ -120,7 +113,6 @@ class ConsumerProtocolMembership(MembershipBase):
         self._first_reconciliation = True
         #: fenced while joining: the next join waits retry.backoff.ms (no hammering)
         self._rejoin_after = 0.0
-        self._thread: HeartbeatThread | None = None
         coordinator.check_can_commit = self._check_can_commit
         coordinator.on_group_error = self._on_commit_error
         coordinator.on_found = self._on_coordinator_found

@@ -102,11 +102,19 @@ class MembershipBase:
     application's thread with the client lock set aside), the fatal error raised from every
     poll(), the heartbeat poll hook and the background heartbeat thread."""
 
-    client: NetworkClient
-    coordinator: ConsumerCoordinator
-    listener: Any
-    _fatal: KafkaError | None
-    _thread: HeartbeatThread | None
+    def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
+                 config: ConsumerConfig, subscriptions: SubscriptionState,
+                 on_unassigned: Callable[[set[TopicPartition]], None],
+                 consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
+        self.coordinator = coordinator
+        self.client = client
+        self.config = config
+        self.subscriptions = subscriptions
+        self.on_unassigned = on_unassigned    # partitions leaving: drop their buffered data
+        self.consumed = consumed              # the owned partitions' positions, to commit
+        self.listener: Any = None
+        self._fatal: KafkaError | None = None  # raised from every poll() once set
+        self._thread: HeartbeatThread | None = None
 
     def heartbeat_step(self, now: float) -> float | None:
         raise NotImplementedError
@@ -139,12 +147,7 @@ class GroupMembership(MembershipBase):
                  config: ConsumerConfig, subscriptions: SubscriptionState,
                  on_unassigned: Callable[[set[TopicPartition]], None],
                  consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
-        self.coordinator = coordinator
-        self.client = client
-        self.config = config
-        self.subscriptions = subscriptions
-        self.on_unassigned = on_unassigned
-        self.consumed = consumed             # the owned partitions' positions, to commit
+        super().__init__(coordinator, client, config, subscriptions, on_unassigned, consumed)
         self.assignors: list[Assignor] = [assignor_for(a) for a in
                                           config.partition_assignment_strategy]
         cooperative = all(RebalanceProtocol.COOPERATIVE in a.supported_protocols
@@ -153,7 +156,6 @@ class GroupMembership(MembershipBase):
         self.state = MemberState.UNJOINED
         self.rejoin_needed = True
         self.rejoin_reason = "initial join"
-        self.listener: Any = None
         self.timer = HeartbeatTimer(
             session_timeout_ms=config.session_timeout_ms,
             heartbeat_interval_ms=config.heartbeat_interval_ms,
@@ -162,10 +164,8 @@ class GroupMembership(MembershipBase):
         self._joined_topics: frozenset[str] = frozenset()
         self._metadata_snapshot: dict[str, int] = {}
         self._prepared = False
-        self._thread: HeartbeatThread | None = None
         self._join_fut: Future[Response] | None = None
         self._sync_fut: Future[Response] | None = None
-        self._fatal: KafkaError | None = None    # raised from every poll() once set
         coordinator.check_can_commit = self._check_can_commit
         coordinator.on_group_error = self._on_group_error
         coordinator.on_found = lambda: self.timer.reset(time.monotonic())
