@@ -689,18 +689,24 @@ class KafkaConsumer:
             # a leader in reconnect backoff: come back when it may be fetched again
             left = min(left, fetcher.retry_in_ms)
             resets, completions = offsets.resets_completed, fetcher.completions
+            # positions to find wait for the metadata (the leaders): its answer is news too
+            metadata = (client.metadata.update_version
+                        if not self._subscriptions.has_all_fetch_positions() else None)
             # wake for data, a finished reset (fetches can start then) or a fetch that ended
             # without data (failed: send it again at once, as Java); a wakeup() raises
             client.poll(timeout_ms=max(0.0, left),
-                        until=functools.partial(self._wait_over, resets, completions))
+                        until=functools.partial(self._wait_over, resets, completions, metadata))
             final = time.monotonic() >= deadline
 
-    def _wait_over(self, resets: int, completions: int) -> bool:
-        """A waiting poll() returns: data arrived, a reset finished (fetches can start) or a
-        fetch ended without data (failed: sent again at once, as Java)."""
+    def _wait_over(self, resets: int, completions: int, metadata: int | None) -> bool:
+        """A waiting poll() returns: data arrived, a reset finished (fetches can start), a
+        fetch ended without data (failed: sent again at once, as Java), or the metadata
+        answered while positions wait for it (their ListOffsets can go now)."""
         assert self._fetcher is not None and self._offsets is not None
         return (self._fetcher.has_available() or self._offsets.resets_completed != resets
                 or self._fetcher.completions != completions
+                or (metadata is not None and self._client is not None
+                    and self._client.metadata.update_version != metadata)
                 or (self._membership is not None and self._membership.attention()))
 
     @_exclusive

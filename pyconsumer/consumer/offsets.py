@@ -69,6 +69,8 @@ class _Outcome:
     def __init__(self) -> None:
         self.offsets: dict[TopicPartition, ListedOffset | None] = {}
         self.retry: set[TopicPartition] = set()
+        #: of ``retry``: no leader known, nothing was sent (waits for the metadata, not a backoff)
+        self.no_leader: set[TopicPartition] = set()
         self.error: KafkaError | None = None
         self.last_retriable: KafkaError | None = None
 
@@ -99,6 +101,7 @@ class OffsetsClient:
             leader = metadata.leader_for(tp)
             if leader is None:
                 outcome.retry.add(tp)
+                outcome.no_leader.add(tp)
                 metadata.request_update()
             else:
                 by_node[leader][tp] = ts
@@ -263,7 +266,10 @@ class OffsetsClient:
                              strategy.kind)
             for tp in outcome.retry:
                 if self.subscriptions.is_assigned(tp):
-                    self.subscriptions.state(tp).next_retry_time = retry_at
+                    # a partition whose leader was unknown asked nothing: it goes as soon as
+                    # the metadata names one (poll() wakes for that), not a backoff later
+                    self.subscriptions.state(tp).next_retry_time = (
+                        None if tp in outcome.no_leader else retry_at)
             if outcome.error is not None:
                 self._reset_error = outcome.error
 

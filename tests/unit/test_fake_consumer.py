@@ -75,6 +75,22 @@ def test_assign_poll_exact_records_from_three_leaders(make_cluster: Callable[...
                 assert cluster.partition(TP("t", p["partition"])).leader == r.broker
 
 
+def test_first_position_lookup_goes_as_soon_as_the_metadata_names_the_leader(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    """The first poll() knows no leader yet: the reset waits for the metadata answer, not a
+    retry.backoff.ms (here 5 s) after it, and poll() wakes for that answer."""
+    cluster = make_cluster(1, topics={"t": 1})
+    produce(cluster, "t", 0, 3)
+    settings = {**FAST, "retry_backoff_ms": 5000, "retry_backoff_max_ms": 5000}
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **settings) as c:
+        c.assign([TP("t", 0)])
+        got = c.poll(timeout_ms=3000)
+        assert [r.offset for r in got.get(TP("t", 0), [])] == [0, 1, 2]
+    lists = cluster.requests_of(ApiKey.LIST_OFFSETS)
+    metadata = cluster.requests_of(ApiKey.METADATA)
+    assert len(lists) == 1 and lists[0].at - metadata[0].at < 1.0
+
+
 def test_seek_inside_a_batch_back_and_to_the_ends(make_cluster: Callable[..., FakeCluster]
                                                   ) -> None:
     cluster = make_cluster(1, topics={"t": 1})
