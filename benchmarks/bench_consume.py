@@ -67,9 +67,13 @@ def _value_pool(size: int) -> list[bytes]:
     return pool
 
 
-def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, codec: str) -> None:
-    """``n`` records (10-byte keys, ``value_size``-byte values) round-robin over the partitions,
-    straight from confluent-kafka's Producer (big batches, only failures reported)."""
+def produce_bulk(bootstrap: str, topic: str, n: int, partitions: int,
+                 value_of: Callable[[int], bytes], *, codec: str = "none",
+                 timestamp_of: Callable[[int], int] | None = None, linger_ms: int = 20,
+                 batch_messages: int = 1000, queue_messages: int = 1_000_000) -> None:
+    """``n`` records (key ``k%09d``, value ``value_of(i)``) round-robin over the partitions,
+    straight from confluent-kafka's Producer: big batches, no per-record delivery callback
+    (only failures are reported). The benchmarks' one way to fill a topic."""
     from confluent_kafka import Producer
 
     failures: list[str] = []
@@ -79,18 +83,18 @@ def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, c
             failures.append(str(err))
 
     p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "acks": 1,
-                  "enable.idempotence": False, "linger.ms": 20, "batch.size": 1_000_000,
-                  "batch.num.messages": 1000, "queue.buffering.max.messages": 1_000_000,
+                  "enable.idempotence": False, "linger.ms": linger_ms, "batch.size": 1_000_000,
+                  "batch.num.messages": batch_messages,
+                  "queue.buffering.max.messages": queue_messages,
                   "queue.buffering.max.kbytes": 1_048_576, "delivery.report.only.error": True,
                   "message.timeout.ms": 300_000})
-    pool = _value_pool(value_size)
-    ts0 = 1_700_000_000_000
     produce = p.produce
     for i in range(n):
+        extra = {} if timestamp_of is None else {"timestamp": timestamp_of(i)}
         while True:
             try:
-                produce(topic, pool[i & 4095], b"k%09d" % i, partition=i % partitions,
-                        timestamp=ts0 + i, on_delivery=on_delivery)
+                produce(topic, value_of(i), b"k%09d" % i, partition=i % partitions,
+                        on_delivery=on_delivery, **extra)
                 break
             except BufferError:
                 p.poll(0.05)
@@ -100,6 +104,15 @@ def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, c
     if left or failures:
         raise RuntimeError(f"produce to {topic}: {left} records not delivered, {len(failures)} failed: "
                            f"{failures[:3]}")
+
+
+def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int, codec: str) -> None:
+    """``n`` records (10-byte keys, ``value_size``-byte JSON-like values, timestamps a
+    millisecond apart) for the end-to-end cases."""
+    pool = _value_pool(value_size)
+    ts0 = 1_700_000_000_000
+    produce_bulk(bootstrap, topic, n, partitions, lambda i: pool[i & 4095], codec=codec,
+                 timestamp_of=lambda i: ts0 + i)
 
 
 # ------------------------------------------------------------------ the broker ceiling

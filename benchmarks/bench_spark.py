@@ -54,6 +54,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from bench_consume import produce_bulk  # this folder is sys.path[0]: a script, run as one
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.spark.source import KafkaDataSource
 from pyconsumer.testing import TansuBroker
@@ -70,41 +71,13 @@ def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int
     delivery callback (only failures are reported). Returns the log end of every partition,
     read from Fetch watermarks: Tansu 0.6 answers ListOffsets(latest) with the last batch's
     base offset + 1, which librdkafka's ``get_watermark_offsets`` would pass on."""
-    from confluent_kafka import Producer
-
-    failures: list[str] = []
-
-    def on_error(err: Any, msg: Any) -> None:
-        if err is not None:
-            failures.append(str(err))
-
-    producer = Producer({
-        "bootstrap.servers": bootstrap, "compression.type": "none", "acks": 1,
-        "enable.idempotence": False, "linger.ms": 50, "batch.size": 1_000_000,
-        "batch.num.messages": 100_000, "queue.buffering.max.messages": 2_000_000,
-        "queue.buffering.max.kbytes": 1_048_576, "delivery.report.only.error": True,
-        "message.timeout.ms": 300_000,
-    })
     rnd = random.Random(8)
     # values are not all alike, so Parquet (and its compression) sees realistic bytes
     pool = [bytes(rnd.getrandbits(8) for _ in range(max(0, value_size - 10)))
             for _ in range(4096)]
-    produce = producer.produce
-    for i in range(n):
-        value = (b"%010d" % i + pool[i & 4095])[:value_size]
-        while True:
-            try:
-                produce(topic, value, b"k%09d" % i, partition=i % partitions,
-                        on_delivery=on_error)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i & 0xFFFF == 0:
-            producer.poll(0)
-    left = producer.flush(300)
-    if left or failures:
-        raise RuntimeError(f"produce: {left} records not delivered, {len(failures)} failed: "
-                           f"{failures[:3]}")
+    produce_bulk(bootstrap, topic, n, partitions,
+                 lambda i: (b"%010d" % i + pool[i & 4095])[:value_size],
+                 linger_ms=50, batch_messages=100_000, queue_messages=2_000_000)
     return log_ends(bootstrap, topic, partitions, n)
 
 
