@@ -42,7 +42,7 @@ Cost: nothing per record. Per poll two sensor updates; per drained chunk the rec
 sensors; per Fetch response the latency and size sensors; gauges are computed only when
 metrics() is called. Threads: request latencies are taken when the answer arrives, on
 whichever thread polls (the heartbeat thread too), under the client lock; metrics() reads
-under it.
+copies of the registries without it, from any thread.
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ from collections.abc import Callable, Mapping, Sized
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from pyconsumer.errors import IllegalStateError
 from pyconsumer.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -564,7 +565,9 @@ class ConsumerMetrics:
 
     def snapshot(self, subscriptions: SubscriptionState, connection_count: int
                  ) -> dict[MetricName, float]:
-        """Every metric's value now (see the module doc)."""
+        """Every metric's value now (see the module doc). Any thread: it only reads copies
+        of the registries (one-step dict copies under the GIL) while the consumer's thread
+        may be recording."""
         now = self._clock()
         w = self._window
         assigned = set(subscriptions.assigned_partitions())
@@ -575,7 +578,10 @@ class ConsumerMetrics:
             _seconds_ago(self._last_poll, now)
         out[MetricName("connection-count", CONSUMER_GROUP, self._tags)] = float(connection_count)
         for tp in sorted(assigned, key=lambda tp: (tp.topic, tp.partition)):
-            lag, lead = self._lag_lead(subscriptions, tp)
+            try:
+                lag, lead = self._lag_lead(subscriptions, tp)
+            except IllegalStateError:          # unassigned by the polling thread just now
+                continue
             tags = self._partition_tags(tp)
             if lag is not None:
                 out[MetricName("records-lag", FETCH_GROUP, tags)] = float(lag)

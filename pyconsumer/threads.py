@@ -3,7 +3,7 @@
 * **The application thread** is whichever thread is inside a consumer call. One at a time: a
   call from a second thread while another is in progress raises
   :class:`~pyconsumer.errors.ConcurrentAccessError` (Java's ``acquireAndEnsureOpen``);
-  ``wakeup()`` is the one method any thread may call. (:class:`AccessGuard`)
+  ``wakeup()`` and ``metrics()`` are the methods any thread may call. (:class:`AccessGuard`)
 * **The heartbeat thread** (one per consumer that joins a group) keeps the membership alive
   while the application is away from the consumer (processing records). It only sends
   Heartbeat, FindCoordinator and, on a poll timeout, LeaveGroup, and records their outcome:
@@ -105,7 +105,8 @@ class AccessGuard:
                 raise ConcurrentAccessError(
                     f"{self._what} is not safe for multi-threaded access: thread "
                     f"{threading.current_thread().name!r} called it while another thread "
-                    "is inside a call (only wakeup() may be called from another thread)")
+                    "is inside a call (only wakeup() and metrics() may be called from another "
+                    "thread)")
             self._thread = me
             self._count += 1
 

@@ -757,16 +757,16 @@ class KafkaConsumer:
             return self._poll(timeout_ms, max_records, take, lambda b: b.num_rows,
                               lambda chunks: self._interceptors.on_consume_arrow(build(chunks)))
 
-    @_exclusive
     def metrics(self) -> dict[MetricName, float]:
         """The consumer's metrics now, by Java's names (Java ``metrics()``): MetricName(name,
         group, tags) -> value. See :mod:`pyconsumer.metrics` for what each one counts;
         ``pyconsumer.metrics.find(consumer.metrics(), "records-lag", partition="0")`` picks
-        one."""
-        with self._lock:                # the heartbeat thread records under it
-            client = self._client
-            return self._metrics.snapshot(self._subscriptions,
-                                          0 if client is None else client.connection_count())
+        one. Any thread may call it, at any time (a monitoring thread while another polls,
+        as Java allows): it reads without taking the consumer, so it never waits for a
+        poll() in progress; values recorded at that very moment may or may not be in."""
+        client = self._client
+        return self._metrics.snapshot(self._subscriptions,
+                                      0 if client is None else client.connection_count())
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records forever (until wakeup() or close()), poll by poll."""

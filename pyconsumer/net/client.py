@@ -205,7 +205,9 @@ class NetworkClient:
 
     def connection_count(self) -> int:
         """Connections open or being opened (Java's ``connection-count`` metric)."""
-        return sum(c.state is not ConnectionState.DISCONNECTED for c in self._conns.values())
+        # a copy: metrics() may ask from another thread while connections are added
+        return sum(c.state is not ConnectionState.DISCONNECTED
+                   for c in list(self._conns.values()))
 
     def connection(self, node_id: int) -> BrokerConnection | None:
         """The connection object for a node, if one was ever opened (for inspection)."""

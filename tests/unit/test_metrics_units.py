@@ -414,3 +414,49 @@ def test_window_settings_are_used(make_cluster: Callable[..., FakeCluster]) -> N
         assert math.isnan(find(m, "fetch-latency-avg"))
         assert math.isnan(find(m, "time-between-poll-max"))
         assert find(m, "records-consumed-total") == 7.0
+
+
+def test_metrics_from_another_thread_never_waits_for_poll_and_never_breaks(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    """Java's metrics() may be called from any thread: a monitoring thread reads while the
+    application's poll() waits (it does not wait for it, nor raise ConcurrentAccessError) and
+    while poll() records and the assignment changes under it."""
+    import threading
+
+    cluster = make_cluster(1, topics={"t": 4})
+    for p in range(3):                    # t-3 stays empty
+        cluster.produce(TopicPartition("t", p), [(b"k", b"v%d" % i) for i in range(200)])
+    errors: list[BaseException] = []
+    reads: list[float] = []
+    stop = threading.Event()
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
+        c.assign([TopicPartition("t", 0)])
+        c.poll(timeout_ms=2000)
+
+        def monitor() -> None:
+            try:
+                while not stop.is_set():
+                    t = time.monotonic()
+                    m = c.metrics()
+                    reads.append(time.monotonic() - t)
+                    assert find(m, "records-consumed-total") >= 0
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        t = threading.Thread(target=monitor)
+        t.start()
+        try:
+            for i in range(40):           # records flowing, assignment changing
+                c.assign([TopicPartition("t", p) for p in range(i % 4 + 1)])
+                c.poll(timeout_ms=20)
+            c.assign([TopicPartition("t", 3)])
+            before = len(reads)
+            started = time.monotonic()
+            c.poll(timeout_ms=1500)       # nothing to read: poll() waits its whole timeout
+            waited = time.monotonic() - started
+            assert len(reads) > before + 10, "metrics() was not answered while poll() waited"
+        finally:
+            stop.set()
+            t.join(10)
+    assert not errors, errors
+    assert waited >= 1.0 and max(reads) < waited
