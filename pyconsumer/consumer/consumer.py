@@ -114,6 +114,9 @@ class KafkaConsumer:
         self._bootstrap = _resolve_bootstrap(self.config)
         #: metadata update_version last checked for assigned partitions it does not list
         self._unknown_checked = -1
+        #: (metadata version, assignment id, moves) when every position was last found
+        #: FETCHING: until one of them changes, poll() skips the positions pass
+        self._positions_settled: tuple[int, int, int] | None = None
         #: (generation, member id) of the last completed join, for group_metadata()
         self._last_generation: tuple[int, str] = (-1, "")
         if topics:
@@ -546,8 +549,12 @@ class KafkaConsumer:
         """Give every assigned partition a position: committed offsets first (with a
         group.id), then auto.offset.reset through ListOffsets in the background. False when
         the committed offsets could not be read before ``deadline``."""
-        _, _, offsets = self._parts()
+        client, _, offsets = self._parts()
         offsets.raise_reset_error()
+        subs = self._subscriptions
+        key = (client.metadata.update_version, subs.assignment_id, subs.moves)
+        if key == self._positions_settled:
+            return True          # every position FETCHING, nothing changed since: no pass
         initializing = self._subscriptions.initializing_partitions()
         if initializing:
             if self._coordinator is not None:
@@ -572,6 +579,9 @@ class KafkaConsumer:
         offsets.reset_positions_if_needed()
         self._validate_leaders()
         offsets.validate_positions_if_needed()
+        self._positions_settled = (
+            (client.metadata.update_version, subs.assignment_id, subs.moves)
+            if subs.all_fetching() else None)
         return True
 
     def _validate_leaders(self) -> None:

@@ -176,6 +176,10 @@ class Fetcher:
         self._read_committed = config.isolation_level == "read_committed"
         #: bumped whenever a Fetch completes, answered or failed (a waiting poll re-sends)
         self.completions = 0
+        #: fetch node of each fetchable partition, valid while the key (completions, metadata
+        #: version, assignment) holds: the every-poll check that nothing can be sent
+        self._nodes_key: tuple[int, int, int] = (-1, -1, -1)
+        self._nodes_of: dict[TopicPartition, int] = {}
         self._prefetched_at = -1                   # self.completions at the last prefetch
         #: ms until a leader skipped for its reconnect backoff may be fetched again (inf: none)
         self.retry_in_ms = float("inf")
@@ -200,8 +204,37 @@ class Fetcher:
         return fetched.error is not None or (
             fetched.cursor is not None and not fetched.cursor.is_drained)
 
+    def _all_in_flight(self) -> bool:
+        """Every fetchable partition's node has a Fetch in flight, so nothing can be sent:
+        the common case on the poll()s between two responses, checked without the full
+        scheduling pass (which costs more than a poll of 500 records' other work)."""
+        in_flight = self._nodes_in_flight
+        if not in_flight:
+            return False
+        metadata = self.client.metadata
+        key = (self.completions, metadata.update_version, self.subscriptions.assignment_id)
+        if key != self._nodes_key:
+            self._nodes_key, self._nodes_of = key, {}
+        nodes_of = self._nodes_of
+        now = -1.0
+        for tp in self.subscriptions.fetchable_partitions():
+            node = nodes_of.get(tp)
+            if node is None:
+                info = metadata.partition(tp)
+                if info is None or info.leader < 0:
+                    return False
+                if now < 0:
+                    now = self._clock()
+                node = nodes_of[tp] = self._fetch_node(tp, info, now)
+            if node not in in_flight:
+                return False
+        return True
+
     def send_fetches(self) -> int:
         """Queue one Fetch per node that has fetchable partitions and no Fetch in flight."""
+        if self._all_in_flight():
+            self.retry_in_ms = float("inf")
+            return 0
         buffered = self._buffered_partitions()
         metadata = self.client.metadata
         subs = self.subscriptions

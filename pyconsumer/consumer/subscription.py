@@ -102,6 +102,10 @@ class SubscriptionState:
         #: bumped on every assignment change, so in-flight responses for an older assignment
         #: can be recognised
         self.assignment_id = 0
+        #: bumped by every move of a position or fetch state that is not the records handed
+        #: out (seek, reset, validation): with assignment_id and the metadata's version, says
+        #: whether the positions need looking at again
+        self.moves = 0
         #: subscribe(): the topics asked for (AUTO_TOPICS) or matched by the pattern
         self.subscription: set[str] = set()
         self.pattern: re.Pattern[str] | None = None
@@ -206,6 +210,7 @@ class SubscriptionState:
         """Java seekUnvalidated + validatePosition: FETCHING, or AWAIT_VALIDATION when both
         the offset's epoch and the leader's epoch are known."""
         st = self.state(tp)
+        self.moves += 1
         st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
         st.reset_strategy = None
         st.next_retry_time = None
@@ -223,6 +228,7 @@ class SubscriptionState:
     def request_reset(self, tp: TopicPartition, strategy: OffsetResetStrategy | None = None
                       ) -> None:
         st = self.state(tp)
+        self.moves += 1
         st.fetch_state = FetchState.AWAIT_RESET
         st.reset_strategy = strategy or self.default_reset
         st.next_retry_time = None
@@ -250,6 +256,7 @@ class SubscriptionState:
             return False
         if (st.position.leader, st.position.leader_epoch) == (leader, leader_epoch):
             return False
+        self.moves += 1
         st.position = st.position._replace(leader=leader, leader_epoch=leader_epoch)
         if st.position.offset_epoch is not None and leader_epoch is not None:
             st.transition(FetchState.AWAIT_VALIDATION)
@@ -272,12 +279,14 @@ class SubscriptionState:
         st = self._assignment.get(tp)
         if st is not None and st.fetch_state is FetchState.AWAIT_VALIDATION \
                 and st.position is not None:
+            self.moves += 1
             st.transition(FetchState.FETCHING)
             st.next_retry_time = None
 
     def seek_validated(self, tp: TopicPartition, offset: int, offset_epoch: int | None) -> None:
         """Move to a position already known to be on the leader's log (after truncation)."""
         st = self.state(tp)
+        self.moves += 1
         leader = st.position.leader if st.position is not None else None
         leader_epoch = st.position.leader_epoch if st.position is not None else None
         st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
@@ -290,6 +299,11 @@ class SubscriptionState:
 
     def has_all_fetch_positions(self) -> bool:
         return all(st.has_valid_position for st in self._assignment.values())
+
+    def all_fetching(self) -> bool:
+        """Every assigned partition is FETCHING: no reset, validation or committed offset
+        to wait for."""
+        return all(st.fetch_state is FetchState.FETCHING for st in self._assignment.values())
 
     # ------------------------------------------------------------------ pause
 
