@@ -270,23 +270,27 @@ _Stat = _Sampled | _Rate | _Total
 class Sensor:
     """Records a value into each of its stats (one ``record`` call per event)."""
 
-    __slots__ = ("_stats", "_window", "_clock")
+    __slots__ = ("_stats", "_recorders", "_window", "_clock")
 
     def __init__(self, window: _Window, clock: Callable[[], float]) -> None:
         self._stats: list[_Stat] = []
+        #: the bound record methods, a Rate's own stat directly (it only delegates): a
+        #: poll() records several sensors, so each call level counts
+        self._recorders: list[Callable[[_Window, float, float], None]] = []
         self._window = window
         self._clock = clock
 
     def add(self, stat: _Stat) -> _Stat:
         self._stats.append(stat)
+        self._recorders.append(stat.stat.record if isinstance(stat, _Rate) else stat.record)
         return stat
 
     def record(self, value: float = 1.0, now: float | None = None) -> None:
         if now is None:
             now = self._clock()
         w = self._window
-        for stat in self._stats:
-            stat.record(w, value, now)
+        for record in self._recorders:
+            record(w, value, now)
 
 
 # ---------------------------------------------------------------------------- the registry
