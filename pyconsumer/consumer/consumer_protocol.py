@@ -223,7 +223,8 @@ class ConsumerProtocolMembership(MembershipBase):
             return
         names = self._topic_names()
         owned = set(self.subscriptions.assigned_partitions())
-        r = plan(owned, target, names)
+        r = plan(owned, target, names, None if self.subscriptions.pattern is not None
+                 else self.subscriptions.subscription)
         if r.unresolved:
             # ids of topics the metadata does not know yet: reconcile the rest now, these
             # once the metadata names them

@@ -16,7 +16,7 @@ means for the member, and what the next ConsumerGroupHeartbeat must carry. No I/
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,10 +60,13 @@ class Reconciliation:
 
 
 def plan(owned: Iterable[TopicPartition], target: TopicIdPartitions,
-         names: Mapping[uuid.UUID, str]) -> Reconciliation:
+         names: Mapping[uuid.UUID, str],
+         subscribed: Collection[str] | None = None) -> Reconciliation:
     """Reconcile ``owned`` with the broker's ``target``. ``names`` must know the topic ids of
     the owned partitions (the caller remembers them): a target id it does not know is left
-    pending in ``unresolved``, neither added nor taken as a reason to revoke."""
+    pending in ``unresolved``, neither added nor taken as a reason to revoke. With
+    ``subscribed``, partitions of other topics are left out (an assignment computed before a
+    subscribe() changed the topics: the broker drops them next; the member already has)."""
     owned_set = frozenset(owned)
     resolved: set[TopicPartition] = set()
     assigned_ids: dict[uuid.UUID, frozenset[int]] = {}
@@ -72,6 +75,8 @@ def plan(owned: Iterable[TopicPartition], target: TopicIdPartitions,
         name = names.get(tid)
         if name is None:
             unresolved.add(tid)
+            continue
+        if subscribed is not None and name not in subscribed:
             continue
         assigned_ids[tid] = parts
         resolved.update(TopicPartition(name, p) for p in parts)

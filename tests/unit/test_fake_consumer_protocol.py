@@ -287,3 +287,26 @@ def test_a_member_fenced_while_joining_backs_off(
         joins = [r.at for r in cluster.requests_of(HB) if r.body["member_epoch"] == 0]
         assert len(joins) == 4
         assert all(b - a >= 0.15 for a, b in zip(joins, joins[1:])), joins
+
+
+def test_an_assignment_naming_a_topic_no_longer_subscribed(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    """subscribe() changed the topics, and an assignment computed before that still names
+    the old one: its partitions are revoked, not kept (nor an IllegalStateError raised)."""
+    cluster = make_cluster(1, topics={"a": 1, "b": 1})
+    group = cluster.consumer_group("g")
+    group.heartbeat_interval_ms = 100
+    listener = Recorder()
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS) as c:
+        c.subscribe(["a"], listener=listener)
+        poll_until([c], lambda: c.assignment() == tps("a", 0))
+        a, b = cluster.topics["a"].topic_id, cluster.topics["b"].topic_id
+        with cluster.cond:                 # the broker's target still gives "a" (and "b")
+            group.set_target({c.group_metadata().member_id: {(a, 0), (b, 0)}}, cluster.topics)
+        c.subscribe(["b"], listener=listener)
+        poll_until([c], lambda: c.assignment() == tps("b", 0))
+        assert listener.calls[:2] == [("assigned", tps("a", 0)), ("revoked", tps("a", 0))]
+        # b-0 comes with that reconciliation or, when the metadata does not know topic b yet,
+        # with the next one
+        assert {k for k, _ in listener.calls[2:]} == {"assigned"}
+        assert set().union(*(p for _, p in listener.calls[2:])) == tps("b", 0)

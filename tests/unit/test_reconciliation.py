@@ -67,6 +67,13 @@ def test_unknown_topic_id_stays_pending_and_does_not_revoke() -> None:
     assert r2.added == tp("c", 3) and r2.unresolved == frozenset()
 
 
+def test_partitions_of_topics_no_longer_subscribed_are_left_out() -> None:
+    # subscribe(["b"]) while the broker's assignment still names a: a is revoked, not kept
+    r = plan(tp("a", 0), {A: frozenset({0}), B: frozenset({1})}, NAMES, subscribed={"b"})
+    assert r.revoked == tp("a", 0) and r.added == tp("b", 1)
+    assert r.assigned_ids == {B: {1}} and r.unresolved == frozenset()
+
+
 def test_assignment_from_response_merges_and_drops_empty_topics() -> None:
     got = assignment_from_response({"topic_partitions": [
         {"topic_id": A, "partitions": [1, 0]}, {"topic_id": B, "partitions": []},
