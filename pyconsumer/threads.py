@@ -6,9 +6,11 @@
   ``wakeup()`` and ``metrics()`` are the methods any thread may call. (:class:`AccessGuard`)
 * **The heartbeat thread** (one per consumer that joins a group) keeps the membership alive
   while the application is away from the consumer (processing records). It only sends
-  Heartbeat, FindCoordinator and, on a poll timeout, LeaveGroup, and records their outcome:
-  the heartbeat timer, a coordinator to look up, a generation lost, a fatal error. It never
-  changes the assignment, positions or fetched data, and never runs user code.
+  Heartbeat (ConsumerGroupHeartbeat with group.protocol=consumer), FindCoordinator and, on a
+  poll timeout, LeaveGroup (a leaving heartbeat), and records their outcome: the heartbeat
+  timer, a coordinator to look up, a generation lost or a member fenced, a new target
+  assignment, a fatal error. It never changes the assignment, positions or fetched data, and
+  never runs user code (reconciliation happens in poll()).
 * **One lock** (:class:`ClientLock`, owned by the network client) serialises everything that
   touches connections and consumer state. The application thread holds it for the whole of a
   consumer call, except around user code (rebalance listener, commit callbacks); the
