@@ -5,7 +5,12 @@ Java's ``Fetcher``/``FetchCollector``: at most one Fetch in flight per leader no
 at once from the offset after its last complete batch (read from the batch headers), so the
 broker prepares the next response while this one is decoded and handed out; a partition with
 more buffered, or data that does not say where it ends, is not fetched again until drained
-(buffering is bounded to about two responses per partition). The prefetched data is used only
+(buffering is bounded to about two responses per partition). When a partition of the node
+has nothing in hand and data waiting (it starves), the prefetch goes as a full fetch listing
+the starving partitions first and the prefetched ones last: a full fetch opens a new session in
+request order, so on Kafka the starving ones are filled first; a broker that keeps its own
+order (Tansu) may give a partition its prefetched response before the others get theirs, so a
+partition gets at most two responses in a row. The prefetched data is used only
 if the position reaches exactly the offset it was asked for (a seek, a pause or an error in
 between makes it stale, and stale data is dropped). Responses are queued per partition as they arrive and turned into
 :class:`pyconsumer.records.CompletedFetch` cursors only when drained, after checking the partition
@@ -246,11 +251,12 @@ class Fetcher:
             self._read_replicas = {tp: r for tp, r in self._read_replicas.items()
                                    if subs.is_assigned(tp)}
         ahead = self._prefetchable(buffered) if buffered and self.prefetch else {}
+        # nodes with a partition that has nothing in hand and data waiting: their fetch is a
+        # full one with those partitions first and the prefetched ones last, which puts them
+        # first in the broker's order too (a session keeps the order of the full fetch that
+        # opened it; a sessionless broker fills in request order)
+        starving = self._starving_nodes(ahead, now) if ahead else set()
         if ahead:
-            starving = self._starving_nodes(ahead, now)
-            if starving:
-                ahead = {tp: offset for tp, offset in ahead.items()
-                         if self._leader_node(tp, now) not in starving}
             buffered = buffered - ahead.keys()
         fetchable = subs.fetchable_partitions()
         if ahead:
@@ -295,7 +301,8 @@ class Fetcher:
                 # from being fetched again the moment they drain. They go together instead.
                 del per_node[node]
         for node, partitions in per_node.items():
-            self._send(node, partitions)
+            self._send(node, partitions, full=node in starving and any(
+                tp in ahead for tp in partitions))
         return len(per_node)
 
     def _prefetchable(self, buffered: set[TopicPartition]) -> dict[TopicPartition, int]:
@@ -336,9 +343,9 @@ class Fetcher:
 
     def _starving_nodes(self, ahead: dict[TopicPartition, int], now: float) -> set[int]:
         """Nodes with a fetchable partition that has no records in hand and records waiting
-        at the broker (or not known to be caught up): no prefetch there, its turn comes first.
-        Brokers fill a response in their own order (a session's, not the request's), so a
-        partition fetched again at once could keep a small fetch.max.bytes from the others."""
+        at the broker (or not known to be caught up): their fetch is a full one, the starving
+        partitions first. Brokers fill a response in their own order (a session's, not the
+        request's), so an incremental prefetch could keep a small fetch.max.bytes from them."""
         subs = self.subscriptions
         served: set[TopicPartition] = set()
         seen_hw: dict[TopicPartition, int] = {}
@@ -411,7 +418,8 @@ class Fetcher:
         """Fetch ``tp`` from its leader again; True if a read replica was set."""
         return self._read_replicas.pop(tp, None) is not None
 
-    def _send(self, node: int, partitions: dict[TopicPartition, tuple[int, int]]) -> None:
+    def _send(self, node: int, partitions: dict[TopicPartition, tuple[int, int]],
+              full: bool = False) -> None:
         metadata = self.client.metadata
         config = self.config
         asks: dict[TopicPartition, int] = {}
@@ -438,7 +446,7 @@ class Fetcher:
             topic_id = ZERO_UUID if t is None or t.topic_id is None else t.topic_id
             builder.add(tp, PartitionData(topic_id, offset, asks[tp], epoch))
         # a session keeps the broker's own order: a re-fetch needs a full fetch to go first
-        data = builder.build(full=bool(again))
+        data = builder.build(full=full or bool(again))
         # the request may wait fetch.max.wait.ms at the broker before it is even late
         timeout = self.config.request_timeout_ms + self.config.fetch_max_wait_ms
         fut = self.client.send(

@@ -322,7 +322,8 @@ def test_no_long_poll_of_caught_up_partitions_while_others_drain(
     sends = [0]
     original = Fetcher._send
 
-    def checked(self: Fetcher, node: int, partitions: dict[TopicPartition, tuple[int, int]]) -> None:
+    def checked(self: Fetcher, node: int, partitions: dict[TopicPartition, tuple[int, int]],
+                full: bool = False) -> None:
         sends[0] += 1
         buffered = self._buffered_partitions() - set(partitions)
         states = {tp: self.subscriptions.state(tp) for tp in partitions}
@@ -330,7 +331,7 @@ def test_no_long_poll_of_caught_up_partitions_while_others_drain(
                         and st.position.offset >= st.high_watermark for st in states.values())
         if caught_up and buffered:
             violations.append(f"fetch of caught-up {sorted(partitions)} while {sorted(buffered)} buffered")
-        original(self, node, partitions)
+        original(self, node, partitions, full)
 
     monkeypatch.setattr(Fetcher, "_send", checked)
     with KafkaConsumer(bootstrap_servers=tansu.bootstrap, auto_offset_reset="earliest") as c:

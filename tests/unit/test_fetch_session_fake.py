@@ -426,9 +426,11 @@ def test_buffered_partitions_are_prefetched_from_where_their_data_ends(sessions:
         assert cl.errors == []
 
 
-def test_a_partition_with_data_waiting_and_none_in_hand_holds_prefetch_back() -> None:
-    # fairness first: t-2 (new, nothing fetched yet) must get its turn before t-0 and t-1 go
-    # again, since a broker fills a response in its own order (Java's rule then applies)
+def test_a_partition_with_data_waiting_and_none_in_hand_goes_first_in_a_full_fetch() -> None:
+    # fairness: t-2 (new, nothing fetched yet) must get its turn before t-0 and t-1 go again,
+    # and a broker fills a response in its session's order: the fetch that asks for t-2 is a
+    # full one (a new session, in request order) listing t-2 first and t-0/t-1 from where
+    # their buffered data ends, so nothing waits for the drain and nothing is forgotten
     with FakeCluster(1, topics={"t": 3}, fetch_sessions=True) as cl:
         for p in range(3):
             put(cl, T(p), 5)
@@ -438,11 +440,13 @@ def test_a_partition_with_data_waiting_and_none_in_hand_holds_prefetch_back() ->
             rig.fetch()
             rig.subs.assign_from_user([T(0), T(1), T(2)])
             rig.subs.seek(T(2), 0)
-            assert rig.fetcher.send_fetches() == 0
-            rig.drain()
             rig.fetch()
-            assert fetches(cl)[-1].listed == {T(2): (0, 1048576, 0), T(0): (5, 1048576, 0),
-                                              T(1): (5, 1048576, 0)}
+            f = fetches(cl)[-1]
+            assert f.meta.is_full and list(f.listed) == [T(2), T(0), T(1)]
+            assert f.listed == {T(2): (0, 1048576, 0), T(0): (5, 1048576, 0),
+                                T(1): (5, 1048576, 0)} and f.forgotten == set()
+            assert rig.drain() == {T(p): [(i, b"t-%d-%d" % (p, i)) for i in range(5)]
+                                   for p in range(3)}
         finally:
             rig.close()
         assert cl.errors == []
