@@ -539,7 +539,25 @@ class BrokerConnection:
         self._pending.append(_Request(ApiKey(api_key), version, body, fut, now + timeout / 1000.0,
                                       max_version=max_version))
         self._flush_pending(now)
+        self._write_eagerly(now)
         return fut
+
+    def _write_eagerly(self, now: float) -> None:
+        """Put queued requests on the wire now instead of after the next select: the socket
+        is nearly always writable, and a Fetch sent from a response's callback then leaves
+        within microseconds of the answer. Errors (and would-block) are left to on_writable,
+        which fails the connection in the poll loop rather than inside a caller's send()."""
+        if self.state is not ConnectionState.READY or self.sock is None:
+            return
+        while self._out_pos < len(self._out):
+            try:
+                sent = self.sock.send(memoryview(self._out)[self._out_pos:])
+            except OSError:
+                return
+            self._out_pos += sent
+            self.last_activity = now
+        self._out.clear()
+        self._out_pos = 0
 
     def _flush_pending(self, now: float) -> None:
         while self._pending and self.can_send_more():
