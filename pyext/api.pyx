@@ -32,6 +32,117 @@ cdef class CompletedFetch:
                                                                         self.w.partition)
         return self.w.take_arrow(max_records, self.include_headers)
 
+    def take_arrow_split(self, Py_ssize_t max_records, int parts, run):
+        """take_arrow(max_records) on several threads: the rest of the current batch, and the
+        next whole compressed v2 batches whose records fit in what is left of max_records cut
+        into ``parts`` runs of about equal bytes, each run decoded by its own cursor.
+        ``run(calls)`` runs the zero-argument callables side by side and returns
+        [(result, None) | (None, exception)] in order. A list of RecordBatches in offset order
+        (fewer rows than take_arrow may give: only whole batches are cut), or None when there
+        is nothing to cut (fewer than two such batches, none compressed, an error pending,
+        transactions to filter, an older format). A run that fails moves nothing: take_arrow
+        then gives the same records and errors as if no cut had been tried."""
+        cdef _Walker w = self.w
+        cdef Py_ssize_t head = w.remaining if w.remaining > 0 and w.magic == 2 else 0
+        cdef list subs
+        cdef CompletedFetch sub
+        cdef int64_t nfo
+        if (w.remaining > 0 and head == 0) or head >= max_records:
+            return None
+        subs = self._split(max_records - head, parts, head > 0)
+        if subs is None:
+            return None
+        calls = [functools.partial(sub.take_arrow, max_records) for sub in subs]
+        if head:
+            calls.insert(0, functools.partial(self.take_arrow, head))
+        results = run(calls)
+        taken = []
+        if head:
+            batch, error = results.pop(0)
+            if error is not None or w.error is not None:
+                for sub in subs:
+                    sub.discard()
+                if error is not None:
+                    raise error
+                return [batch]                 # the error comes with the next take
+            taken.append(batch)
+        for sub, (batch, error) in zip(subs, results):
+            if error is not None or sub.w.error is not None or not sub.w.finished:
+                for sub in subs:
+                    sub.discard()
+                return taken or None           # the batches after are taken here next
+        # where taking those batches here would have left this cursor
+        nfo = w.next_fetch_offset
+        for sub, (batch, _) in zip(subs, results):
+            if batch.num_rows:
+                w.last_epoch = sub.w.last_epoch
+            if sub.w.next_fetch_offset > nfo:
+                nfo = sub.w.next_fetch_offset
+        sub = subs[len(subs) - 1]
+        w.next_fetch_offset = nfo
+        w.have_batch = True
+        w.batch_next_offset = sub.w.batch_next_offset
+        w.rs.pos = self._split_end
+        w.maybe_finish()
+        taken += [batch for batch, _ in results]
+        if not any(batch.num_rows for batch in taken):
+            # all below the position, or control batches: never an empty take before the end
+            # (a caller takes that as "nothing more here")
+            taken.append(self.take_arrow(max_records))
+        return taken
+
+    cdef list _split(self, Py_ssize_t max_records, int parts, bint head):
+        cdef _Walker w = self.w
+        cdef Reader p
+        cdef BatchHeader h
+        cdef Py_ssize_t start, total, lo, at, last, i
+        cdef int64_t count = 0
+        cdef bint compressed = False
+        cdef list ends = []
+        cdef list cuts = []
+        cdef CompletedFetch sub
+        if (parts < 2 or self.discarded or w.finished or w.error is not None
+                or (w.read_committed and w.aborted)):
+            return None
+        p = w.rs
+        start = p.pos
+        while batch_peek_v2(&p, &h):
+            if h.base_offset + h.last_offset_delta >= w.next_fetch_offset:
+                if count + h.count > max_records:
+                    break
+                count += h.count               # (batches below the position only get skipped)
+                compressed = compressed or (h.attributes & ATTR_CODEC) != 0
+            p.pos += LOG_OVERHEAD + <Py_ssize_t>h.length
+            ends.append(p.pos)
+        if len(ends) < (1 if head else 2) or not compressed:
+            return None
+        total = p.pos - start
+        last = len(ends) - 1                   # (this module does not wrap negative indices)
+        for i in range(last):                  # cut once a run holds half its share of bytes
+            if (<Py_ssize_t>ends[i] - start) * parts * 2 >= total * (2 * len(cuts) + 1):
+                cuts.append(ends[i])
+                if len(cuts) == parts - 1:
+                    break
+        cuts.append(ends[last])
+        if len(cuts) < (1 if head else 2):     # (the rest of the current batch is a run too)
+            return None
+        # the record set may be a slice of its owner (a response frame): cut the owner
+        at = <const uint8_t*>w.rs.buf - <const uint8_t*>w.view.buf
+        view = memoryview(w.owner)
+        subs = []
+        lo = start
+        for e in cuts:
+            sub = CompletedFetch(view[at + lo:at + <Py_ssize_t>e], w.topic, w.partition, w.next_fetch_offset,
+                                 check_crcs=w.check_crcs,
+                                 isolation_level=("read_committed" if w.read_committed
+                                                  else "read_uncommitted"),
+                                 include_headers=self.include_headers)
+            sub.w.open_end = True              # this cursor decides where its end leaves us
+            subs.append(sub)
+            lo = e
+        self._split_end = lo
+        return subs
+
     def set_include_headers(self, bint include_headers):
         """Whether later take_arrow calls build the headers column (poll_arrow asks per call;
         without headers, magic-2 batches take the faster fill path)."""

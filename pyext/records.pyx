@@ -21,6 +21,8 @@
 # pyconsumer.errors' classes), so that either can be imported first.
 cimport cython
 
+import functools
+
 cdef extern from "Python.h":
     # a read-only memoryview over C memory, for the CRC32C and codec calls
     object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)

@@ -26,6 +26,8 @@ cdef class _Walker:
     cdef bint have_batch             # some batch was read (Java's currentBatch != null)
     cdef int64_t batch_next_offset   # last offset + 1 of the latest batch read
     cdef bint finished               # no more records in this record set
+    cdef bint open_end               # a part of a larger record set (CompletedFetch.split):
+                                     # its end is no compaction gap to move the position past
     cdef object error                # CorruptRecordError met after records were handed out:
                                      # raised by every later take (Java's cachedRecordException)
     cdef int64_t cut_offset          # base offset of the incomplete trailing batch (-1 unknown)

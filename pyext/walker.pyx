@@ -83,6 +83,7 @@ cdef class _Walker:
         self.have_batch = False
         self.batch_next_offset = -1
         self.finished = False
+        self.open_end = False
         self.error = None
         self.cut_offset = -1
         self.cut_size = -1
@@ -230,7 +231,8 @@ cdef class _Walker:
             return 0
         if self.load_batch():
             return 1
-        if self.have_batch and self.batch_next_offset > self.next_fetch_offset:
+        if (self.have_batch and self.batch_next_offset > self.next_fetch_offset
+                and not self.open_end):
             self.next_fetch_offset = self.batch_next_offset   # compaction gap / control at end
         self.finished = True
         self.release()
