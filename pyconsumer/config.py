@@ -1062,6 +1062,16 @@ class ConsumerConfig:
     check_crcs = Setting(
         "check.crcs", True, boolean, "Verify the CRC of every record batch consumed"
     )
+    decode_threads = Setting(
+        "decode.threads",
+        0,
+        int32(0, 64),
+        "Threads poll_arrow() decodes buffered partitions on side by side (the GIL is released "
+        "while a batch is filled): 1 decodes in the polling thread only; 0 picks one per core, "
+        "at most 4. Partitions are taken side by side only when all their records fit in the "
+        "call's max_records, so the result is the same as one by one",
+        java=False,
+    )
     exclude_internal_topics = Setting(
         "exclude.internal.topics",
         True,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import time
 from types import TracebackType
@@ -25,6 +26,7 @@ from typing import ParamSpec, TypeVar
 import pyarrow as pa
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
+from pyconsumer.consumer import side_by_side
 from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
 from pyconsumer.consumer.interceptors import ConsumerInterceptors
@@ -110,6 +112,8 @@ class KafkaConsumer:
         self._wakeup_pending = False         # wakeup() before the client existed
         self._metrics = ConsumerMetrics(self.config)
         self._interceptors = ConsumerInterceptors.from_config(self.config)
+        #: how many partitions poll_arrow() decodes at once (decode.threads; 0: per core, <= 4)
+        self._decode_threads = self.config.decode_threads or min(4, os.cpu_count() or 1)
         #: the bootstrap servers resolved here (bootstrap.resolve.timeout.ms=0), else None
         self._bootstrap = _resolve_bootstrap(self.config)
         #: metadata update_version last checked for assigned partitions it does not list
@@ -645,9 +649,10 @@ class KafkaConsumer:
 
     def _poll(self, timeout_ms: float, max_records: int | None,
               take: Callable[[CompletedFetch, int], T], count: Callable[[T], int],
-              build: Callable[[list[tuple[TopicPartition, T]]], R]) -> R:
+              build: Callable[[list[tuple[TopicPartition, T]]], R], threads: int = 1) -> R:
         """The poll loop; ``build`` shapes what was drained into the result. Positions count
-        as delivered only once ``build`` returned: any exception before rolls them back."""
+        as delivered only once ``build`` returned: any exception before rolls them back.
+        ``threads``: how many cursors ``take`` may run on at once (see Fetcher.drain)."""
         _check_poll_timeout(timeout_ms)
         limit = self.config.max_poll_records if max_records is None else max_records
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -675,12 +680,18 @@ class KafkaConsumer:
             self._update_fetch_positions(deadline)
             self._warn_unknown_partitions(client)
             before = self._delivered_positions()
-            if fetcher.has_available() and fetcher.prefetch_now():
-                # prefetch: the next Fetch is on the wire before this data is decoded, so the
-                # broker prepares it meanwhile
-                client.poll(timeout_ms=0, wakeup=False)
+            if fetcher.has_available():
+                if fetcher.in_flight:
+                    # take in what a Fetch in flight has sent so far: a response left in the
+                    # socket while buffered data drains over several polls fills the TCP
+                    # window and stops the broker mid-send
+                    client.poll(timeout_ms=0, wakeup=False)
+                if fetcher.prefetch_now():
+                    # prefetch: the next Fetch is on the wire before this data is decoded,
+                    # so the broker prepares it meanwhile
+                    client.poll(timeout_ms=0, wakeup=False)
             try:
-                chunks = fetcher.drain(limit, take, count)
+                chunks = fetcher.drain(limit, take, count, threads=threads)
                 if chunks or final:
                     # pipeline: the next fetch travels while the caller works on these (a
                     # wakeup() now is for the next call: these records are returned)
@@ -749,12 +760,23 @@ class KafkaConsumer:
         record. An empty batch (with the schema) when nothing arrived. Interceptors that define
         ``on_consume_arrow`` see the batch first; the others are skipped. ``timeout_ms`` is an
         int of milliseconds, as for poll()."""
-        def take(cursor: CompletedFetch, n: int) -> pa.RecordBatch:
-            cursor.set_include_headers(include_headers)
-            return cursor.take_arrow(n)
+        threads = self._decode_threads
 
-        def build(chunks: list[tuple[TopicPartition, pa.RecordBatch]]) -> pa.RecordBatch:
-            batches = [b for _, b in chunks]
+        def take(cursor: CompletedFetch, n: int) -> list[pa.RecordBatch]:
+            cursor.set_include_headers(include_headers)
+            if threads > 1:
+                # compressed batches of one large response, decompressed on several cores
+                parts = cursor.take_arrow_split(
+                    n, threads, functools.partial(side_by_side.run, threads=threads))
+                if parts is not None:
+                    return parts
+            return [cursor.take_arrow(n)]
+
+        def rows(parts: list[pa.RecordBatch]) -> int:
+            return sum(b.num_rows for b in parts)
+
+        def build(chunks: list[tuple[TopicPartition, list[pa.RecordBatch]]]) -> pa.RecordBatch:
+            batches = [b for _, parts in chunks for b in parts if b.num_rows]
             if not batches:
                 return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(include_headers))
             if len(batches) == 1:
@@ -764,8 +786,9 @@ class KafkaConsumer:
             return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
         with self._metrics.poll_timer:
-            return self._poll(timeout_ms, max_records, take, lambda b: b.num_rows,
-                              lambda chunks: self._interceptors.on_consume_arrow(build(chunks)))
+            return self._poll(timeout_ms, max_records, take, rows,
+                              lambda chunks: self._interceptors.on_consume_arrow(build(chunks)),
+                              threads)
 
     def metrics(self) -> dict[MetricName, float]:
         """The consumer's metrics now, by Java's names (Java ``metrics()``): MetricName(name,

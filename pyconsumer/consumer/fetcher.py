@@ -42,12 +42,13 @@ OFFSET_OUT_OF_RANGE from the replica is not acted on until the leader says so to
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import struct
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch_session import (
@@ -56,6 +57,7 @@ from pyconsumer.consumer.fetch_session import (
     FetchSessionHandler,
     PartitionData,
 )
+from pyconsumer.consumer import side_by_side
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
@@ -136,19 +138,21 @@ class _Fetched:
 
 _BATCH_HEADER = struct.Struct(">qi")       # baseOffset, batchLength
 _LAST_OFFSET_DELTA = struct.Struct(">i")   # at byte 23 of a v2 batch
+_RECORDS_COUNT = struct.Struct(">i")       # at byte 57 of a v2 batch
 _V2_HEADER_SIZE = 61                        # a v2 batch header, records not included
 
 
-def records_end(records: Any, fetch_offset: int) -> int | None:
-    """The offset after the last complete batch of a record set of v2 batches (baseOffset +
-    lastOffsetDelta + 1), or None when it cannot be told from the headers: no complete batch,
-    a batch of an older format, or a header that makes no sense. Not a validation: CRCs are
-    checked when the data is decoded; a wrong answer only makes a prefetch stale."""
+def _v2_batches(records: Any) -> list[tuple[int, int, int]] | None:
+    """(baseOffset, last offset, recordsCount) of each complete batch of a record set of v2
+    batches (a trailing partial batch left out), or None when the headers cannot tell: a
+    batch of an older format, or a header that makes no sense. Not a validation: CRCs are
+    checked when the data is decoded; a wrong answer here only costs speed."""
     if records is None:
-        return None
+        return []
     view = memoryview(records)
     size = len(view)
-    pos, end = 0, None
+    pos = 0
+    out = []
     while size - pos >= _V2_HEADER_SIZE:
         base, length = _BATCH_HEADER.unpack_from(view, pos)
         if length < _V2_HEADER_SIZE - 12 or view[pos + 16] != 2:
@@ -156,11 +160,32 @@ def records_end(records: Any, fetch_offset: int) -> int | None:
         if pos + 12 + length > size:
             break                                   # a trailing partial batch
         (delta,) = _LAST_OFFSET_DELTA.unpack_from(view, pos + 23)
-        if delta < 0 or base < 0:
+        (count,) = _RECORDS_COUNT.unpack_from(view, pos + 57)
+        if delta < 0 or base < 0 or count < 0:
             return None
-        end = base + delta + 1
+        out.append((base, base + delta, count))
         pos += 12 + length
-    return end if end is not None and end > fetch_offset else None
+    return out
+
+
+def records_end(records: Any, fetch_offset: int) -> int | None:
+    """The offset after the last complete batch of a record set of v2 batches (baseOffset +
+    lastOffsetDelta + 1), or None when the headers cannot tell (see _v2_batches) or there is
+    no complete batch past ``fetch_offset``: where a prefetch goes."""
+    batches = _v2_batches(records)
+    if not batches or batches[-1][1] < fetch_offset:
+        return None
+    return batches[-1][1] + 1
+
+
+def records_bound(records: Any, fetch_offset: int) -> int | None:
+    """At least as many as the records at or past ``fetch_offset`` a record set hands out
+    (the recordsCount of its complete v2 batches that reach it), or None when the headers
+    cannot tell: what a parallel drain may give one partition without passing the budget."""
+    batches = _v2_batches(records)
+    if batches is None:
+        return None
+    return sum(count for _, last, count in batches if last >= fetch_offset)
 
 
 class Fetcher:
@@ -189,6 +214,9 @@ class Fetcher:
         #: ms until a leader skipped for its reconnect backoff may be fetched again (inf: none)
         self.retry_in_ms = float("inf")
         self._refetch: dict[TopicPartition, _Refetch] = {}
+        #: the offset each partition's last empty answer was fetched at: a prefetch from the
+        #: end of buffered data that came back empty is not sent again while it is buffered
+        self._empty_at: dict[TopicPartition, int] = {}
         #: the fetch session with each node
         self.sessions: dict[int, FetchSessionHandler] = {}
         #: partitions to fetch from a replica other than the leader (KIP-392)
@@ -322,7 +350,8 @@ class Fetcher:
                     or not subs.is_fetchable(tp):        # unassigned or paused since
                 continue
             f = fs[0]
-            if f.end is None or f.error is not None or f.data["error_code"]:
+            if f.end is None or f.error is not None or f.data["error_code"] \
+                    or self._empty_at.get(tp) == f.end:   # prefetched already: nothing there
                 continue
             position = subs.position(tp)
             if position is not None and f.fetch_offset <= position.offset < f.end:
@@ -521,6 +550,14 @@ class Fetcher:
         for tp, p in parts:
             asked = data.session_partitions.get(tp)
             if asked is not None:     # an incremental answer leaves out what did not change
+                if not p["error_code"] and not p.get("records"):
+                    # nothing to hand out: take its news now rather than queue it behind
+                    # other partitions' data, where it would keep its partition from being
+                    # fetched again until that data drained (brokers that cap a response
+                    # answer the partitions past the cap this way)
+                    self._apply_answer(tp, asked.fetch_offset, p)
+                    self._empty_at[tp] = asked.fetch_offset
+                    continue
                 fetched = _Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
                 if self.prefetch and not p["error_code"]:
                     fetched.end = records_end(p.get("records"), asked.fetch_offset)
@@ -551,6 +588,11 @@ class Fetcher:
 
     # ------------------------------------------------------------------ draining
 
+    @property
+    def in_flight(self) -> bool:
+        """Some Fetch is waiting for its answer."""
+        return bool(self._nodes_in_flight)
+
     def has_available(self) -> bool:
         if self._completed:
             return True
@@ -569,21 +611,8 @@ class Fetcher:
         code = data["error_code"]
         try:
             if code == 0:
-                position = subs.position(tp)
-                if position is None or position.offset != fetched.fetch_offset:
-                    log.debug("discarding stale fetch response for %s at offset %d", tp,
-                              fetched.fetch_offset)
+                if not self._apply_answer(tp, fetched.fetch_offset, data):
                     return None
-                replica = data.get("preferred_read_replica", -1)
-                if replica is not None and replica >= 0:
-                    self._set_read_replica(tp, replica)
-                st = subs.state(tp)
-                if data["high_watermark"] >= 0:
-                    st.high_watermark = data["high_watermark"]
-                if data.get("log_start_offset", -1) >= 0:
-                    st.log_start_offset = data["log_start_offset"]
-                if data.get("last_stable_offset", -1) >= 0:
-                    st.last_stable_offset = data["last_stable_offset"]
                 aborted = [(a["producer_id"], a["first_offset"])
                            for a in data.get("aborted_transactions") or ()]
                 cursor = CompletedFetch(
@@ -637,8 +666,36 @@ class Fetcher:
             if code != 0:
                 subs.move_to_end(tp)
 
+    def _apply_answer(self, tp: TopicPartition, fetch_offset: int, data: dict[str, Any]) -> bool:
+        """What an error-free partition answer says of the log (high watermark, log start,
+        last stable offset, read replica), if it is still current: the partition is
+        fetchable and its position is where the fetch started. False for a stale one."""
+        subs = self.subscriptions
+        position = subs.position(tp) if subs.is_fetchable(tp) else None
+        if position is None or position.offset != fetch_offset:
+            log.debug("discarding stale fetch response for %s at offset %d", tp, fetch_offset)
+            return False
+        replica = data.get("preferred_read_replica", -1)
+        if replica is not None and replica >= 0:
+            self._set_read_replica(tp, replica)
+        st = subs.state(tp)
+        if data["high_watermark"] >= 0:
+            st.high_watermark = data["high_watermark"]
+        if data.get("log_start_offset", -1) >= 0:
+            st.log_start_offset = data["log_start_offset"]
+        if data.get("last_stable_offset", -1) >= 0:
+            st.last_stable_offset = data["last_stable_offset"]
+        return True
+
     def _take(self, fetched: _Fetched, n: int, take: Callable[[CompletedFetch, int], T],
               count: Callable[[T], int]) -> tuple[T, int] | None:
+        if not self._takeable(fetched):
+            return None
+        assert fetched.cursor is not None
+        return self._took(fetched, take(fetched.cursor, n), count)
+
+    def _takeable(self, fetched: _Fetched) -> bool:
+        """The cursor's records may still be handed out (else it is discarded)."""
         cursor = fetched.cursor
         assert cursor is not None
         tp = fetched.tp
@@ -646,13 +703,21 @@ class Fetcher:
         if not subs.is_assigned(tp) or not subs.is_fetchable(tp):
             log.debug("not returning fetched records for %s: no longer assigned or fetchable", tp)
             cursor.discard()
-            return None
+            return False
         position = subs.position(tp)
         if position is None or cursor.next_fetch_offset != position.offset:
             log.debug("ignoring fetched records for %s: the position moved", tp)
             cursor.discard()
-            return None
-        chunk = take(cursor, n)
+            return False
+        return True
+
+    def _took(self, fetched: _Fetched, chunk: T, count: Callable[[T], int]
+              ) -> tuple[T, int] | None:
+        """Move the position past what a take returned; (chunk, records) or None if empty."""
+        cursor = fetched.cursor
+        assert cursor is not None
+        tp = fetched.tp
+        subs = self.subscriptions
         got = count(chunk)
         subs.advance(tp, cursor.next_fetch_offset, cursor.last_epoch)
         self.metrics.taken(tp, got, cursor, fetched.data.get("records"), subs)
@@ -666,6 +731,77 @@ class Fetcher:
         if got == 0 and not cursor.is_drained:
             cursor.discard()      # nothing more will come out of it
         return (chunk, got) if got else None
+
+    def _drain_side_by_side(self, remaining: int, take: Callable[[CompletedFetch, int], T],
+                            count: Callable[[T], int], out: list[tuple[TopicPartition, T]],
+                            threads: int) -> int | None:
+        """Take the buffered responses at the head of the queue whose records all fit in
+        ``remaining`` (known from their batch headers) on up to ``threads`` threads at once;
+        the records taken, or None when fewer than two qualify (the caller goes one by one).
+        Same result as taking them in turn: positions move in queue order, and the first one
+        that does not end cleanly (an error after some rows) becomes next in line, with the
+        responses after it put back untouched."""
+        group: list[tuple[_Fetched, int]] = []
+        budget = remaining
+        for fetched in self._completed:
+            if len(group) == threads or fetched.data["error_code"] or not fetched.has_bytes:
+                break
+            bound = records_bound(fetched.data.get("records"), fetched.fetch_offset)
+            if bound is None or bound > budget:
+                break
+            group.append((fetched, bound))
+            budget -= bound
+        if len(group) < 2:
+            return None
+        jobs: list[tuple[_Fetched, int]] = []
+        failure: KafkaError | None = None
+        for fetched, bound in group:
+            try:
+                cursor = self._initialize(fetched)
+            except KafkaError as e:
+                failure = e                       # stays at the head, as one by one
+                break
+            self._completed.popleft()
+            if cursor is not None:
+                fetched.cursor = cursor
+                if self._takeable(fetched):
+                    jobs.append((fetched, bound))
+        calls: list[Callable[[], T]] = []
+        for fetched, bound in jobs:
+            assert fetched.cursor is not None
+            calls.append(functools.partial(take, fetched.cursor, bound))
+        results = side_by_side.run(calls, threads)
+        got = 0
+        for i, ((fetched, _), (chunk, error)) in enumerate(zip(jobs, results)):
+            cursor = fetched.cursor
+            assert cursor is not None
+            try:
+                if error is not None:
+                    raise error
+                taken = self._took(fetched, cast(T, chunk), count)
+            except BaseException:
+                self._hold(fetched, jobs[i + 1:])
+                raise
+            if taken is not None:
+                out.append((fetched.tp, taken[0]))
+                got += taken[1]
+            if not cursor.is_drained:             # an error waits behind the rows taken
+                self._hold(fetched, jobs[i + 1:])
+                return got
+            self.subscriptions.move_to_end(fetched.tp)
+        if failure is not None:
+            raise failure
+        return got
+
+    def _hold(self, fetched: _Fetched, rest: list[tuple[_Fetched, int]]) -> None:
+        """``fetched`` becomes next in line; ``rest`` go back to the head of the queue with
+        fresh cursors to come (what their takes did is undone: no position moved for them)."""
+        self._next_in_line = fetched
+        for f, _ in reversed(rest):
+            assert f.cursor is not None
+            f.cursor.discard()
+            f.cursor = None
+            self._completed.appendleft(f)
 
     def _stuck(self, fetched: _Fetched, cursor: CompletedFetch) -> KafkaError | None:
         """The partition's data held bytes but no record at or after the position. When it
@@ -710,9 +846,12 @@ class Fetcher:
         return None
 
     def drain(self, max_records: int, take: Callable[[CompletedFetch, int], T],
-              count: Callable[[T], int]) -> list[tuple[TopicPartition, T]]:
+              count: Callable[[T], int], *, threads: int = 1) -> list[tuple[TopicPartition, T]]:
         """Up to ``max_records`` records from the buffered responses, as ``take`` shapes them
-        (a list of ConsumerRecords, an Arrow batch), in fetch order, per partition."""
+        (a list of ConsumerRecords, an Arrow batch), in fetch order, per partition.
+        ``threads`` > 1: ``take`` releases the GIL and is safe to run on several cursors at
+        once (the Arrow path); buffered partitions that all fit in the budget are then taken
+        side by side, with exactly the result of taking them one after another."""
         out: list[tuple[TopicPartition, T]] = []
         remaining = max_records
         try:
@@ -733,6 +872,11 @@ class Fetcher:
                     self._next_in_line = None
                     if not self._completed:
                         break
+                    if threads > 1 and len(self._completed) > 1:
+                        got = self._drain_side_by_side(remaining, take, count, out, threads)
+                        if got is not None:
+                            remaining -= got
+                            continue
                     fetched = self._completed[0]
                     try:
                         cursor = self._initialize(fetched)

@@ -89,6 +89,7 @@ PYCONSUMER_DEFAULTS: dict[str, Any] = {
     "sasl.kerberos.principal": None,
     "sasl.kerberos.keytab": None,
     "interceptors": [],
+    "decode.threads": 0,
 }
 
 

@@ -327,3 +327,29 @@ def test_records_end_is_after_the_last_complete_v2_batch() -> None:
     bad = bytearray(a)
     bad[8:12] = (5).to_bytes(4, "big")                          # a batch length that makes no sense
     assert records_end(bytes(bad), 10) is None
+
+
+def test_an_empty_answer_does_not_hold_its_partition_back(cluster: FakeCluster,
+                                                          rig: Rig) -> None:
+    # a broker that caps its response answers the partitions past the cap with no records;
+    # such an answer is taken in at once, so the partition is fetched again without waiting
+    # for the other partitions' buffered data to drain
+    answered: list[int] = []
+
+    def cap(req: Request) -> dict[str, Any]:
+        answer = cluster.default_answer(req)
+        if not answered:
+            for p in answer["responses"][0]["partitions"]:
+                if p["partition_index"] == 1:
+                    p.update(records=b"")
+        answered.append(1)
+        return answer
+
+    cluster.control(ApiKey.FETCH, cap)
+    rig.assign({T0: 0, T1: 0})
+    rig.fetch()
+    assert rig.subs.state(T1).high_watermark == 4          # its news is in already
+    assert rig.drain(2) == [(T0, recs(0, 0, 1))]           # t-0 keeps three buffered
+    rig.fetch()                                             # t-1 goes, t-0 is prefetched
+    assert rig.drain(100) == [(T0, recs(0, 2, 3, 4)), (T1, recs(1, 0, 1, 2, 3))]
+    assert rig.offsets() == {T0: 5, T1: 4}

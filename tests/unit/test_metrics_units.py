@@ -285,9 +285,9 @@ def test_no_sensor_work_per_record(make_cluster: Callable[..., FakeCluster],
     real_drain = Fetcher.drain
     per_drain: list[tuple[int, int]] = []     # (records drained, sensor calls)
 
-    def drain(self: Fetcher, *args: Any) -> Any:
+    def drain(self: Fetcher, *args: Any, **kwargs: Any) -> Any:
         before = calls["n"]
-        out = real_drain(self, *args)
+        out = real_drain(self, *args, **kwargs)
         if out:
             per_drain.append((sum(len(chunk) for _, chunk in out), calls["n"] - before))
         return out
