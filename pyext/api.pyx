@@ -95,7 +95,7 @@ cdef class CompletedFetch:
         cdef _Walker w = self.w
         cdef Reader p
         cdef BatchHeader h
-        cdef Py_ssize_t start, total, lo, at, last, i
+        cdef Py_ssize_t start, total, lo, at, last, i, k, target
         cdef int64_t count = 0
         cdef bint compressed = False
         cdef list ends = []
@@ -118,11 +118,16 @@ cdef class CompletedFetch:
             return None
         total = p.pos - start
         last = len(ends) - 1                   # (this module does not wrap negative indices)
-        for i in range(last):                  # cut once a run holds half its share of bytes
-            if (<Py_ssize_t>ends[i] - start) * parts * 2 >= total * (2 * len(cuts) + 1):
-                cuts.append(ends[i])
-                if len(cuts) == parts - 1:
-                    break
+        i = 0
+        for k in range(1, parts):              # the batch end nearest to each share of bytes
+            target = start + total * k // parts
+            while i < last - 1 and abs(<Py_ssize_t>ends[i + 1] - target) <= abs(
+                    <Py_ssize_t>ends[i] - target):
+                i += 1
+            if i >= last or (cuts and ends[i] <= cuts[len(cuts) - 1]):
+                break
+            cuts.append(ends[i])
+            i += 1
         cuts.append(ends[last])
         if len(cuts) < (1 if head else 2):     # (the rest of the current batch is a run too)
             return None
