@@ -680,16 +680,10 @@ class KafkaConsumer:
             self._update_fetch_positions(deadline)
             self._warn_unknown_partitions(client)
             before = self._delivered_positions()
-            if fetcher.has_available():
-                if fetcher.in_flight:
-                    # take in what a Fetch in flight has sent so far: a response left in the
-                    # socket while buffered data drains over several polls fills the TCP
-                    # window and stops the broker mid-send
-                    client.poll(timeout_ms=0, wakeup=False)
-                if fetcher.prefetch_now():
-                    # prefetch: the next Fetch is on the wire before this data is decoded,
-                    # so the broker prepares it meanwhile
-                    client.poll(timeout_ms=0, wakeup=False)
+            if fetcher.has_available() and fetcher.prefetch_now():
+                # prefetch: the next Fetch is on the wire before this data is decoded, so the
+                # broker prepares it meanwhile
+                client.poll(timeout_ms=0, wakeup=False)
             try:
                 chunks = fetcher.drain(limit, take, count, threads=threads)
                 if chunks or final:

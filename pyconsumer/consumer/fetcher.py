@@ -588,11 +588,6 @@ class Fetcher:
 
     # ------------------------------------------------------------------ draining
 
-    @property
-    def in_flight(self) -> bool:
-        """Some Fetch is waiting for its answer."""
-        return bool(self._nodes_in_flight)
-
     def has_available(self) -> bool:
         if self._completed:
             return True
