@@ -14,7 +14,11 @@ Cases
   peak memory of ``decode_arrow`` against its output.
 * ``e2e1`` / ``e2e6``: broker -> Python over 1 and 6 partitions (bench_consume.py): the raw
   sequential Fetch loop that only counts batch headers (the broker ceiling), pyconsumer
-  ``poll_arrow`` and ``poll()``, confluent-kafka ``consume(10000)``, aiokafka, kafka-python.
+  ``poll_arrow`` (with and without decode threads) and ``poll()``, confluent-kafka
+  ``consume(10000)``, aiokafka, kafka-python.
+* ``e2e6zstd``: the same 6 partitions zstd-compressed, where decoding rather than the broker
+  bounds the rate: ``poll_arrow`` with and without decode threads against the raw loop and
+  confluent-kafka.
 * ``spark``: broker -> Spark through the ``pyconsumer`` data source next to a tuple-yielding
   Python data source over confluent-kafka (bench_spark.py, its own process); only when
   pyspark and Java are there, and not with ``--quick`` unless asked for with ``--cases``.
@@ -41,7 +45,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))          # the scripts import each other by their plain names
 
-CASES = ("decode", "e2e1", "e2e6", "spark")
+CASES = ("decode", "e2e1", "e2e6", "e2e6zstd", "spark")
 
 
 @dataclass
@@ -103,16 +107,19 @@ def run_decode(quick: bool, rounds: int, only: list[str] | None) -> list[Case]:
 
 
 def run_e2e(bootstrap: str, partitions: int, quick: bool, rounds: int, only: list[str] | None,
-            records: int | None) -> Case:
+            records: int | None, codec: str = "none") -> Case:
     import bench_consume
 
     n = records or (300_000 if quick else 1_000_000)
-    names = [k for k in ("raw_fetch", "pc_arrow", "pc_poll", "pc_poll_large", "ck_consume", "aio", "kp")
-             if only is None or k in only]
-    topic = f"bench-{partitions}p"
+    everyone = ("raw_fetch", "pc_arrow", "pc_arrow_1t", "pc_poll", "pc_poll_large", "ck_consume", "aio", "kp")
+    if codec != "none":      # the decode-bound case: what several decode threads change
+        everyone = ("raw_fetch", "pc_arrow", "pc_arrow_1t", "ck_consume")
+    names = [k for k in everyone if only is None or k in only]
+    suffix = "" if codec == "none" else codec
+    topic = f"bench-{partitions}p{suffix}"
     t0 = time.perf_counter()
-    bench_consume.fill(bootstrap, topic, n, partitions, 100, "none")
-    print(f"e2e {partitions}p: filled {n:,} records in {time.perf_counter() - t0:.1f} s", flush=True)
+    bench_consume.fill(bootstrap, topic, n, partitions, 100, codec)
+    print(f"e2e {partitions}p {codec}: filled {n:,} records in {time.perf_counter() - t0:.1f} s", flush=True)
 
     def show(rnd: int, name: str, got: int, elapsed: float) -> None:
         print(f"  round {rnd} {name:13s} {got:>10,} records {elapsed:6.2f} s {got / elapsed / 1e3:9,.0f} krec/s",
@@ -124,8 +131,9 @@ def run_e2e(bootstrap: str, partitions: int, quick: bool, rounds: int, only: lis
                                   slow_cap=slow_cap, report=show)
     notes = [f"aiokafka and kafka-python read the first {min(n, slow_cap):,} records only (rates are "
              "per record)"] if {"aio", "kp"} & set(names) else []
-    return Case(f"e2e{partitions}", f"Broker -> Python, {n:,} x 100 B over {partitions} partition"
-                f"{'s' if partitions > 1 else ''} (Tansu, memory storage)", rates,
+    return Case(f"e2e{partitions}{suffix}", f"Broker -> Python, {n:,} x 100 B over {partitions} partition"
+                f"{'s' if partitions > 1 else ''}{'' if codec == 'none' else ', ' + codec} "
+                "(Tansu, memory storage)", rates,
                 [r for r in ("raw_fetch", "ck_consume") if r in names],
                 bench_consume.DESCRIPTIONS, notes)
 
@@ -345,13 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[Case] = []
     if "decode" in chosen:
         cases += run_decode(args.quick, rounds, only)
-    e2e = [int(c[3:]) for c in chosen if c.startswith("e2e")]
+    e2e = [(int(c[3:4]), c[4:] or "none") for c in chosen if c.startswith("e2e")]
     if e2e:
         from pyconsumer.testing import TansuBroker
         with TansuBroker() as broker:
-            for p in e2e:
-                broker.create_topic(f"bench-{p}p", p)
-                cases.append(run_e2e(broker.bootstrap, p, args.quick, rounds, only, args.records))
+            for p, codec in e2e:
+                broker.create_topic(f"bench-{p}p{'' if codec == 'none' else codec}", p)
+                cases.append(run_e2e(broker.bootstrap, p, args.quick, rounds, only, args.records, codec))
     if "spark" in chosen:
         spark = run_spark(args.quick, rounds)
         if spark is not None:

@@ -7,6 +7,7 @@ reads the whole topic from the beginning with manual assignment, in interleaved 
                     partition (the consumer's default fetch sizes), records counted from the
                     batch headers; no decoding, no Python object per record
 * ``pc_arrow``      pyconsumer ``poll_arrow(max_records=100_000)`` (rows counted)
+* ``pc_arrow_1t``   the same with ``decode.threads=1`` (decoding in the polling thread only)
 * ``pc_poll``       pyconsumer ``poll()`` with max.poll.records 500 (ConsumerRecords; key,
                     value, offset, timestamp touched)
 * ``pc_poll_large`` the same with max.poll.records 10,000
@@ -222,15 +223,23 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, in
 
 # ------------------------------------------------------------------ the clients
 
-def pc_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+def _pc_arrow(bootstrap: str, topic: str, partitions: int, n: int, threads: int) -> int:
     with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                       check_crcs=True) as c:
+                       check_crcs=True, decode_threads=threads) as c:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
         got, progress = 0, _Progress("pc_arrow", n)
         while got < n:
             got += c.poll_arrow(timeout_ms=1000, max_records=100_000).num_rows
             progress.check(got)
         return got
+
+
+def pc_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    return _pc_arrow(bootstrap, topic, partitions, n, 0)       # decode.threads: one per core
+
+
+def pc_arrow_1t(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    return _pc_arrow(bootstrap, topic, partitions, n, 1)
 
 
 def _pc_poll(bootstrap: str, topic: str, partitions: int, n: int, max_poll_records: int) -> int:
@@ -335,7 +344,8 @@ def kp(bootstrap: str, topic: str, partitions: int, n: int) -> int:
 
 
 CONTENDERS: dict[str, Contender] = {
-    "raw_fetch": raw_fetch, "ck_consume": ck_consume, "pc_arrow": pc_arrow, "pc_poll": pc_poll,
+    "raw_fetch": raw_fetch, "ck_consume": ck_consume, "pc_arrow": pc_arrow, "pc_arrow_1t": pc_arrow_1t,
+    "pc_poll": pc_poll,
     "pc_poll_large": pc_poll_large, "aio": aio, "kp": kp, "ck_consume500": ck_consume500,
 }
 #: what each reads, for tables
@@ -344,6 +354,7 @@ DESCRIPTIONS: dict[str, str] = {
     "ck_consume": "confluent-kafka consume(10000), fields touched",
     "ck_consume500": "confluent-kafka consume(500), fields touched",
     "pc_arrow": "pyconsumer poll_arrow(max_records=100000)",
+    "pc_arrow_1t": "the same, decode.threads=1 (no decode threads)",
     "pc_poll": "pyconsumer poll(), max.poll.records 500, fields touched",
     "pc_poll_large": "pyconsumer poll(), max.poll.records 10000, fields touched",
     "aio": "aiokafka getmany(max_records=500), fields touched",
