@@ -74,6 +74,7 @@ class CompletedFetch:
         self, max_records: int, parts: int,
         run: Callable[[list[Callable[[], pa.RecordBatch]]],
                       list[tuple[pa.RecordBatch | None, BaseException | None]]],
+        min_bytes: int = 0,
     ) -> list[pa.RecordBatch] | None: ...
     def set_include_headers(self, include_headers: bool) -> None: ...
     @property

@@ -761,7 +761,8 @@ class KafkaConsumer:
             if threads > 1:
                 # compressed batches of one large response, decompressed on several cores
                 parts = cursor.take_arrow_split(
-                    n, threads, functools.partial(side_by_side.run, threads=threads))
+                    n, threads, functools.partial(side_by_side.run, threads=threads),
+                    side_by_side.min_bytes)
                 if parts is not None:
                     return parts
             return [cursor.take_arrow(n)]

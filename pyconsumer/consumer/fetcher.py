@@ -738,15 +738,18 @@ class Fetcher:
         responses after it put back untouched."""
         group: list[tuple[_Fetched, int]] = []
         budget = remaining
+        size = 0
         for fetched in self._completed:
             if len(group) == threads or fetched.data["error_code"] or not fetched.has_bytes:
                 break
-            bound = records_bound(fetched.data.get("records"), fetched.fetch_offset)
+            records = fetched.data["records"]
+            bound = records_bound(records, fetched.fetch_offset)
             if bound is None or bound > budget:
                 break
             group.append((fetched, bound))
             budget -= bound
-        if len(group) < 2:
+            size += len(records)
+        if len(group) < 2 or size < side_by_side.min_bytes:
             return None
         jobs: list[tuple[_Fetched, int]] = []
         failure: KafkaError | None = None

@@ -549,10 +549,19 @@ class BrokerConnection:
         which fails the connection in the poll loop rather than inside a caller's send()."""
         if self.state is not ConnectionState.READY or self.sock is None:
             return
+        try:
+            self._write_out(now)
+        except OSError:
+            pass
+
+    def _write_out(self, now: float) -> None:
+        """Write the queued bytes until none are left or the socket would block; other
+        errors are raised."""
+        assert self.sock is not None
         while self._out_pos < len(self._out):
             try:
                 sent = self.sock.send(memoryview(self._out)[self._out_pos:])
-            except OSError:
+            except _WOULD_BLOCK:
                 return
             self._out_pos += sent
             self.last_activity = now
@@ -615,19 +624,11 @@ class BrokerConnection:
             self._handshake(now)
             if self.sock is None or self._authenticating():
                 return
-        while self._out_pos < len(self._out):
-            try:
-                sent = self.sock.send(memoryview(self._out)[self._out_pos:])
-            except _WOULD_BLOCK:
-                return
-            except OSError as e:
-                self._fail(KafkaConnectionError(
-                    f"error writing to {self.describe}: {e.strerror or e}"), now)
-                return
-            self._out_pos += sent
-            self.last_activity = now
-        self._out.clear()
-        self._out_pos = 0
+        try:
+            self._write_out(now)
+        except OSError as e:
+            self._fail(KafkaConnectionError(
+                f"error writing to {self.describe}: {e.strerror or e}"), now)
 
     def on_readable(self, now: float | None = None) -> None:
         """Read what the socket has and complete the requests it answers."""

@@ -95,6 +95,58 @@ def test_poll_arrow_returns_exactly_what_was_produced(
         assert empty.num_rows == 0 and "headers" not in empty.schema.names
 
 
+@pytest.mark.parametrize("codec", ["zstd", "gzip"])
+def test_poll_arrow_with_decode_threads_returns_what_one_thread_does(
+        tansu: TansuBroker, make_tansu_topic: Callable[..., str], codec: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many small compressed batches on 3 partitions (so responses are cut into runs and
+    buffered partitions go side by side): with decode.threads=4 every record exactly once, in
+    order per partition, batches within max_records, and the positions of one thread."""
+    from pyconsumer.consumer import side_by_side
+
+    runs: list[int] = []
+    real = side_by_side.run
+    monkeypatch.setattr(side_by_side, "min_bytes", 0)       # small batches: cut them anyway
+    monkeypatch.setattr(side_by_side, "run",
+                        lambda calls, threads: runs.append(len(calls)) or real(calls, threads))
+    topic = make_tansu_topic(3)
+    records = sample_records(6000, partitions=3, seed=21)
+    delivered = produce(tansu.bootstrap, topic, records, compression=codec,
+                        **{"batch.num.messages": 100, "linger.ms": 5})
+    expected = expected_rows(topic, records, delivered)
+
+    def read(threads: int, max_records: int) -> tuple[list[list[dict[str, Any]]], list[int]]:
+        batches = []
+        with KafkaConsumer(bootstrap_servers=tansu.bootstrap, auto_offset_reset="earliest",
+                           decode_threads=threads, fetch_min_bytes=1_000_000,
+                           fetch_max_wait_ms=300) as c:
+            c.assign(list(expected))
+            n, deadline = 0, time.monotonic() + 30
+            while n < 6000 and time.monotonic() < deadline:
+                batch = c.poll_arrow(timeout_ms=500, max_records=max_records,
+                                     include_headers=True)
+                if batch.num_rows:
+                    batches.append(batch.to_pylist())
+                    n += batch.num_rows
+            return batches, [c.position(tp) for tp in expected]
+
+    for max_records in (6000, 1500, 333):
+        _, one_positions = read(1, max_records)
+        runs.clear()
+        many, many_positions = read(4, max_records)
+        assert runs, "nothing was decoded side by side"
+        assert sorted(r["offset"] for b in many for r in b) == sorted(
+            r[0] for rows in expected.values() for r in rows)
+        # (how rows fall into batches depends on when responses arrive: compared per
+        # partition) every record once, in order, and the same positions as one thread
+        per_tp = {tp: [(r["offset"], r["key"], r["value"]) for b in many for r in b
+                       if r["partition"] == tp.partition] for tp in expected}
+        assert per_tp == {tp: [(o, k, v) for o, k, v, _, _ in rows]
+                          for tp, rows in expected.items()}
+        assert many_positions == one_positions == [rows[-1][0] + 1 for rows in expected.values()]
+        assert all(len(b) <= max_records for b in many)
+
+
 def test_poll_against_mock_cluster_three_leaders(mock_cluster: MockCluster) -> None:
     mock_cluster.create_topic("spread", 6)
     records = sample_records(1200, partitions=6, seed=3)

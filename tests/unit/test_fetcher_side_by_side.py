@@ -10,45 +10,28 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer import side_by_side
-from pyconsumer.consumer.fetcher import Fetcher, records_bound
-from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.fetcher import records_bound
 from pyconsumer.errors import CorruptRecordError, KafkaError
-from pyconsumer.net.client import NetworkClient
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch
 from pyconsumer.structs import TopicPartition
 
 from tests import recordsets as rs
 from tests.fakecluster import FakeCluster, Request
+from tests.unit.test_fetcher_drain import Rig as DrainRig
 
 TPS = [TopicPartition("t", p) for p in range(4)]
 Rows = list[tuple[int, bytes | None]]
 
 
-class Rig:
+class Rig(DrainRig):
     def __init__(self, cluster: FakeCluster, threads: int) -> None:
-        self.config = ConsumerConfig(bootstrap_servers=cluster.bootstrap, fetch_max_wait_ms=50)
-        self.client = NetworkClient(self.config)
-        self.subs = SubscriptionState(self.config.offset_reset_strategy)
-        self.fetcher = Fetcher(self.client, self.config, self.subs)
+        super().__init__(cluster)
         self.threads = threads
         self.decoded_on: set[str] = set()
 
-    def assign(self, positions: dict[TopicPartition, int]) -> None:
-        self.subs.assign_from_user(list(positions))
-        for tp, offset in positions.items():
-            self.subs.seek(tp, offset)
-        self.client.update_metadata(["t"], timeout_ms=5000)
-
-    def fetch(self) -> None:
-        done = self.fetcher.completions
-        assert self.fetcher.send_fetches() == 1
-        self.client.poll(timeout_ms=5000, until=lambda: self.fetcher.completions != done)
-        assert self.fetcher.completions == done + 1
-
-    def drain(self, n: int) -> list[tuple[TopicPartition, Rows]] | KafkaError:
+    def drain(self, n: int) -> list[tuple[TopicPartition, Rows]] | KafkaError:  # type: ignore[override]
         def take(cursor: CompletedFetch, k: int) -> pa.RecordBatch:
             self.decoded_on.add(threading.current_thread().name)
             return cursor.take_arrow(k)
@@ -68,9 +51,6 @@ class Rig:
             positions[tp] = pos.offset
         return positions, self.subs.assigned_partitions()
 
-    def close(self) -> None:
-        self.client.close()
-
 
 def _fill(c: FakeCluster) -> None:
     """Four partitions of several batches each (one lz4), 3 to 12 records a partition."""
@@ -88,6 +68,12 @@ def cluster() -> Iterator[FakeCluster]:
         _fill(c)
         yield c
         assert c.errors == []
+
+
+@pytest.fixture(autouse=True)
+def small_work_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These record sets are tiny: hand them to threads anyway."""
+    monkeypatch.setattr(side_by_side, "min_bytes", 0)
 
 
 @pytest.fixture
@@ -246,3 +232,16 @@ def test_records_bound_counts_the_complete_batches_reaching_the_position() -> No
     assert records_bound(a + b[:-1], 10) == 3                  # a trailing partial batch: not
     assert records_bound(b"", 0) == 0 and records_bound(None, 0) == 0
     assert records_bound(rs.kp_legacy(rs.sample_records(2), 1), 0) is None   # magic 1: unknown
+
+
+def test_less_than_min_bytes_goes_one_by_one(cluster: FakeCluster, side_by_side_calls: list[int],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(side_by_side, "min_bytes", 1 << 20)
+    rig = Rig(cluster, 4)
+    try:
+        rig.assign({tp: 0 for tp in TPS})
+        rig.fetch()
+        got = rig.drain(1000)
+        assert [tp for tp, _ in got] == TPS and side_by_side_calls == []
+    finally:
+        rig.close()

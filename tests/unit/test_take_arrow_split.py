@@ -157,6 +157,8 @@ def test_nothing_to_cut() -> None:
     got = mid.take_arrow_split(1000, 2, serial)        # the batch's rest, the next one beside
     assert got is not None and [b.num_rows for b in got] == [40, 50]
     assert mid.is_drained and mid.next_fetch_offset == 100
+    assert cursor(one).take_arrow_split(1000, 2, serial, len(one) + 1) is None  # too little
+    assert cursor(one).take_arrow_split(1000, 2, serial, len(one)) is not None
     committed = cursor(one, isolation_level="read_committed")
     got = committed.take_arrow_split(1000, 2, serial)                       # nothing aborted
     assert got is not None and sum(b.num_rows for b in got) == 100
