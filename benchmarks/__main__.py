@@ -134,7 +134,8 @@ def run_e2e(bootstrap: str, partitions: int, quick: bool, rounds: int, only: lis
     return Case(f"e2e{partitions}{suffix}", f"Broker -> Python, {n:,} x 100 B over {partitions} partition"
                 f"{'s' if partitions > 1 else ''}{'' if codec == 'none' else ', ' + codec} "
                 "(Tansu, memory storage)", rates,
-                [r for r in ("raw_fetch", "ck_consume") if r in names],
+                [r for r in ("raw_fetch", "ck_consume") + (("pc_arrow_1t",) if codec != "none" else ())
+                 if r in names],
                 bench_consume.DESCRIPTIONS, notes)
 
 
