@@ -242,11 +242,14 @@ def test_tls_against_a_peer_that_closes_names_the_likely_cause() -> None:
         with KafkaConsumer(bootstrap_servers=peer.bootstrap, **TLS) as c:
             error, _ = timed(lambda: c.topics(timeout_ms=800))
     assert isinstance(error, NoBrokersAvailable)
+    # on a loaded machine the deadline may meet a reconnect still in its handshake (the
+    # peer has not closed it yet): that attempt is named after the failure
     assert re.fullmatch(
         rf"no broker of {peer.bootstrap} could be reached within 800 ms \(node -1: TLS "
         rf"handshake with node -1 \({peer.bootstrap}\) failed: the broker at {peer.bootstrap} "
         rf"closed the connection without a TLS answer \(.+\): is security.protocol=SSL right "
-        rf"for this listener\?\)", str(error)), str(error)
+        rf"for this listener\?(; node -1 \({peer.bootstrap}\): connection still "
+        rf"authenticating; the TLS handshake got no answer: .+)?\)", str(error)), str(error)
 
 
 def test_tls_against_a_real_plaintext_broker_says_the_handshake_got_no_answer(
