@@ -354,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[Case] = []
     if "decode" in chosen:
         cases += run_decode(args.quick, rounds, only)
-    e2e = [(int(c[3:4]), c[4:] or "none") for c in chosen if c.startswith("e2e")]
+    e2e = [(int(m[1]), m[2] or "none") for m in (re.fullmatch(r"e2e(\d+)(\D*)", c) for c in chosen)
+           if m is not None]
     if e2e:
         from pyconsumer.testing import TansuBroker
         with TansuBroker() as broker:

@@ -8,7 +8,6 @@ cdef class CompletedFetch:
     cdef object key_deserializer     # callable(bytes | None) or None
     cdef object value_deserializer   # callable(bytes | None) or None
     cdef bint discarded              # discard() was called
-    cdef Py_ssize_t _split_end       # record-set byte after the batches _split cut up
     cdef list _split(self, Py_ssize_t max_records, int parts, bint head, Py_ssize_t min_bytes)
         # sub-cursors over the next whole batches, cut for take_arrow_split (None: no cut;
         # head: the rest of the current batch is taken alongside, one run is enough)

@@ -39,11 +39,11 @@ cdef class CompletedFetch:
         ``run(calls)`` runs the zero-argument callables side by side and returns
         [(result, None) | (None, exception)] in order; no cut when the whole batches hold fewer
         than ``min_bytes`` bytes (handing work to a thread costs some 25 us). A list of
-        RecordBatches in offset order
-        (fewer rows than take_arrow may give: only whole batches are cut), or None when there
-        is nothing to cut (fewer than two such batches, none compressed, an error pending,
-        transactions to filter, an older format). A run that fails moves nothing: take_arrow
-        then gives the same records and errors as if no cut had been tried."""
+        RecordBatches in offset order (fewer rows than take_arrow may give: only whole batches
+        are cut), or None when there is nothing to cut (fewer than two such batches, none
+        compressed, an error pending, transactions to filter, an older format). A run that
+        fails moves nothing: take_arrow then gives the same records and errors as if no cut
+        had been tried."""
         cdef _Walker w = self.w
         cdef Py_ssize_t head = w.remaining if w.remaining > 0 and w.magic == 2 else 0
         cdef list subs
@@ -80,11 +80,10 @@ cdef class CompletedFetch:
                 w.last_epoch = sub.w.last_epoch
             if sub.w.next_fetch_offset > nfo:
                 nfo = sub.w.next_fetch_offset
-        sub = subs[len(subs) - 1]
+            w.rs.pos += sub.w.rs.end           # the runs cover the batches cut, in order
         w.next_fetch_offset = nfo
         w.have_batch = True
-        w.batch_next_offset = sub.w.batch_next_offset
-        w.rs.pos = self._split_end
+        w.batch_next_offset = sub.w.batch_next_offset    # sub: the last run
         w.maybe_finish()
         taken += [batch for batch, _ in results]
         if not any(batch.num_rows for batch in taken):
@@ -139,15 +138,14 @@ cdef class CompletedFetch:
         subs = []
         lo = start
         for e in cuts:
-            sub = CompletedFetch(view[at + lo:at + <Py_ssize_t>e], w.topic, w.partition, w.next_fetch_offset,
-                                 check_crcs=w.check_crcs,
+            sub = CompletedFetch(view[at + lo:at + <Py_ssize_t>e], w.topic, w.partition,
+                                 w.next_fetch_offset, check_crcs=w.check_crcs,
                                  isolation_level=("read_committed" if w.read_committed
                                                   else "read_uncommitted"),
                                  include_headers=self.include_headers)
             sub.w.open_end = True              # this cursor decides where its end leaves us
             subs.append(sub)
             lo = e
-        self._split_end = lo
         return subs
 
     def set_include_headers(self, bint include_headers):

@@ -115,7 +115,8 @@ class _ReadReplica(NamedTuple):
 class _Fetched:
     """One partition's part of a Fetch response, waiting in the queue."""
 
-    __slots__ = ("tp", "fetch_offset", "max_bytes", "data", "version", "cursor", "error", "end")
+    __slots__ = ("tp", "fetch_offset", "max_bytes", "data", "version", "cursor", "error", "end",
+                 "bound")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, max_bytes: int,
                  data: dict[str, Any], version: int) -> None:
@@ -123,6 +124,8 @@ class _Fetched:
         self.fetch_offset = fetch_offset
         #: the offset after its last complete batch, when the headers say (prefetch goes there)
         self.end: int | None = None
+        #: at least its records at or past fetch_offset, when the headers say (records_bound)
+        self.bound: int | None = None
         self.max_bytes = max_bytes            # the partition_max_bytes the request asked
         self.data = data
         self.version = version
@@ -168,24 +171,31 @@ def _v2_batches(records: Any) -> list[tuple[int, int, int]] | None:
     return out
 
 
-def records_end(records: Any, fetch_offset: int) -> int | None:
-    """The offset after the last complete batch of a record set of v2 batches (baseOffset +
-    lastOffsetDelta + 1), or None when the headers cannot tell (see _v2_batches) or there is
-    no complete batch past ``fetch_offset``: where a prefetch goes."""
+def records_span(records: Any, fetch_offset: int) -> tuple[int | None, int | None]:
+    """From one pass over the batch headers of a record set of v2 batches:
+
+    * end: the offset after its last complete batch (baseOffset + lastOffsetDelta + 1), None
+      when there is no complete batch past ``fetch_offset``: where a prefetch goes;
+    * bound: at least as many as the records at or past ``fetch_offset`` it hands out (the
+      recordsCount of the complete batches that reach it): what a side-by-side drain may give
+      the partition without passing the budget.
+
+    Both None when the headers cannot tell (see _v2_batches)."""
     batches = _v2_batches(records)
+    if batches is None:
+        return None, None
+    bound = sum(count for _, last, count in batches if last >= fetch_offset)
     if not batches or batches[-1][1] < fetch_offset:
-        return None
-    return batches[-1][1] + 1
+        return None, bound
+    return batches[-1][1] + 1, bound
+
+
+def records_end(records: Any, fetch_offset: int) -> int | None:
+    return records_span(records, fetch_offset)[0]
 
 
 def records_bound(records: Any, fetch_offset: int) -> int | None:
-    """At least as many as the records at or past ``fetch_offset`` a record set hands out
-    (the recordsCount of its complete v2 batches that reach it), or None when the headers
-    cannot tell: what a parallel drain may give one partition without passing the budget."""
-    batches = _v2_batches(records)
-    if batches is None:
-        return None
-    return sum(count for _, last, count in batches if last >= fetch_offset)
+    return records_span(records, fetch_offset)[1]
 
 
 class Fetcher:
@@ -559,8 +569,10 @@ class Fetcher:
                     self._empty_at[tp] = asked.fetch_offset
                     continue
                 fetched = _Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
-                if self.prefetch and not p["error_code"]:
-                    fetched.end = records_end(p.get("records"), asked.fetch_offset)
+                if not p["error_code"]:
+                    end, fetched.bound = records_span(p.get("records"), asked.fetch_offset)
+                    if self.prefetch:
+                        fetched.end = end
                 self._completed.append(fetched)
 
     def close_sessions(self, timeout_ms: float) -> None:
@@ -742,13 +754,12 @@ class Fetcher:
         for fetched in self._completed:
             if len(group) == threads or fetched.data["error_code"] or not fetched.has_bytes:
                 break
-            records = fetched.data["records"]
-            bound = records_bound(records, fetched.fetch_offset)
+            bound = fetched.bound
             if bound is None or bound > budget:
                 break
             group.append((fetched, bound))
             budget -= bound
-            size += len(records)
+            size += len(fetched.data["records"])
         if len(group) < 2 or size < side_by_side.min_bytes:
             return None
         jobs: list[tuple[_Fetched, int]] = []

@@ -543,10 +543,9 @@ class BrokerConnection:
         return fut
 
     def _write_eagerly(self, now: float) -> None:
-        """Put queued requests on the wire now instead of after the next select: the socket
-        is nearly always writable, and a Fetch sent from a response's callback then leaves
-        within microseconds of the answer. Errors (and would-block) are left to on_writable,
-        which fails the connection in the poll loop rather than inside a caller's send()."""
+        """Put queued requests on the wire now instead of after the next select (the socket
+        is nearly always writable). Errors are left to on_writable, which fails the
+        connection in the poll loop rather than inside a caller's send()."""
         if self.state is not ConnectionState.READY or self.sock is None:
             return
         try:

@@ -161,15 +161,15 @@ def test_a_partition_seeked_while_buffered_is_skipped(cluster: FakeCluster,
     assert side_by_side_calls == [3]
 
 
-def _corrupt_partition_1(cluster: FakeCluster) -> None:
-    """t-1's answer: its last batch (offsets 8-11) fails its CRC."""
+def _corrupt(cluster: FakeCluster, partition: int, at: int) -> None:
+    """Fetch answers of t-``partition`` get byte ``at`` of their records flipped."""
     def answer(req: Request) -> dict[str, Any]:
         body = cluster.default_answer(req)
         for t in body["responses"]:
             for p in t["partitions"]:
-                if p["partition_index"] == 1 and p["records"]:
+                if p["partition_index"] == partition and p["records"]:
                     data = bytearray(p["records"])
-                    data[-1] ^= 0xFF
+                    data[at] ^= 0xFF
                     p["records"] = bytes(data)
         return body
 
@@ -179,7 +179,7 @@ def _corrupt_partition_1(cluster: FakeCluster) -> None:
 @pytest.mark.parametrize("threads", [2, 4])
 def test_corruption_behind_good_rows_stops_there_as_one_by_one(
         cluster: FakeCluster, side_by_side_calls: list[int], threads: int) -> None:
-    _corrupt_partition_1(cluster)
+    _corrupt(cluster, 1, -1)          # t-1's last batch (offsets 8-11) fails its CRC
     starts = {tp: 0 for tp in TPS}
     budgets = [100, 100, 100]
     one = _script(cluster, 1, starts, budgets)
@@ -195,17 +195,7 @@ def test_corruption_behind_good_rows_stops_there_as_one_by_one(
 
 
 def test_corrupt_first_in_line_with_nothing_before_raises(cluster: FakeCluster) -> None:
-    def answer(req: Request) -> dict[str, Any]:
-        body = cluster.default_answer(req)
-        for t in body["responses"]:
-            for p in t["partitions"]:
-                if p["partition_index"] == 0 and p["records"]:
-                    data = bytearray(p["records"])
-                    data[70] ^= 0xFF                     # inside the first batch's records
-                    p["records"] = bytes(data)
-        return body
-
-    cluster.control(ApiKey.FETCH, answer)
+    _corrupt(cluster, 0, 70)          # inside t-0's first batch's records
     rig = Rig(cluster, 4)
     try:
         rig.assign({tp: 0 for tp in TPS})
