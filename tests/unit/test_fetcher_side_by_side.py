@@ -30,10 +30,27 @@ class Rig(DrainRig):
         super().__init__(cluster)
         self.threads = threads
         self.decoded_on: set[str] = set()
+        self.rendezvous: threading.Barrier | None = None
+        self._met = 0
+        self._meeting = threading.Lock()
+
+    def meet(self, parties: int) -> None:
+        """Make the next ``parties`` takes wait for each other: proof that that many threads
+        run takes at once (otherwise the caller may finish every take before a pool thread
+        wakes, which is allowed)."""
+        self.rendezvous = threading.Barrier(parties, timeout=10)
+        self._met = 0
 
     def drain(self, n: int) -> list[tuple[TopicPartition, Rows]] | KafkaError:  # type: ignore[override]
         def take(cursor: CompletedFetch, k: int) -> pa.RecordBatch:
             self.decoded_on.add(threading.current_thread().name)
+            with self._meeting:
+                meet = self.rendezvous
+                self._met += 1
+                if meet is not None and self._met >= meet.parties:
+                    self.rendezvous = None              # later takes do not wait
+            if meet is not None:
+                meet.wait()
             return cursor.take_arrow(k)
 
         try:
@@ -133,11 +150,15 @@ def test_everything_fits_goes_side_by_side_in_fetch_order(cluster: FakeCluster,
     try:
         rig.assign({tp: 0 for tp in TPS})
         rig.fetch()
+        rig.meet(2)
         got = rig.drain(1000)
         assert side_by_side_calls == [4]
-        # the first in this thread, the others on the decode pool
-        assert threading.current_thread().name in rig.decoded_on
+        # two takes ran at once (the rendezvous), so at least one on the decode pool; which
+        # thread takes which partition is a race (the caller may even take none)
+        assert len(rig.decoded_on) >= 2
         assert {n for n in rig.decoded_on if n.startswith("pyconsumer-decode_")}
+        assert rig.decoded_on <= {threading.current_thread().name} | {
+            f"pyconsumer-decode_{i}" for i in range(3)}
         assert [tp for tp, _ in got] == TPS
         assert got[1][1] == [(o, b"1-%d" % o) for o in range(12)]
         assert rig.state()[0] == {TPS[0]: 5, TPS[1]: 12, TPS[2]: 1, TPS[3]: 7}
