@@ -129,31 +129,37 @@ class _Sample:
 
 class _Sampled:
     """Java's SampledStat: ``samples`` windows in a ring; the current one rolls over when
-    its window has passed, and a sample as old as all the windows together is reset."""
+    its window has passed, and a sample as old as all the windows together is reset.
 
-    __slots__ = ("_samples", "_current")
+    Each kind's ``record`` is one call with the update written in: a poll() records about a
+    dozen stats, so a second call per stat is a measurable part of a 500-record poll."""
+
+    __slots__ = ("_samples", "_current", "_sample")
     initial = 0.0
 
     def __init__(self) -> None:
         self._samples: list[_Sample] = []
         self._current = 0
+        #: the sample being filled (None before the first record)
+        self._sample: _Sample | None = None
 
     def record(self, w: _Window, value: float, now: float) -> None:
+        raise NotImplementedError
+
+    def _roll(self, w: _Window, now: float) -> _Sample:
+        """The sample to record into at ``now``, its window having passed (or none yet): the
+        next one of the ring, reset."""
         samples = self._samples
-        if not samples:
-            samples.append(_Sample(now, self.initial))
-        sample = samples[self._current]
-        if now - sample.start >= w.window_ms:
+        if samples:
             self._current = (self._current + 1) % w.samples
-            if self._current >= len(samples):
-                samples.append(_Sample(now, self.initial))
+        if self._current >= len(samples):
+            sample = _Sample(now, self.initial)
+            samples.append(sample)
+        else:
             sample = samples[self._current]
             sample.start, sample.value, sample.count = now, self.initial, 0
-        self.update(sample, value)
-        sample.count += 1
-
-    def update(self, sample: _Sample, value: float) -> None:
-        raise NotImplementedError
+        self._sample = sample
+        return sample
 
     def _purge(self, w: _Window, now: float) -> None:
         expire = w.samples * w.window_ms
@@ -175,8 +181,12 @@ class _Sampled:
 class _Avg(_Sampled):
     __slots__ = ()
 
-    def update(self, sample: _Sample, value: float) -> None:
+    def record(self, w: _Window, value: float, now: float) -> None:
+        sample = self._sample
+        if sample is None or now - sample.start >= w.window_ms:
+            sample = self._roll(w, now)
         sample.value += value
+        sample.count += 1
 
     def combine(self) -> float:
         count = sum(s.count for s in self._samples)
@@ -187,9 +197,13 @@ class _Max(_Sampled):
     __slots__ = ()
     initial = -math.inf
 
-    def update(self, sample: _Sample, value: float) -> None:
+    def record(self, w: _Window, value: float, now: float) -> None:
+        sample = self._sample
+        if sample is None or now - sample.start >= w.window_ms:
+            sample = self._roll(w, now)
         if value > sample.value:
             sample.value = value
+        sample.count += 1
 
     def combine(self) -> float:
         seen = [s.value for s in self._samples if s.count]
@@ -200,20 +214,23 @@ class _Min(_Sampled):
     __slots__ = ()
     initial = math.inf
 
-    def update(self, sample: _Sample, value: float) -> None:
+    def record(self, w: _Window, value: float, now: float) -> None:
+        sample = self._sample
+        if sample is None or now - sample.start >= w.window_ms:
+            sample = self._roll(w, now)
         if value < sample.value:
             sample.value = value
+        sample.count += 1
 
     def combine(self) -> float:
         seen = [s.value for s in self._samples if s.count]
         return min(seen) if seen else math.nan
 
 
-class _WindowedSum(_Sampled):
-    __slots__ = ()
+class _WindowedSum(_Avg):
+    """The same samples as an average (value summed, events counted), combined as a sum."""
 
-    def update(self, sample: _Sample, value: float) -> None:
-        sample.value += value
+    __slots__ = ()
 
     def combine(self) -> float:
         return sum(s.value for s in self._samples)
@@ -222,8 +239,12 @@ class _WindowedSum(_Sampled):
 class _WindowedCount(_WindowedSum):
     __slots__ = ()
 
-    def update(self, sample: _Sample, value: float) -> None:
+    def record(self, w: _Window, value: float, now: float) -> None:
+        sample = self._sample
+        if sample is None or now - sample.start >= w.window_ms:
+            sample = self._roll(w, now)
         sample.value += 1.0
+        sample.count += 1
 
 
 class _Rate:

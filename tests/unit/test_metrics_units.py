@@ -163,6 +163,27 @@ def test_windowed_stats_follow_javas_sampled_stat_and_rate() -> None:
     assert read(m, "last-rebalance-seconds-ago", rb) == 2.0
 
 
+def test_the_sample_ring_wraps_and_forgets_the_oldest_window() -> None:
+    """Two samples of 1000 ms: each window's values land in their own sample; the third
+    window reuses the first one's sample (reset), and a window as old as both is dropped."""
+    from pyconsumer.metrics import _Avg, _Max, _Min, _Rate, _Window, _WindowedCount, _WindowedSum
+
+    w = _Window(2, 1000.0)
+    avg, hi, lo, total, count = _Avg(), _Max(), _Min(), _WindowedSum(), _WindowedCount()
+    stats = (avg, hi, lo, total, count)
+    for t, v in ((0, 5.0), (400, 1.0), (1000, 7.0), (1999, 3.0), (2000, 2.0), (2500, 4.0)):
+        for stat in stats:
+            stat.record(w, v, float(t))
+        if t == 1999:        # windows [0, 1000) and [1000, 2000): every value so far
+            assert [s.measure(w, 1999.0) for s in stats] == [4.0, 7.0, 1.0, 16.0, 4.0]
+    # [1000, 2000) and [2000, 3000): the first window's 5 and 1 are gone
+    assert [s.measure(w, 2999.0) for s in stats] == [4.0, 7.0, 2.0, 16.0, 4.0]
+    # at 3000 the window that started at 1000 is two windows old: only [2000, 3000) is left
+    assert [s.measure(w, 3000.0) for s in stats] == [3.0, 4.0, 2.0, 6.0, 2.0]
+    assert _Rate(_WindowedCount()).measure(w, 0.0) == 0.0
+    assert all(math.isnan(s.measure(w, 9000.0)) for s in (avg, hi, lo))
+
+
 def test_poll_metrics_follow_javas_formulas() -> None:
     clock = Clock()
     m = metrics_on(clock)
