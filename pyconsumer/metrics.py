@@ -288,6 +288,10 @@ class _Total:
 _Stat = _Sampled | _Rate | _Total
 
 
+#: the record methods of some stats, called (window, value, now)
+_Recorders = tuple[Callable[[_Window, float, float], None], ...]
+
+
 class Sensor:
     """Records a value into each of its stats (one ``record`` call per event)."""
 
@@ -305,6 +309,11 @@ class Sensor:
         self._stats.append(stat)
         self._recorders.append(stat.stat.record if isinstance(stat, _Rate) else stat.record)
         return stat
+
+    @property
+    def recorders(self) -> _Recorders:
+        """Its stats' record methods (to record into several sensors in one loop)."""
+        return tuple(self._recorders)
 
     def record(self, value: float = 1.0, now: float | None = None) -> None:
         if now is None:
@@ -382,7 +391,9 @@ class ConsumerMetrics:
         self._lag = self._sensor(FETCH_GROUP, self._tags, records_lag_max=_Max())
         self._lead = self._sensor(FETCH_GROUP, self._tags, records_lead_min=_Min())
         self._topics: dict[str, tuple[Sensor, Sensor, Sensor]] = {}
-        self._partitions: dict[TopicPartition, tuple[Sensor, Sensor]] = {}
+        #: (lag, lead) recorders of each partition with sensors (forgotten on unassignment)
+        self._partitions: dict[TopicPartition, tuple[_Recorders, _Recorders]] = {}
+        self._consumed_of: dict[str, tuple[_Recorders, _Recorders]] = {}
         self._fetch_latency_ms: dict[int, float] = {}     # node -> of the answer not read yet
         # consumer
         self._between_polls = self._sensor(CONSUMER_GROUP, self._tags,
@@ -446,17 +457,29 @@ class ConsumerMetrics:
             self._topics[tag] = sensors
         return sensors
 
-    def _partition(self, tp: TopicPartition) -> tuple[Sensor, Sensor]:
-        """(lag, lead) sensors of ``tp``, made on first use."""
-        sensors = self._partitions.get(tp)
-        if sensors is None:
+    def _partition(self, tp: TopicPartition) -> tuple[_Recorders, _Recorders]:
+        """What a drain of ``tp`` records its lag and its lead into (the partition's stats and
+        the consumer's records-lag-max / records-lead-min), the partition's sensors made on
+        first use."""
+        recorders = self._partitions.get(tp)
+        if recorders is None:
             tags = self._partition_tags(tp)
-            sensors = (self._sensor(FETCH_GROUP, tags, records_lag_max=_Max(),
-                                    records_lag_avg=_Avg()),
-                       self._sensor(FETCH_GROUP, tags, records_lead_min=_Min(),
-                                    records_lead_avg=_Avg()))
-            self._partitions[tp] = sensors
-        return sensors
+            lag = self._sensor(FETCH_GROUP, tags, records_lag_max=_Max(), records_lag_avg=_Avg())
+            lead = self._sensor(FETCH_GROUP, tags, records_lead_min=_Min(),
+                                records_lead_avg=_Avg())
+            recorders = self._partitions[tp] = (self._lag.recorders + lag.recorders,
+                                                self._lead.recorders + lead.recorders)
+        return recorders
+
+    def _consumed(self, topic: str) -> tuple[_Recorders, _Recorders]:
+        """What a drain of ``topic`` records its records and its bytes into: the consumer's
+        meters and the topic's (one flat tuple each: a poll() records them every time)."""
+        recorders = self._consumed_of.get(topic)
+        if recorders is None:
+            sensors = self._topic(topic)
+            recorders = self._consumed_of[topic] = (self._records.recorders + sensors[0].recorders,
+                                                    self._bytes.recorders + sensors[1].recorders)
+        return recorders
 
     def _partition_tags(self, tp: TopicPartition) -> dict[str, str]:
         return {**self._tags, "topic": tp.topic.replace(".", "_"), "partition": str(tp.partition)}
@@ -516,24 +539,25 @@ class ConsumerMetrics:
         ``cursor``): the records, the lag and lead after them and, once the cursor is used
         up, the data's record-batch bytes (less a trailing incomplete batch)."""
         now = self._clock()
-        topic = self._topic(tp.topic)
+        w = self._window
+        records_to, bytes_to = self._consumed(tp.topic)
         if count:
-            self._records.record(count, now)
-            topic[0].record(count, now)
+            for record in records_to:
+                record(w, count, now)
         if cursor.is_drained and records is not None:
             cut = cursor.incomplete_batch
             size = len(records) - (cut[2] if cut is not None else 0)
-            self._bytes.record(size, now)
-            topic[1].record(size, now)
+            for record in bytes_to:
+                record(w, size, now)
         lag, lead = self._lag_lead(subscriptions, tp)
         if lag is not None or lead is not None:
-            lag_sensor, lead_sensor = self._partition(tp)
+            lag_to, lead_to = self._partition(tp)
             if lag is not None:
-                self._lag.record(lag, now)
-                lag_sensor.record(lag, now)
+                for record in lag_to:
+                    record(w, lag, now)
             if lead is not None:
-                self._lead.record(lead, now)
-                lead_sensor.record(lead, now)
+                for record in lead_to:
+                    record(w, lead, now)
 
     def _lag_lead(self, subs: SubscriptionState, tp: TopicPartition
                   ) -> tuple[int | None, int | None]:

@@ -96,31 +96,24 @@ class ClientLock:
 
 class AccessGuard:
     """Java's light-weight ``acquire()``: records the thread inside the consumer and refuses
-    a second one (no waiting: concurrent use is a programming error)."""
+    a second one (no waiting: concurrent use is a programming error). A re-entrant lock
+    taken without blocking: its owner may enter again (a listener calling back into the
+    consumer), any other thread is refused; two C calls per consumer call."""
 
     def __init__(self, what: str = "KafkaConsumer") -> None:
         self._what = what
-        self._thread: int | None = None
-        self._count = 0
-        self._mutex = threading.Lock()
+        self._lock = threading.RLock()
 
     def acquire(self) -> None:
-        me = threading.get_ident()
-        with self._mutex:
-            if self._thread is not None and self._thread != me:
-                raise ConcurrentAccessError(
-                    f"{self._what} is not safe for multi-threaded access: thread "
-                    f"{threading.current_thread().name!r} called it while another thread "
-                    "is inside a call (only wakeup() and metrics() may be called from another "
-                    "thread)")
-            self._thread = me
-            self._count += 1
+        if not self._lock.acquire(blocking=False):
+            raise ConcurrentAccessError(
+                f"{self._what} is not safe for multi-threaded access: thread "
+                f"{threading.current_thread().name!r} called it while another thread "
+                "is inside a call (only wakeup() and metrics() may be called from another "
+                "thread)")
 
     def release(self) -> None:
-        with self._mutex:
-            self._count -= 1
-            if self._count == 0:
-                self._thread = None
+        self._lock.release()
 
 
 __all__ = ["AccessGuard", "ClientLock"]

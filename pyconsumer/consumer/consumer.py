@@ -739,7 +739,11 @@ class KafkaConsumer:
                   ) -> dict[TopicPartition, list[ConsumerRecord]]:
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
             for tp, records in chunks:
-                out.setdefault(tp, []).extend(records)
+                have = out.get(tp)
+                if have is None:
+                    out[tp] = records           # a new list of its own: no copy
+                else:
+                    have.extend(records)
             return out
 
         with self._metrics.poll_timer:
@@ -929,6 +933,8 @@ def _check_poll_timeout(timeout_ms: Any) -> None:
     """poll()'s timeout: an int of milliseconds >= 0. Floats are refused outright: poll(1.0)
     (confluent-kafka's one second) would wait 1 ms, and no value-based rule can tell 1.0 s
     from a computed 1.0 ms."""
+    if type(timeout_ms) is int and timeout_ms >= 0:
+        return
     if isinstance(timeout_ms, float):
         raise TypeError(
             f"poll(timeout_ms={timeout_ms!r}): timeout_ms is an int of milliseconds, not a "

@@ -32,7 +32,6 @@ from pyconsumer.metrics import (
     METRICS,
     ConsumerMetrics,
     MetricName,
-    Sensor,
     find,
 )
 from pyconsumer.consumer.subscription import SubscriptionState
@@ -294,15 +293,21 @@ def test_a_batch_cut_by_the_size_limit_is_not_counted_twice(
 
 def test_no_sensor_work_per_record(make_cluster: Callable[..., FakeCluster],
                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sensor updates of one drain are the same for 10 records and for 3000."""
+    """The stat updates of one drain are the same for 10 records and for 3000."""
+    from pyconsumer import metrics
+
     calls = {"n": 0}
-    real = Sensor.record
 
-    def counting(self: Sensor, value: float = 1.0, now: float | None = None) -> None:
-        calls["n"] += 1
-        real(self, value, now)
+    def counting(real: Callable[..., None]) -> Callable[..., None]:
+        def record(self: Any, w: Any, value: float, now: float) -> None:
+            calls["n"] += 1
+            real(self, w, value, now)
+        return record
 
-    monkeypatch.setattr(Sensor, "record", counting)
+    # patched before the consumers exist: their sensors bind these
+    for kind in (metrics._Avg, metrics._Max, metrics._Min, metrics._WindowedCount,
+                 metrics._Total):
+        monkeypatch.setattr(kind, "record", counting(kind.record))
     real_drain = Fetcher.drain
     per_drain: list[tuple[int, int]] = []     # (records drained, sensor calls)
 
@@ -321,9 +326,10 @@ def test_no_sensor_work_per_record(make_cluster: Callable[..., FakeCluster],
         with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
             c.assign([tp])
             consume(c, n, max_records=5000)
-    # one drain each, all the records in one chunk: records (all, topic), bytes (all,
-    # topic), lag (all, partition), lead (all, partition) = 8 sensor updates
-    assert per_drain == [(10, 8), (3000, 8)]
+    # one drain each, all the records in one chunk: records and bytes, each a rate and a
+    # total for the consumer and for the topic (8); lag: the consumer's max, the partition's
+    # max and avg; lead: min, min and avg (6)
+    assert per_drain == [(10, 14), (3000, 14)]
 
 
 # ---------------------------------------------------------------------------- group metrics
