@@ -202,8 +202,11 @@ def machine() -> list[tuple[str, str]]:
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
                                 text=True).stdout.strip() or "?"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
-                               capture_output=True, text=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
+                                capture_output=True, text=True).stdout.splitlines()
+        # the suite's own outputs (rewritten by this very run) do not make the code dirty
+        dirty = [line for line in status
+                 if not line[3:].startswith(("benchmarks/RESULTS.md", "benchmarks/results/"))]
         commit += " (with uncommitted changes)" if dirty else ""
     except OSError:
         commit = "?"
