@@ -240,11 +240,7 @@ class _WindowedCount(_WindowedSum):
     __slots__ = ()
 
     def record(self, w: _Window, value: float, now: float) -> None:
-        sample = self._sample
-        if sample is None or now - sample.start >= w.window_ms:
-            sample = self._roll(w, now)
-        sample.value += 1.0
-        sample.count += 1
+        _Avg.record(self, w, 1.0, now)          # counts are rare events: the extra call is fine
 
 
 class _Rate:

@@ -222,7 +222,7 @@ class SubscriptionState:
         """Move the position after records were handed out (FETCHING only)."""
         st = self.state(tp)
         position = st.position
-        if st.fetch_state is not FetchState.FETCHING or position is None:
+        if not st.has_valid_position or position is None:
             raise IllegalStateError("Cannot set a new position without a valid current position")
         # built directly: _replace costs a microsecond, and this runs once a poll per partition
         st.position = FetchPosition(offset, offset_epoch, position.leader, position.leader_epoch)
