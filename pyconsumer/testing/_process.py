@@ -9,10 +9,13 @@ at exit and topic admin through confluent-kafka live here.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
+import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,6 +33,17 @@ _B = TypeVar("_B", bound="BrokerProcess")
 _live: weakref.WeakSet[BrokerProcess] = weakref.WeakSet()
 _live_lock = threading.Lock()
 
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: be killed when the process that started it dies, so a test
+    run killed with SIGKILL leaves no broker behind (Linux prctl PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -114,7 +128,8 @@ class BrokerProcess:
     #: text of a failed start that means the port was taken (an auto-picked port is picked again)
     _port_in_use_marker: ClassVar[str]
 
-    def __init__(self, port: int | None, *, binary: Path, start_timeout: float, stop_timeout: float) -> None:
+    def __init__(self, port: int | None, *, binary: Path, start_timeout: float, stop_timeout: float,
+                 log_path: Path | None = None) -> None:
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
         # an auto-picked port may be taken between free_port() and the broker's bind: pick again
@@ -125,9 +140,11 @@ class BrokerProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._log_start = 0
-        fd, log = tempfile.mkstemp(prefix=f"{self._log_prefix}-{self.port}-", suffix=".log")
-        os.close(fd)
-        self.log_path = Path(log)
+        if log_path is None:
+            fd, log = tempfile.mkstemp(prefix=f"{self._log_prefix}-{self.port}-", suffix=".log")
+            os.close(fd)
+            log_path = Path(log)
+        self.log_path = log_path
         self.api_versions: dict[int, tuple[int, int]] = {}
 
     # ------------------------------------------------------------------ hooks
@@ -187,6 +204,15 @@ class BrokerProcess:
         return self
 
     def _start_once(self) -> None:
+        self._spawn()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self._terminate()
+            raise
+
+    def _spawn(self) -> None:
+        """Start the process, not waiting for it (a cluster spawns its nodes, then waits)."""
         cmd = self._command()
         env = self._env()
         self._log_file = open(self.log_path, "ab")
@@ -195,14 +221,11 @@ class BrokerProcess:
         self._log_file.flush()
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT, env=env,
+            # PDEATHSIG follows the spawning *thread*: only the main thread lives as long as the run
+            preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
         )
         with _live_lock:
             _live.add(self)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self._terminate()
-            raise
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -258,6 +281,14 @@ class BrokerProcess:
             self._log_file = None
         with _live_lock:
             _live.discard(self)
+
+    def kill(self) -> None:
+        """SIGKILL the process (a crash: no clean shutdown), without :meth:`_after_stop`."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=self.stop_timeout)
+        self._terminate()
 
     def stop(self) -> None:
         self._terminate()
