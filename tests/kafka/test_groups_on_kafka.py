@@ -1,0 +1,248 @@
+"""Consumer groups with the classic protocol (JoinGroup/SyncGroup) on real Apache Kafka 4.2:
+the four client-side assignors, cooperative rebalancing, static membership, the
+max.poll.interval.ms guard, and a group shared with confluent-kafka (librdkafka) members.
+
+The broker's own view of each member's assignment (DescribeGroups through confluent-kafka's
+AdminClient) is the reference the members' ``assignment()`` is compared with; range and
+roundrobin assignments are also computed here from the members' ids by the assignors' rules."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
+from pyconsumer.errors import CommitFailedError, RebalanceInProgressError
+from pyconsumer.structs import ConsumerGroupMetadata
+from pyconsumer.testing import KafkaCluster, TestRecord, produce, sample_records
+from tests.integration import runners
+from tests.integration.runners import (  # noqa: F401 - the fixture applies to this module
+    Runner,
+    close_what_a_failed_test_left,
+    tps,
+    wait_for,
+)
+from tests.listeners import Recorder
+
+CLASSIC: dict[str, Any] = {
+    "auto_offset_reset": "earliest", "group_protocol": "classic", "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 500, "enable_auto_commit": False,
+}
+Expected = dict[tuple[TopicPartition, int], TestRecord]
+
+
+# ---------------------------------------------------------------------------- helpers
+
+class Member(Runner):
+    """A Runner that keeps every record whole and, after each poll, the member's group
+    metadata (read on the polling thread: the consumer refuses a second thread)."""
+
+    def __init__(self, consumer: KafkaConsumer, commit: bool = True) -> None:
+        self.full: list[ConsumerRecord] = []
+        self.metadata = ConsumerGroupMetadata("")
+        super().__init__(consumer, commit)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                got = self.consumer.poll(timeout_ms=100)
+                for tp, recs in got.items():
+                    self.records += [(tp, r.offset) for r in recs]
+                    self.full += recs
+                if got and self.commit:
+                    try:
+                        self.consumer.commit()
+                    except (CommitFailedError, RebalanceInProgressError) as e:
+                        self.commit_failures.append(e)
+                self.assignment = self.consumer.assignment()
+                self.metadata = self.consumer.group_metadata()
+        except BaseException as e:  # reported by the test
+            self.errors.append(e)
+
+
+class CommitOnRevoke(Recorder):
+    """Records the listener calls and commits the consumed positions before partitions are
+    revoked (the application's part of "no record read twice")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.consumer: KafkaConsumer | None = None
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        assert self.consumer is not None
+        self.consumer.commit()
+        super().on_partitions_revoked(partitions)
+
+
+def join(cluster: KafkaCluster, group: str, topics: Sequence[str], **extra: Any
+         ) -> tuple[Member, CommitOnRevoke]:
+    listener = CommitOnRevoke()
+    consumer = KafkaConsumer(**{**CLASSIC, **extra}, bootstrap_servers=cluster.bootstrap_servers,
+                             group_id=group)
+    listener.consumer = consumer
+    consumer.subscribe(list(topics), listener=listener)
+    return Member(consumer), listener
+
+
+def expected_records(topic: str, records: Sequence[TestRecord],
+                     delivered: Sequence[tuple[int, int]]) -> Expected:
+    return {(TopicPartition(topic, p), o): r for r, (p, o) in zip(records, delivered, strict=True)}
+
+
+def assert_exactly_once(members: Iterable[Member], expected: Expected) -> None:
+    """Every expected record was read once by exactly one member, whole (key, value, headers,
+    CreateTime timestamp), and each member read each partition in offset order."""
+    seen: list[tuple[TopicPartition, int]] = []
+    for m in members:
+        per_partition: dict[TopicPartition, list[int]] = {}
+        for rec in m.full:
+            tp = TopicPartition(rec.topic, rec.partition)
+            seen.append((tp, rec.offset))
+            per_partition.setdefault(tp, []).append(rec.offset)
+            want = expected[(tp, rec.offset)]
+            assert (rec.key, rec.value, rec.headers, rec.timestamp, rec.timestamp_type) == (
+                want.key, want.value, want.headers or [], want.timestamp_ms, 0), (tp, rec.offset)
+        for tp, offsets in per_partition.items():
+            assert offsets == sorted(offsets), tp
+    assert sorted(seen) == sorted(expected)          # none lost, none twice
+
+
+_admins: dict[int, Any] = {}
+
+
+def admin(cluster: KafkaCluster) -> Any:
+    """One confluent-kafka AdminClient per cluster for the whole run."""
+    if id(cluster) not in _admins:
+        _admins[id(cluster)] = cluster.admin()
+    return _admins[id(cluster)]
+
+
+def broker_view(cluster: KafkaCluster, group: str) -> dict[str, set[TopicPartition]]:
+    """member id -> the partitions the group coordinator holds as that member's assignment."""
+    desc = admin(cluster).describe_consumer_groups([group], request_timeout=20)[group].result()
+    return {m.member_id: {TopicPartition(tp.topic, tp.partition) for tp in m.assignment.topic_partitions}
+            for m in desc.members}
+
+
+def settled(cluster: KafkaCluster, group: str, members: Sequence[Member],
+            everything: set[TopicPartition]) -> bool:
+    """The group is stable with exactly ``members``, each holding what the broker says it
+    holds, together every partition."""
+    ids = [m.metadata.member_id for m in members]
+    if not all(ids) or len({m.metadata.generation_id for m in members}) != 1:
+        return False
+    view = broker_view(cluster, group)
+    return set(view) == set(ids) and all(view[m.metadata.member_id] == m.assignment for m in members) \
+        and set().union(*view.values()) == everything
+
+
+def range_assignment(topics: Mapping[str, int], members: Sequence[str]) -> dict[str, set[TopicPartition]]:
+    """Java's RangeAssignor: per topic, members sorted by id, contiguous ranges, the first
+    ``n % len(members)`` one partition longer."""
+    out: dict[str, set[TopicPartition]] = {m: set() for m in members}
+    order = sorted(members)
+    for topic, n in topics.items():
+        per, extra = divmod(n, len(order))
+        start = 0
+        for i, m in enumerate(order):
+            size = per + (1 if i < extra else 0)
+            out[m] |= {TopicPartition(topic, p) for p in range(start, start + size)}
+            start += size
+    return out
+
+
+def roundrobin_assignment(topics: Mapping[str, int], members: Sequence[str]) -> dict[str, set[TopicPartition]]:
+    """Java's RoundRobinAssignor: every partition sorted by (topic, partition), dealt to the
+    members sorted by id in turn."""
+    out: dict[str, set[TopicPartition]] = {m: set() for m in members}
+    order = sorted(members)
+    every = sorted((t, p) for t, n in topics.items() for p in range(n))
+    for i, (t, p) in enumerate(every):
+        out[order[i % len(order)]].add(TopicPartition(t, p))
+    return out
+
+
+def by_member(members: Sequence[Member]) -> dict[str, set[TopicPartition]]:
+    return {m.metadata.member_id: m.assignment for m in members}
+
+
+# ---------------------------------------------------------------------------- tests
+
+@pytest.mark.parametrize("assignor", ["range", "roundrobin", "sticky", "cooperative-sticky"])
+def test_assignor_three_members_then_two(kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+                                         assignor: str) -> None:
+    """Three members over two topics get the assignor's exact assignment (the broker holds the
+    same); when one leaves the two others get the exact reassignment; eager assignors revoke
+    everything at each rebalance, cooperative-sticky only what moves; with commits after each
+    poll and on revoke, every record is read exactly once across the members."""
+    a, b = make_kafka_topic(3), make_kafka_topic(2)
+    topics = {a: 3, b: 2}
+    everything = tps(a, 3) | tps(b, 2)
+    recs_a, recs_b = sample_records(90, partitions=3), sample_records(60, partitions=2, seed=1)
+    expected = expected_records(a, recs_a, produce(kafka.bootstrap_servers, a, recs_a))
+    expected |= expected_records(b, recs_b, produce(kafka.bootstrap_servers, b, recs_b))
+    group = f"g-{assignor}-{a}"
+    strategy = {"partition_assignment_strategy": [assignor]}
+    cooperative = assignor == "cooperative-sticky"
+
+    m1, l1 = join(kafka, group, [a, b], **strategy)
+    wait_for(lambda: settled(kafka, group, [m1], everything))
+    history: list[dict[str, set[TopicPartition]]] = [by_member([m1])]
+    m2, l2 = join(kafka, group, [a, b], **strategy)
+    wait_for(lambda: settled(kafka, group, [m1, m2], everything))
+    history.append(by_member([m1, m2]))
+    m3, l3 = join(kafka, group, [a, b], **strategy)
+    wait_for(lambda: settled(kafka, group, [m1, m2, m3], everything))
+    three = by_member([m1, m2, m3])
+    history.append(three)
+    ids = [m.metadata.member_id for m in (m1, m2, m3)]
+    if assignor == "range":
+        assert three == range_assignment(topics, ids)
+    elif assignor == "roundrobin":
+        assert three == roundrobin_assignment(topics, ids)
+    else:
+        # sticky: balanced, and a newcomer only takes partitions: none moves between the others
+        assert sorted(map(len, three.values())) == [1, 2, 2]
+        assert three[ids[0]] <= history[1][ids[0]] and three[ids[1]] <= history[1][ids[1]]
+        assert sorted(map(len, history[1].values())) == [2, 3]
+
+    m3.stop()
+    m3.consumer.close()                               # a LeaveGroup: the others rebalance at once
+    wait_for(lambda: settled(kafka, group, [m1, m2], everything))
+    two = by_member([m1, m2])
+    history.append(two)
+    if assignor == "range":
+        assert two == range_assignment(topics, ids[:2])
+    elif assignor == "roundrobin":
+        assert two == roundrobin_assignment(topics, ids[:2])
+    else:
+        # sticky: the survivors keep all they had and share the leaver's partition
+        assert two[ids[0]] >= three[ids[0]] and two[ids[1]] >= three[ids[1]]
+        assert sorted(map(len, two.values())) == [2, 3]
+
+    # the listeners: what each member was told at each rebalance
+    for listener, member_id, first in ((l1, ids[0], 0), (l2, ids[1], 1)):
+        steps = [h.get(member_id, set()) for h in history[first:]]
+        revoked = [p for kind, p in listener.calls if kind == "revoked"]
+        assigned = [p for kind, p in listener.calls if kind == "assigned"]
+        if cooperative:
+            # only what moved away is revoked (never a partition that stays), only what is
+            # new is assigned
+            assert revoked == [old - new for old, new in zip(steps, steps[1:]) if old - new]
+            assert [p for p in assigned if p] == [new - old for old, new in
+                                                  zip([set[TopicPartition]()] + steps, steps) if new - old]
+        else:
+            assert revoked == steps[:-1]
+            assert assigned == steps
+    assert "lost" not in {kind for kind, _ in l1.calls + l2.calls + l3.calls}
+
+    more_a = sample_records(30, partitions=3, seed=2)
+    expected |= expected_records(a, more_a, produce(kafka.bootstrap_servers, a, more_a))
+    wait_for(lambda: set(m1.records + m2.records + m3.records) == set(expected))
+    m1.stop()
+    m2.stop()
+    assert_exactly_once([m1, m2, m3], expected)
+    m1.consumer.close()
+    m2.consumer.close()
