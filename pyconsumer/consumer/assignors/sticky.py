@@ -272,16 +272,15 @@ class StickyAssignor(_StickyBase):
         return encode_sticky_user_data(self.last_assignment, self.generation)
 
     def _member_data(self, sub: Subscription) -> tuple[list[TopicPartition], int | None]:
-        # Java StickyAssignor.memberData: always the user data. An eager member revoked
+        # Java StickyAssignor.memberData: the user data first. An eager member revoked
         # everything before it joined, so the subscription's owned partitions are empty even
         # though its generation field is set.
-        if not sub.user_data:
-            return [], None
-        try:
-            return decode_sticky_user_data(sub.user_data)
-        except (ValueError, UnicodeDecodeError):
-            log.warning("ignoring unreadable sticky assignor user data")
-            return [], None
+        if sub.user_data:
+            try:
+                return decode_sticky_user_data(sub.user_data)
+            except (ValueError, UnicodeDecodeError):
+                log.warning("ignoring unreadable sticky assignor user data")
+        return super()._member_data(sub)
 
 
 class CooperativeStickyAssignor(_StickyBase):
