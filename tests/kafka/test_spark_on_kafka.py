@@ -25,6 +25,9 @@ from tests.spark.sparkdata import Row, expected_rows
 pytestmark = pytest.mark.spark
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+#: test data carries 2023 timestamps: without this, time retention (7 days) would delete it
+#: at the broker's next retention check (every 5 minutes) if that came mid-test
+KEEP = {"retention.ms": "-1"}
 
 
 @pytest.fixture(scope="session")
@@ -125,7 +128,7 @@ def test_every_codec_headers_and_nulls_read_exactly(spark: Any, kafka: KafkaClus
     """Partition p holds records compressed with CODECS[p]: with includeHeaders the DataFrame is
     exactly what was produced (null keys and values, empty values, repeated and null headers),
     without it the same rows and no headers column."""
-    topic = make_kafka_topic(len(CODECS))
+    topic = make_kafka_topic(len(CODECS), config=KEEP)
     want: list[Row] = []
     for p, codec in enumerate(CODECS):
         records = sample_records(120, partitions=[p], seed=p)
@@ -144,7 +147,7 @@ def test_log_append_time_topic_gives_the_brokers_timestamps(
         spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
     """On a LogAppendTime topic the rows carry the broker's timestamps and timestampType 1, as
     confluent-kafka reads them, not the producer's CreateTime."""
-    topic = make_kafka_topic(2, config={"message.timestamp.type": "LogAppendTime"})
+    topic = make_kafka_topic(2, config={"message.timestamp.type": "LogAppendTime", **KEEP})
     records = sample_records(200, partitions=2, seed=7)
     before = int(time.time() * 1000)
     delivered = produce(kafka.bootstrap_servers, topic, records, compression="zstd")
@@ -155,3 +158,114 @@ def test_log_append_time_topic_gives_the_brokers_timestamps(
     assert all(r[6] == 1 and r[5] >= before - 1000 for r in want)
     df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true")
     assert rows(df) == want
+
+
+BASE = 1_700_000_000_000
+
+
+def _first_at(want: Sequence[Row], partition: int, ts: int, end: int) -> int:
+    """Kafka's ListOffsets by timestamp: the first offset, in log order, whose timestamp is at
+    or after ``ts``; ``end`` when there is none."""
+    return min((r[2] for r in want if r[1] == partition and r[5] >= ts), default=end)
+
+
+def test_offsets_and_timestamps_bound_the_rows_exactly(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
+    """startingOffsets / endingOffsets as JSON (with -2 and -1) and earliest/latest, then
+    startingTimestamp / endingTimestamp and their per-partition JSON: Kafka answers ListOffsets
+    by timestamp with the first offset in log order at or after it, also inside a batch whose
+    timestamps zig-zag (partition 1), and the rows are exactly those between."""
+    topic = make_kafka_topic(2, config=KEEP)
+    records = [TestRecord(f"k{i}".encode(), f"v{i}".encode(), partition=p,
+                          timestamp_ms=BASE + i * 10 + (500 if p == 1 and i % 2 else 0))
+               for p in (0, 1) for i in range(100)]
+    delivered = produce(kafka.bootstrap_servers, topic, records, linger_ms=50)
+    want = expected_rows(topic, records, delivered)
+    assert [r[2] for r in want] == list(range(100)) * 2
+    bootstrap = kafka.bootstrap_servers
+
+    def between(start: dict[int, int], end: dict[int, int]) -> list[Row]:
+        return [r for r in want if start[r[1]] <= r[2] < end[r[1]]]
+
+    def per_partition(values: dict[int, int]) -> str:
+        return json.dumps({topic: {str(p): v for p, v in values.items()}})
+
+    assert rows(_read(spark, bootstrap, subscribe=topic)) == want     # earliest .. latest
+    assert rows(_read(spark, bootstrap, subscribe=topic, startingOffsets="earliest",
+                      endingOffsets="latest")) == want
+    df = _read(spark, bootstrap, subscribe=topic, startingOffsets=per_partition({0: 10, 1: -2}),
+               endingOffsets=per_partition({0: 20, 1: -1}))
+    assert rows(df) == between({0: 10, 1: 0}, {0: 20, 1: 100})
+
+    # one timestamp for every partition: p0 rises, p1 zig-zags (odd records 500 ms ahead)
+    start_ts, end_ts = BASE + 255, BASE + 700
+    start = {p: _first_at(want, p, start_ts, 100) for p in (0, 1)}
+    end = {p: _first_at(want, p, end_ts, 100) for p in (0, 1)}
+    assert start == {0: 26, 1: 1} and end == {0: 70, 1: 21}
+    df = _read(spark, bootstrap, subscribe=topic, startingTimestamp=str(start_ts),
+               endingTimestamp=str(end_ts))
+    assert rows(df) == between(start, end)
+
+    # per partition; an ending timestamp after every record means the latest offset
+    start_ts_of = {0: BASE + 990, 1: BASE + 1000}
+    end_ts_of = {0: BASE + 5000, 1: BASE + 1481}
+    start = {p: _first_at(want, p, t, 100) for p, t in start_ts_of.items()}
+    end = {p: _first_at(want, p, t, 100) for p, t in end_ts_of.items()}
+    assert start == {0: 99, 1: 51} and end == {0: 100, 1: 99}
+    df = _read(spark, bootstrap, subscribe=topic,
+               startingOffsetsByTimestamp=per_partition(start_ts_of),
+               endingOffsetsByTimestamp=per_partition(end_ts_of))
+    assert rows(df) == between(start, end)
+
+    # a starting timestamp after every record: an error naming the partitions (strategy
+    # "error", the default), or the latest offset (strategy "latest": no rows)
+    late = str(BASE + 10_000)
+    with pytest.raises(Exception) as info:
+        _read(spark, bootstrap, subscribe=topic, startingTimestamp=late).collect()
+    assert (f"No offset matched the starting timestamp for {topic}-0 (timestamp {late}), "
+            f"{topic}-1 (timestamp {late})") in str(info.value)
+    assert rows(_read(spark, bootstrap, subscribe=topic, startingTimestamp=late,
+                      startingOffsetsByTimestampStrategy="latest")) == []
+
+
+def _committed_and_aborted(bootstrap: str, topic: str
+                           ) -> tuple[list[Row], list[Row]]:
+    """Three transactions on partition 0: 30 committed (offsets 0-29, marker 30), 30 aborted
+    (31-60, marker 61), 30 committed (62-91, marker 92). (committed rows, every data row)."""
+    recs = [sample_records(30, partitions=[0], seed=s) for s in (1, 2, 3)]
+    delivered = produce_transactions(bootstrap, topic, [(recs[0], True), (recs[1], False),
+                                                        (recs[2], True)], compression="gzip")
+    assert [[o for _, o in d] for d in delivered] == [
+        list(range(0, 30)), list(range(31, 61)), list(range(62, 92))]
+    committed = expected_rows(topic, recs[0] + recs[2], delivered[0] + delivered[2], headers=True)
+    everything = expected_rows(topic, [r for rs in recs for r in rs],
+                               [d for ds in delivered for d in ds], headers=True)
+    return committed, everything
+
+
+def test_read_committed_ranges_ending_in_transactions_and_on_markers(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
+    """Kafka fills a read_committed Fetch's aborted_transactions: read_committed rows are exactly
+    the committed records below the range's end, whether it ends on a commit or abort marker,
+    inside the aborted or a committed transaction, or right after a marker; read_uncommitted
+    rows are every data record (markers never show)."""
+    topic = make_kafka_topic(1, config=KEEP)
+    committed, everything = _committed_and_aborted(kafka.bootstrap_servers, topic)
+    for end in (93, 92, 61, 45, 31, 30, 15):
+        df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
+                   endingOffsets=json.dumps({topic: {"0": end}}),
+                   **{"kafka.isolation.level": "read_committed"})
+        assert rows(df) == [r for r in committed if r[2] < end], end
+    latest = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
+                   **{"kafka.isolation.level": "read_committed"})
+    assert rows(latest) == committed
+    for end in (93, 45):
+        df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
+                   endingOffsets=json.dumps({topic: {"0": end}}))
+        assert rows(df) == [r for r in everything if r[2] < end], end
+    # a range starting on the abort marker reads on from the next committed record
+    df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
+               startingOffsets=json.dumps({topic: {"0": 61}}),
+               endingOffsets=json.dumps({topic: {"0": 64}}),
+               **{"kafka.isolation.level": "read_committed"})
+    assert rows(df) == [r for r in committed if 61 <= r[2] < 64]
