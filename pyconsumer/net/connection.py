@@ -692,6 +692,21 @@ class BrokerConnection:
                     self._complete(frame, now)
             except _WOULD_BLOCK:
                 return
+            except ssl.SSLError as e:
+                if not self._first_answer_pending():
+                    self._fail(KafkaConnectionError(
+                        f"error reading from {self.describe}: {e.strerror or e}"), now)
+                    return
+                # TLS 1.3: the client's handshake ends before the broker checks the client's
+                # certificate, so a refusal is the first read's alert (Java: POST_HANDSHAKE,
+                # an SslAuthenticationException); say it is the handshake that failed
+                self._fail(KafkaConnectionError(
+                    f"TLS handshake with {self.describe} failed: the broker refused the "
+                    f"connection at the end of the handshake ({e.reason or e}): does the "
+                    f"listener require a client certificate (ssl.client.auth=required)? give "
+                    f"one with ssl.keystore.location or ssl.keystore.certificate.chain and "
+                    f"ssl.keystore.key ({e})"), now)
+                return
             except OSError as e:
                 self._fail(KafkaConnectionError(
                     f"error reading from {self.describe}: {e.strerror or e}"

@@ -1,0 +1,239 @@
+"""Security against real Apache Kafka's own authenticators: SASL PLAIN and SCRAM (the
+broker's credential checks and error messages), SSL and mutual TLS (the broker's JSSE),
+KIP-368 re-authentication (the broker's ``connections.max.reauth.ms``) and GSSAPI (the
+broker's Krb5LoginModule against the MIT KDC of tests/kdc.py).
+
+Records come from confluent-kafka over PLAINTEXT; pyconsumer reads them over the secured
+listener and must give back exactly what was written."""
+from __future__ import annotations
+
+import os
+import re
+import ssl
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.errors import KafkaConnectionError, NoBrokersAvailable, SaslAuthenticationError
+from pyconsumer.testing import KafkaCluster, MissingToolError, TestRecord, produce, sample_records
+
+from tests.conftest import KAFKA_USERS, unique_topic_name
+
+pytestmark = pytest.mark.kafka
+
+#: (offset, key, value, headers, timestamp, timestamp type) of one record
+Row = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]], int, int]
+CREATE_TIME = 0
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def private_cluster(**kwargs: Any) -> KafkaCluster:
+    """A started private cluster with the session users, skipping (failing under CI) where
+    Java, Maven or openssl is missing, as the session fixtures do."""
+    cluster = KafkaCluster(users=KAFKA_USERS, **kwargs)
+    try:
+        cluster.start()
+    except MissingToolError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must run the Apache Kafka tier: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    return cluster
+
+
+def produce_expected(bootstrap: str, topic: str, records: list[TestRecord]
+                     ) -> dict[TopicPartition, list[Row]]:
+    """Produce ``records`` (explicit timestamps) over PLAINTEXT; the rows a consumer must see,
+    per partition in offset order."""
+    out: dict[TopicPartition, list[Row]] = {}
+    for rec, (partition, offset) in zip(records, produce(bootstrap, topic, records)):
+        assert rec.timestamp_ms is not None
+        out.setdefault(TopicPartition(topic, partition), []).append(
+            (offset, rec.key, rec.value, list(rec.headers or []), rec.timestamp_ms, CREATE_TIME))
+    return {tp: sorted(rows, key=lambda r: r[0]) for tp, rows in out.items()}
+
+
+def consume(consumer: KafkaConsumer, count: int, timeout: float = 30.0
+            ) -> dict[TopicPartition, list[Row]]:
+    """Poll until ``count`` records arrived (or ``timeout`` s passed): rows per partition in
+    the order polled."""
+    got: dict[TopicPartition, list[Row]] = {}
+    n = 0
+    deadline = time.monotonic() + timeout
+    while n < count and time.monotonic() < deadline:
+        for tp, recs in consumer.poll(timeout_ms=200).items():
+            got.setdefault(tp, []).extend(
+                (r.offset, r.key, r.value, list(r.headers), r.timestamp, r.timestamp_type)
+                for r in recs)
+            n += len(recs)
+    return got
+
+
+def sasl(mechanism: str, password: str = KAFKA_USERS["alice"], **extra: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
+        "sasl_username": "alice", "sasl_password": password, "auto_offset_reset": "earliest",
+        "fetch_max_wait_ms": 100, "request_timeout_ms": 10000, "default_api_timeout_ms": 10000,
+        "reconnect_backoff_ms": 200, "reconnect_backoff_max_ms": 1000}
+    settings.update(extra)
+    return settings
+
+
+def ready_connections(consumer: KafkaConsumer) -> list[Any]:
+    client = consumer._client
+    assert client is not None
+    conns = [client.connection(n.node_id) for n in client.ready_nodes()]
+    assert conns and all(c is not None for c in conns)
+    return conns
+
+
+def consume_exactly(cluster: KafkaCluster, topic: str, settings: Mapping[str, Any],
+                    n: int = 60, partitions: int = 2, seed: int = 0) -> KafkaConsumer:
+    """Produce ``n`` sample records, read them all with a consumer of ``settings`` (which the
+    caller closes), exactly, and nothing more."""
+    expected = produce_expected(cluster.bootstrap_servers, topic,
+                                sample_records(n, partitions=partitions, seed=seed))
+    c = KafkaConsumer(**settings)
+    try:
+        c.assign(sorted(expected))
+        assert consume(c, n) == expected
+        assert c.poll(timeout_ms=300) == {}
+    except BaseException:
+        c.close()
+        raise
+    return c
+
+
+# --------------------------------------------------------------------------- SASL PLAIN / SCRAM
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_sasl_consumes_exact_records(kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+                                     mechanism: str) -> None:
+    """PLAIN and both SCRAMs pass Kafka's own authenticator, once per connection, and the
+    records come back exactly (offsets, keys, values, headers, timestamps, types)."""
+    topic = make_kafka_topic(2)
+    settings = kafka.client_settings("SASL_PLAINTEXT", **sasl(mechanism))
+    with consume_exactly(kafka, topic, settings, seed=len(mechanism)) as c:
+        conns = ready_connections(c)
+        assert [(x.sasl_authentications, x.sasl_reauthentications) for x in conns] == \
+            [(1, 0)] * len(conns)
+        # the broker's default connections.max.reauth.ms=0: no session lifetime, no re-auth
+        assert {x.sasl_session_lifetime_ms for x in conns} == {0}
+
+
+@pytest.mark.parametrize("mechanism,message", [
+    ("PLAIN", "Authentication failed: Invalid username or password"),
+    ("SCRAM-SHA-256", "Authentication failed during authentication due to invalid credentials "
+                      "with SASL mechanism SCRAM-SHA-256"),
+    ("SCRAM-SHA-512", "Authentication failed during authentication due to invalid credentials "
+                      "with SASL mechanism SCRAM-SHA-512"),
+])
+def test_a_wrong_password_raises_kafkas_message(kafka: KafkaCluster, kafka_topic: str,
+                                                mechanism: str, message: str) -> None:
+    """A wrong password: the bounded metadata call raises SaslAuthenticationError carrying
+    the broker's own message (not a timeout, not a hang), and the password is nowhere in it."""
+    bootstrap = kafka.listener("SASL_PLAINTEXT")
+    settings = kafka.client_settings("SASL_PLAINTEXT",
+                                     **sasl(mechanism, password="not-alices-password",
+                                            default_api_timeout_ms=5000))
+    with KafkaConsumer(**settings) as c:
+        with pytest.raises(SaslAuthenticationError) as info:
+            c.partitions_for_topic(kafka_topic)
+    assert str(info.value) == (f"SASL {mechanism} authentication with node -1 ({bootstrap}) "
+                               f"failed: {message}")
+    assert "not-alices-password" not in repr(info.value)
+
+
+def test_a_mechanism_the_listener_does_not_enable(kafka: KafkaCluster, kafka_topic: str) -> None:
+    """OAUTHBEARER against the PLAIN/SCRAM listener: Kafka refuses the handshake and the
+    error names the mechanism, the setting and what the broker enables."""
+    bootstrap = kafka.listener("SASL_PLAINTEXT")
+    settings = kafka.client_settings(
+        "SASL_PLAINTEXT", **sasl("OAUTHBEARER", sasl_username=None, sasl_password=None,
+                                 sasl_oauth_token_provider=lambda: "token",
+                                 default_api_timeout_ms=5000))
+    with KafkaConsumer(**settings) as c:
+        with pytest.raises(SaslAuthenticationError) as info:
+            c.partitions_for_topic(kafka_topic)
+    head = (f"SASL mechanism OAUTHBEARER (sasl.mechanism) is not enabled on node -1 "
+            f"({bootstrap}); the broker enables: ")
+    text = str(info.value)
+    assert text.startswith(head), text
+    # in the broker's own order (Kafka 4.2 answers PLAIN, SCRAM-SHA-512, SCRAM-SHA-256)
+    assert sorted(text[len(head):].split(", ")) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+def test_ssl_consumes_exact_records(kafka: KafkaCluster, make_kafka_topic: Callable[..., str]
+                                    ) -> None:
+    """security.protocol=SSL with the cluster's CA: Kafka's TLS listener, records exact."""
+    topic = make_kafka_topic(2)
+    settings = kafka.client_settings("SSL", auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    assert settings["ssl_truststore_location"] == str(kafka.tls.ca)
+    with consume_exactly(kafka, topic, settings, seed=11) as c:
+        for conn in ready_connections(c):
+            assert isinstance(conn.sock, ssl.SSLSocket)
+            assert conn.sock.version() in ("TLSv1.2", "TLSv1.3")
+
+
+@pytest.fixture(scope="module")
+def strict_kafka() -> Iterator[KafkaCluster]:
+    """A private node whose SSL listener requires a client certificate and whose SASL
+    sessions last 3 s (KIP-368)."""
+    cluster = private_cluster(broker_config={"ssl.client.auth": "required",
+                                             "connections.max.reauth.ms": "3000"})
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def test_mutual_tls_with_the_client_certificate(strict_kafka: KafkaCluster) -> None:
+    """ssl.client.auth=required: the client certificate and key (PEM text, Java's
+    ssl.keystore.certificate.chain / ssl.keystore.key) get the records through."""
+    topic = strict_kafka.create_topic(unique_topic_name(), 2)
+    tls = strict_kafka.tls
+    settings = strict_kafka.client_settings(
+        "SSL", auto_offset_reset="earliest", fetch_max_wait_ms=100,
+        ssl_keystore_certificate_chain=tls.client_cert.read_text(),
+        ssl_keystore_key=tls.client_key.read_text())
+    with consume_exactly(strict_kafka, topic, settings, seed=12) as c:
+        assert all(isinstance(x.sock, ssl.SSLSocket) for x in ready_connections(c))
+
+
+@pytest.mark.parametrize("version", ["TLSv1.2", "TLSv1.3"])
+def test_mutual_tls_without_a_client_certificate_fails_clearly(strict_kafka: KafkaCluster,
+                                                               version: str) -> None:
+    """No client certificate where the broker requires one: the call fails (after its
+    timeout: a TLS failure is retried, see the report) with an error saying the TLS handshake
+    with that node failed and why. In TLS 1.3 the broker's refusal arrives only after the
+    client's side of the handshake is done, as the alert on the first read."""
+    topic = strict_kafka.create_topic(unique_topic_name(), 1)
+    bootstrap = strict_kafka.listener("SSL")
+    settings = strict_kafka.client_settings("SSL", default_api_timeout_ms=2000,
+                                            ssl_enabled_protocols=version)
+    with KafkaConsumer(**settings) as c:
+        with pytest.raises(NoBrokersAvailable) as info:
+            c.partitions_for_topic(topic)
+    text = str(info.value)
+    head = re.escape(f"TLS handshake with node -1 ({bootstrap}) failed: ")
+    if version == "TLSv1.2":        # refused inside the handshake
+        assert re.fullmatch(rf"no broker of {bootstrap} could be reached within \d+ ms "
+                            rf"\(node -1: {head}\[SSL: SSLV3_ALERT_BAD_CERTIFICATE\] sslv3 alert "
+                            rf"bad certificate \(_ssl.c:\d+\)\)", text), text
+    else:                           # refused by the alert on the first read after it
+        assert re.fullmatch(rf"no broker of {bootstrap} could be reached within \d+ ms "
+                            rf"\(node -1: {head}the broker refused the connection at the end of "
+                            rf"the handshake \(SSLV3_ALERT_BAD_CERTIFICATE\): does the listener "
+                            rf"require a client certificate \(ssl.client.auth=required\)\? give "
+                            rf"one with ssl.keystore.location or ssl.keystore.certificate.chain "
+                            rf"and ssl.keystore.key \(\[SSL: SSLV3_ALERT_BAD_CERTIFICATE\] sslv3 "
+                            rf"alert bad certificate \(_ssl.c:\d+\)\)\)", text), text
