@@ -8,7 +8,7 @@ roundrobin assignments are also computed here from the members' ids by the assig
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -117,6 +117,13 @@ def admin(cluster: KafkaCluster) -> Any:
     if id(cluster) not in _admins:
         _admins[id(cluster)] = cluster.admin()
     return _admins[id(cluster)]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_admins() -> Iterator[None]:
+    """The AdminClients go before the session broker does (no reconnect noise at its end)."""
+    yield
+    _admins.clear()
 
 
 def broker_view(cluster: KafkaCluster, group: str) -> dict[str, set[TopicPartition]]:
@@ -246,3 +253,92 @@ def test_assignor_three_members_then_two(kafka: KafkaCluster, make_kafka_topic: 
     assert_exactly_once([m1, m2, m3], expected)
     m1.consumer.close()
     m2.consumer.close()
+
+
+def test_cooperative_join_revokes_only_what_moves(kafka: KafkaCluster,
+                                                  make_kafka_topic: Callable[..., str]) -> None:
+    """cooperative-sticky: a member joining a group of two makes each old member revoke only
+    the partitions that move to it (exactly those), never one that stays; the newcomer is
+    assigned exactly them, and nothing is lost."""
+    topic = make_kafka_topic(6)
+    group = f"g-coop-{topic}"
+    everything = tps(topic, 6)
+    coop = {"partition_assignment_strategy": ["cooperative-sticky"]}
+    m1, l1 = join(kafka, group, [topic], **coop)
+    m2, l2 = join(kafka, group, [topic], **coop)
+    wait_for(lambda: settled(kafka, group, [m1, m2], everything))
+    before = by_member([m1, m2])
+    calls1, calls2 = len(l1.calls), len(l2.calls)
+    m3, l3 = join(kafka, group, [topic], **coop)
+    wait_for(lambda: settled(kafka, group, [m1, m2, m3], everything))
+    after = by_member([m1, m2, m3])
+    for m, listener, calls in ((m1, l1, calls1), (m2, l2, calls2)):
+        mine = m.metadata.member_id
+        assert after[mine] <= before[mine] and len(after[mine]) == 2
+        revoked = [p for kind, p in listener.calls[calls:] if kind == "revoked"]
+        assert revoked == [before[mine] - after[mine]]
+        assert [p for kind, p in listener.calls[calls:] if kind == "assigned" and p] == []
+        assert "lost" not in {kind for kind, _ in listener.calls}
+    # first round: nothing (every partition still has its owner, as in Java the listener is
+    # told so); the follow-up round hands over what the others revoked
+    assert l3.calls == [("assigned", set()), ("assigned", after[m3.metadata.member_id])]
+    for m in (m1, m2, m3):
+        m.stop()
+        m.consumer.close()
+
+
+def test_static_member_returns_within_the_session(kafka: KafkaCluster,
+                                                  make_kafka_topic: Callable[..., str]) -> None:
+    """A static member (group.instance.id) that closes sends no LeaveGroup; a new consumer
+    with the same instance id back within session.timeout.ms gets exactly its partitions, in
+    the same generation, and the other member sees no rebalance."""
+    topic = make_kafka_topic(4)
+    group = f"g-static-{topic}"
+    everything = tps(topic, 4)
+    static = {"session_timeout_ms": 20000, "partition_assignment_strategy": ["range"]}
+    m1, l1 = join(kafka, group, [topic], group_instance_id="host-1", **static)
+    wait_for(lambda: settled(kafka, group, [m1], everything))
+    m2, l2 = join(kafka, group, [topic], group_instance_id="host-2", **static)
+    wait_for(lambda: settled(kafka, group, [m1, m2], everything))
+    generation = m1.metadata.generation_id
+    assert m2.metadata.generation_id == generation
+    calls2 = list(l2.calls)
+    mine = m1.assignment
+    old_id = m1.metadata.member_id
+    m1.stop()
+    m1.consumer.close()                                  # no LeaveGroup: the member stays
+    assert set(broker_view(kafka, group)) == {old_id, m2.metadata.member_id}
+    back, lb = join(kafka, group, [topic], group_instance_id="host-1", **static)
+    wait_for(lambda: back.assignment == mine and back.metadata.generation_id > 0)
+    assert back.metadata.generation_id == generation     # no rebalance
+    assert back.metadata.member_id != old_id             # the broker replaced the member id
+    wait_for(lambda: settled(kafka, group, [back, m2], everything))
+    assert lb.calls == [("assigned", mine)]
+    assert l2.calls == calls2 and m2.assignment == everything - mine
+    assert m2.metadata.generation_id == generation
+    for m in (back, m2):
+        m.stop()
+        m.consumer.close()
+
+
+def test_max_poll_interval_exceeded_loses_the_partitions(kafka: KafkaCluster,
+                                                         make_kafka_topic: Callable[..., str]) -> None:
+    """A member that does not poll within max.poll.interval.ms leaves the group (the broker
+    then has no member); committing fails with CommitFailedError naming the group and the
+    cause; the next poll hands the partitions back as lost and rejoins."""
+    topic = make_kafka_topic(2)
+    group = f"g-mpi-{topic}"
+    listener = Recorder()
+    with KafkaConsumer(**CLASSIC, bootstrap_servers=kafka.bootstrap_servers, group_id=group,
+                       max_poll_interval_ms=1500) as c:
+        c.subscribe([topic], listener=listener)
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment() == tps(topic, 2))
+        member = c.group_metadata().member_id
+        assert broker_view(kafka, group) == {member: tps(topic, 2)}
+        wait_for(lambda: broker_view(kafka, group) == {})          # the heartbeat thread left
+        with pytest.raises(CommitFailedError, match=f"group {group}.*max.poll.interval.ms"):
+            c.commit({TopicPartition(topic, 0): 0})
+        wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment() == tps(topic, 2))
+        assert listener.calls == [("assigned", tps(topic, 2)), ("lost", tps(topic, 2)),
+                                  ("assigned", tps(topic, 2))]
+        assert set(broker_view(kafka, group)) == {c.group_metadata().member_id}
