@@ -342,3 +342,96 @@ def test_max_poll_interval_exceeded_loses_the_partitions(kafka: KafkaCluster,
         assert listener.calls == [("assigned", tps(topic, 2)), ("lost", tps(topic, 2)),
                                   ("assigned", tps(topic, 2))]
         assert set(broker_view(kafka, group)) == {c.group_metadata().member_id}
+
+
+class ConfluentMember:
+    """A confluent-kafka (librdkafka) consumer polled in a thread: its records whole, its
+    assignment and member id as it last saw them; it commits each record synchronously."""
+
+    def __init__(self, conf: dict[str, Any], topics: list[str]) -> None:
+        self.conf = conf
+        self.topics = topics
+        self.records: list[tuple[TopicPartition, int, bytes | None, bytes | None,
+                                 list[tuple[str, bytes | None]], int, int]] = []
+        self.assignment: set[TopicPartition] = set()
+        self.member_id = ""
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        ck = pytest.importorskip("confluent_kafka")
+        c = ck.Consumer(self.conf)
+        try:
+            c.subscribe(self.topics)
+            while not self._stop.is_set():
+                m = c.poll(0.1)
+                if m is not None:
+                    if m.error() is not None:
+                        raise RuntimeError(str(m.error()))
+                    ts_type, ts = m.timestamp()
+                    self.records.append((TopicPartition(m.topic(), m.partition()), m.offset(),
+                                         m.key(), m.value(), list(m.headers() or []), ts,
+                                         ts_type - 1))   # librdkafka: 1 CreateTime, 2 LogAppendTime
+                    c.commit(message=m, asynchronous=False)
+                self.assignment = {TopicPartition(p.topic, p.partition) for p in c.assignment()}
+                self.member_id = c.memberid() or ""
+        except BaseException as e:  # reported by the test
+            self.errors.append(e)
+        finally:
+            c.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self._thread.is_alive()
+        assert not self.errors, self.errors
+
+
+def test_mixed_classic_group_with_confluent_kafka(kafka: KafkaCluster,
+                                                  make_kafka_topic: Callable[..., str]) -> None:
+    """A pyconsumer member and a confluent-kafka member in one classic group, both with the
+    range assignor: the partitions are split exactly as the range rule over their member ids
+    says (whoever leads), the broker holds the same, and together they read every record
+    exactly once, whole, across the join and the leave."""
+    topic = make_kafka_topic(5)
+    group = f"g-mixed-{topic}"
+    everything = tps(topic, 5)
+    first = sample_records(50, partitions=5)
+    expected = expected_records(topic, first, produce(kafka.bootstrap_servers, topic, first))
+    ours, _ = join(kafka, group, [topic], partition_assignment_strategy=["range"])
+    wait_for(lambda: set(ours.records) == set(expected))
+    theirs = ConfluentMember({
+        "bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
+        "group.protocol": "classic", "partition.assignment.strategy": "range",
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+        "enable.auto.commit": False, "auto.offset.reset": "earliest"}, [topic])
+    try:
+        def split() -> bool:
+            view = broker_view(kafka, group)
+            return (bool(theirs.member_id) and set(view) == {ours.metadata.member_id, theirs.member_id}
+                    and view == {ours.metadata.member_id: ours.assignment, theirs.member_id: theirs.assignment}
+                    and ours.assignment | theirs.assignment == everything)
+        wait_for(split)
+        assert {ours.metadata.member_id: ours.assignment, theirs.member_id: theirs.assignment} == \
+            range_assignment({topic: 5}, [ours.metadata.member_id, theirs.member_id])
+        second = sample_records(50, partitions=5, seed=1)
+        expected |= expected_records(topic, second, produce(kafka.bootstrap_servers, topic, second))
+        wait_for(lambda: set(ours.records) | {(r[0], r[1]) for r in theirs.records} == set(expected))
+        assert {r[0] for r in theirs.records} == theirs.assignment
+    finally:
+        theirs.stop()
+    wait_for(lambda: ours.assignment == everything)     # confluent-kafka left: all is ours again
+    third = sample_records(25, partitions=5, seed=2)
+    expected |= expected_records(topic, third, produce(kafka.bootstrap_servers, topic, third))
+    wait_for(lambda: set(ours.records) | {(r[0], r[1]) for r in theirs.records} == set(expected))
+    ours.stop()
+    ours.consumer.close()
+    for tp, offset, key, value, headers, ts, ts_type in theirs.records:
+        want = expected[(tp, offset)]
+        assert (key, value, headers, ts, ts_type) == (want.key, want.value, want.headers or [],
+                                                      want.timestamp_ms, 0)
+    assert_exactly_once([ours], {k: v for k, v in expected.items()
+                                 if k not in {(r[0], r[1]) for r in theirs.records}})
+    assert len(theirs.records) == len({(r[0], r[1]) for r in theirs.records})
