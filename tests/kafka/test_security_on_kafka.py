@@ -237,3 +237,38 @@ def test_mutual_tls_without_a_client_certificate_fails_clearly(strict_kafka: Kaf
                             rf"one with ssl.keystore.location or ssl.keystore.certificate.chain "
                             rf"and ssl.keystore.key \(\[SSL: SSLV3_ALERT_BAD_CERTIFICATE\] sslv3 "
                             rf"alert bad certificate \(_ssl.c:\d+\)\)\)", text), text
+
+
+# --------------------------------------------------------------------------- KIP-368
+
+
+def test_reauthentication_keeps_the_connection_past_its_session(strict_kafka: KafkaCluster
+                                                                ) -> None:
+    """connections.max.reauth.ms=3000: Kafka gives each SASL session 3 s and would close a
+    connection whose session ran out at its next request. Records flow for > 2 sessions; the
+    leader's connection re-authenticates in place (authenticated once, re-authenticated at
+    least twice, never reconnected) and every record arrives once, in order."""
+    topic = strict_kafka.create_topic(unique_topic_name(), 1)
+    tp = TopicPartition(topic, 0)
+    settings = strict_kafka.client_settings("SASL_PLAINTEXT", **sasl("SCRAM-SHA-512"))
+    expected: list[Row] = []
+    got: list[Row] = []
+    with KafkaConsumer(**settings) as c:
+        c.assign([tp])
+        started = time.monotonic()
+        rnd = 0
+        while time.monotonic() - started < 7.5:      # 2.5 sessions of 3 s
+            records = sample_records(10, partitions=[0], seed=rnd)
+            expected += produce_expected(strict_kafka.bootstrap_servers, topic, records)[tp]
+            got += consume(c, len(expected) - len(got)).get(tp, [])
+            rnd += 1
+        assert got == expected
+        assert c.poll(timeout_ms=300) == {}
+        leader = [x for x in ready_connections(c) if x.node.node_id == 1]
+        assert len(leader) == 1
+        conn = leader[0]
+        # Kafka's SaslAuthenticate v1 answer: the session lasts connections.max.reauth.ms
+        assert conn.sasl_session_lifetime_ms == 3000
+        assert conn.sasl_reauthentications >= 2, conn.sasl_reauthentications
+        assert conn.sasl_authentications - conn.sasl_reauthentications == 1   # one connection
+        assert conn.failures == 0 and conn.last_error is None
