@@ -32,7 +32,7 @@ from ._errors import BrokerStartError, require_module
 from ._maven import fetch_jars, require_tool
 from ._process import BrokerProcess, free_port, wait_for_topic
 
-__all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaNode", "kafka_jars"]
+__all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaNode", "Kerberos", "kafka_jars"]
 
 #: the Apache Kafka release the tests and benchmarks run
 KAFKA_VERSION = "4.2.2"
@@ -40,6 +40,8 @@ KAFKA_VERSION = "4.2.2"
 _LOG4J_VERSION = "2.25.3"
 
 LISTENERS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL")
+#: the extra SASL_PLAINTEXT listener of a cluster made with ``kerberos=``: GSSAPI only
+GSSAPI_LISTENER = "GSSAPI"
 
 _LOG4J2 = """\
 status = warn
@@ -90,6 +92,22 @@ _BASE_CONFIG: dict[str, str] = {
     "ssl.client.auth": "requested",
     "ssl.endpoint.identification.algorithm": "",
 }
+
+
+@dataclass(frozen=True)
+class Kerberos:
+    """What a cluster's GSSAPI listener needs: the KDC's krb5.conf (given to the JVMs as
+    ``java.security.krb5.conf``), a keytab with the brokers' service principal and that
+    principal (``kafka/127.0.0.1@REALM``: its host part is the host clients dial)."""
+
+    krb5_conf: Path
+    keytab: Path
+    principal: str
+    service_name: str = "kafka"
+
+    def jaas(self) -> str:
+        return ("com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                f'storeKey=true keyTab="{self.keytab}" principal="{self.principal}";')
 
 
 def kafka_jars(version: str = KAFKA_VERSION) -> Path:
@@ -178,7 +196,7 @@ class KafkaNode(BrokerProcess):
 
     def settings(self) -> dict[str, str]:
         c = self.cluster
-        listeners = [f"{name}://{self.host}:{self.ports[name]}" for name in LISTENERS]
+        listeners = [f"{name}://{self.host}:{self.ports[name]}" for name in c.listeners]
         if self.controller:
             listeners.append(f"CONTROLLER://{self.host}:{self.ports['CONTROLLER']}")
         tls = c.tls
@@ -205,6 +223,14 @@ class KafkaNode(BrokerProcess):
             "ssl.keystore.location": str(tls.broker_keystore),
             "ssl.truststore.location": str(tls.ca),
         })
+        if c.kerberos is not None:
+            settings.update({
+                "listener.security.protocol.map":
+                    settings["listener.security.protocol.map"] + f",{GSSAPI_LISTENER}:SASL_PLAINTEXT",
+                "listener.name.gssapi.sasl.enabled.mechanisms": "GSSAPI",
+                "listener.name.gssapi.gssapi.sasl.jaas.config": c.kerberos.jaas(),
+                "sasl.kerberos.service.name": c.kerberos.service_name,
+            })
         settings.update(c.broker_config)
         settings.update(c.node_config.get(self.node_id, {}))
         return settings
@@ -228,8 +254,9 @@ class KafkaNode(BrokerProcess):
 
     def _command(self) -> list[str]:
         c = self.cluster
+        krb5 = [] if c.kerberos is None else [f"-Djava.security.krb5.conf={c.kerberos.krb5_conf}"]
         return [str(self.binary), f"-Xms{c.heap_min}", f"-Xmx{c.heap}", "-XX:+UseG1GC",
-                "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+                "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true", *krb5,
                 f"-Dlog4j2.configurationFile={c.log4j_config}", "-cp", f"{c.libs}/*", "kafka.Kafka",
                 str(self.config_path)]
 
@@ -264,7 +291,8 @@ class KafkaCluster:
     ...     kafka.kill(2); kafka.restart(2)
 
     ``broker_config`` overrides settings of every node, ``node_config`` of one node
-    ({node_id: {...}}). Each node has ``broker.rack`` ``r<node id>`` and the rack-aware replica
+    ({node_id: {...}}). ``kerberos`` (a :class:`Kerberos`) adds a SASL_PLAINTEXT listener
+    ``GSSAPI`` that takes only GSSAPI, authenticating with that keytab. Each node has ``broker.rack`` ``r<node id>`` and the rack-aware replica
     selector (follower fetching). Raises MissingToolError (with what to install) without java,
     mvn or openssl; BrokerStartError naming the node, the cause and the log's tail otherwise.
     """
@@ -281,6 +309,7 @@ class KafkaCluster:
         heap_min: str = "256m",
         start_timeout: float = 120.0,
         stop_timeout: float = 30.0,
+        kerberos: Kerberos | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster has at least one node, got nodes={nodes}")
@@ -293,6 +322,8 @@ class KafkaCluster:
         self.node_config: dict[int, dict[str, str]] = {
             n: {k: str(v) for k, v in cfg.items()} for n, cfg in (node_config or {}).items()}
         self.version = version
+        self.kerberos = kerberos
+        self.listeners: tuple[str, ...] = LISTENERS + ((GSSAPI_LISTENER,) if kerberos else ())
         self.heap = heap
         self.heap_min = heap_min
         self.start_timeout = start_timeout
@@ -319,9 +350,10 @@ class KafkaCluster:
         return self.bootstrap_servers
 
     def listener(self, name: str) -> str:
-        """``host:port,...`` of listener ``name`` (PLAINTEXT, SASL_PLAINTEXT, SSL) on every node."""
-        if name not in LISTENERS:
-            raise ValueError(f"no listener {name!r}; the cluster has {', '.join(LISTENERS)}")
+        """``host:port,...`` of listener ``name`` (PLAINTEXT, SASL_PLAINTEXT, SSL; GSSAPI with
+        ``kerberos``) on every node."""
+        if name not in self.listeners:
+            raise ValueError(f"no listener {name!r}; the cluster has {', '.join(self.listeners)}")
         return ",".join(n.listener(name) for n in self.node.values())
 
     @property
@@ -356,7 +388,7 @@ class KafkaCluster:
             taken = {self.controller_port}
             for node_id in range(1, self.nodes + 1):
                 ports: dict[str, int] = {}
-                for name in LISTENERS:
+                for name in self.listeners:
                     port = free_port()
                     while port in taken:
                         port = free_port()
@@ -454,7 +486,11 @@ class KafkaCluster:
         """pyconsumer settings for ``listener`` (bootstrap servers, security protocol, the
         cluster CA for SSL); ``extra`` added as given."""
         settings: dict[str, Any] = {"bootstrap_servers": self.listener(listener)}
-        if listener != "PLAINTEXT":
+        if listener == GSSAPI_LISTENER:
+            assert self.kerberos is not None
+            settings.update(security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI",
+                            sasl_kerberos_service_name=self.kerberos.service_name)
+        elif listener != "PLAINTEXT":
             settings["security_protocol"] = listener
         if listener == "SSL":
             settings["ssl_truststore_location"] = str(self.tls.ca)

@@ -12,6 +12,7 @@ import re
 import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +20,10 @@ import pytest
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.errors import KafkaConnectionError, NoBrokersAvailable, SaslAuthenticationError
 from pyconsumer.testing import KafkaCluster, MissingToolError, TestRecord, produce, sample_records
+from pyconsumer.testing._kafka import Kerberos
 
 from tests.conftest import KAFKA_USERS, unique_topic_name
+from tests.kdc import Kdc, ensure_kerberos
 
 pytestmark = pytest.mark.kafka
 
@@ -272,3 +275,65 @@ def test_reauthentication_keeps_the_connection_past_its_session(strict_kafka: Ka
         assert conn.sasl_reauthentications >= 2, conn.sasl_reauthentications
         assert conn.sasl_authentications - conn.sasl_reauthentications == 1   # one connection
         assert conn.failures == 0 and conn.last_error is None
+
+
+# --------------------------------------------------------------------------- GSSAPI
+
+
+@pytest.fixture(scope="module")
+def kerberos_kafka() -> Iterator[tuple[KafkaCluster, Kdc]]:
+    """A private node with a GSSAPI listener whose broker logs in with its own keytab
+    (principal kafka/127.0.0.1) at the MIT KDC of tests/kdc.py."""
+    why = ensure_kerberos()
+    if why is not None:
+        pytest.skip(why)
+    kdc = Kdc()
+    try:
+        service = kdc.add_principal("kafka/127.0.0.1")
+        kerberos = Kerberos(krb5_conf=kdc.conf, keytab=Path(kdc.keytab("kafka/127.0.0.1")),
+                            principal=service)
+        cluster = private_cluster(kerberos=kerberos)
+        try:
+            yield cluster, kdc
+        finally:
+            cluster.close()
+    finally:
+        kdc.close()
+
+
+def test_gssapi_consumes_exact_records(kerberos_kafka: tuple[KafkaCluster, Kdc]) -> None:
+    """Kafka's own GSSAPI server (Krb5LoginModule with the broker's keytab) accepts the
+    client's service ticket for kafka/127.0.0.1; the records come back exactly."""
+    cluster, kdc = kerberos_kafka
+    client = kdc.add_principal(f"consumer{time.monotonic_ns()}")
+    keytab = kdc.keytab(client.split("@")[0])
+    topic = cluster.create_topic(unique_topic_name(), 2)
+    settings = cluster.client_settings("GSSAPI", sasl_kerberos_principal=client,
+                                       sasl_kerberos_keytab=keytab, auto_offset_reset="earliest",
+                                       fetch_max_wait_ms=100)
+    assert (settings["security_protocol"], settings["sasl_mechanism"]) == ("SASL_PLAINTEXT",
+                                                                           "GSSAPI")
+    with consume_exactly(cluster, topic, settings, seed=21) as c:
+        conns = ready_connections(c)
+        assert [x.sasl_authentications for x in conns] == [1] * len(conns)
+    # the broker logged the client in as its principal (Kafka logs a successful GSSAPI
+    # authentication with the authorization id at INFO)
+    log = cluster[1].log_path.read_text()
+    assert f"Successfully authenticated client: authenticationID={client}" in log, log[-3000:]
+
+
+def test_gssapi_with_a_principal_the_kdc_does_not_know(kerberos_kafka: tuple[KafkaCluster, Kdc]
+                                                       ) -> None:
+    """A keytab for a principal the KDC has since dropped: no ticket, so the SASL exchange
+    fails on the client side with an authentication error, before the broker sees a token."""
+    cluster, kdc = kerberos_kafka
+    client = kdc.add_principal(f"gone{time.monotonic_ns()}")
+    keytab = kdc.keytab(client.split("@")[0])
+    kdc._run(["kadmin.local", "-r", client.split("@")[1], "-q", f"delprinc -force {client}"])
+    settings = cluster.client_settings("GSSAPI", sasl_kerberos_principal=client,
+                                       sasl_kerberos_keytab=keytab, default_api_timeout_ms=5000)
+    with KafkaConsumer(**settings) as c:
+        with pytest.raises(SaslAuthenticationError,
+                           match="GSSAPI authentication to kafka/127.0.0.1 failed getting the "
+                                 "client's credentials or a service ticket"):
+            c.topics()
