@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.backends import Backend, backends_for, make_backend
 from pyconsumer.testing import KafkaCluster, MissingToolError, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
@@ -62,6 +63,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.noida)
         if names & _KAFKA_FIXTURES:
             item.add_marker(pytest.mark.kafka)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test asking for ``cluster`` runs on every backend with the capabilities its
+    ``requires`` marks name (tests/backends.py)."""
+    if "cluster" not in metafunc.fixturenames:
+        return
+    required = [c for mark in metafunc.definition.iter_markers("requires") for c in mark.args]
+    names = backends_for(required)
+    metafunc.parametrize("cluster", [pytest.param(n, marks=getattr(pytest.mark, n)) for n in names],
+                         indirect=True)
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """The backend of one parametrised run (see tests/backends.py)."""
+    name = request.param
+    if name == "kafka":
+        yield make_backend(name, request.getfixturevalue("kafka"))
+    elif name == "tansu":
+        yield make_backend(name, request.getfixturevalue("tansu"))
+    elif name == "mock":
+        yield make_backend(name, request.getfixturevalue("mock_cluster"))
+    else:
+        from tests.fakecluster import FakeCluster   # in pyconsumer.testing once shipped
+        fake = FakeCluster(1)
+        try:
+            yield make_backend(name, fake)
+            assert not fake.errors, fake.errors
+        finally:
+            fake.close()
 
 
 def unique_topic_name(prefix: str = "t") -> str:

@@ -1,0 +1,114 @@
+"""One integration suite over every broker: backend adapters and what each can express.
+
+A scenario asks for the ``cluster`` fixture and, with ``@pytest.mark.requires("cap", ...)``,
+names the capabilities it needs; ``tests/conftest.py`` runs it on every backend that has them
+(Apache Kafka has them all). The adapters hide how each broker makes topics and takes data;
+a broker's bugs are listed here as missing capabilities, never worked around in production code.
+
+Capabilities
+- ``codecs``: record batches in every codec; ``headers``: record headers.
+- ``list_offsets``: ListOffsets earliest/latest exact (Tansu's latest is wrong).
+- ``timestamps``: ListOffsets by timestamp exact (Tansu answers 0, the mock -1).
+- ``transactions``: read_committed with ``aborted_transactions`` filled (only Kafka does).
+- ``commit``: OffsetCommit / OffsetFetch round trip; ``commit_metadata``: the metadata string
+  kept with it (Tansu drops it).
+- ``groups_classic``: JoinGroup/SyncGroup groups; ``groups_consumer``: KIP-848 heartbeats.
+- ``fetch_sessions``: a real (non-zero) fetch session id.
+- ``fetch_limits``: responses honour ``max.partition.fetch.bytes`` (Tansu sends 5 MB).
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyconsumer.structs import TopicPartition
+from pyconsumer.testing import TestRecord, produce
+
+ALL_CAPABILITIES = frozenset({
+    "codecs", "headers", "list_offsets", "timestamps", "transactions", "commit", "commit_metadata",
+    "groups_classic",
+    "groups_consumer", "fetch_sessions", "fetch_limits",
+})
+
+_names = itertools.count()
+
+
+def topic_name(prefix: str = "s") -> str:
+    return f"{prefix}-{os.getpid()}-{next(_names)}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class Backend:
+    """A broker a scenario runs on: its name, address, capabilities, and how to make a topic
+    and put records into it (confluent-kafka where the broker speaks Produce)."""
+
+    name: str
+    bootstrap_servers: str
+    capabilities: frozenset[str]
+    handle: Any = field(repr=False)
+    #: settings a consumer on this backend needs (a group forming fast enough, ...)
+    consumer_settings: dict[str, Any] = field(default_factory=dict)
+
+    def can(self, *capabilities: str) -> bool:
+        return set(capabilities) <= self.capabilities
+
+    def create_topic(self, partitions: int = 1) -> str:
+        name = topic_name()
+        self.handle.create_topic(name, partitions)     # every backend's own admin call
+        return name
+
+    def produce(self, topic: str, records: Sequence[TestRecord], *, compression: str = "none"
+                ) -> list[tuple[int, int]]:
+        """Write ``records`` (each with its partition); (partition, offset) per record, in order."""
+        if self.name != "fake":
+            return produce(self.bootstrap_servers, topic, records, compression=compression)
+        out: list[tuple[int, int]] = []
+        for r in records:     # one batch per record keeps input order exact per partition
+            assert r.partition is not None, "the fake needs each record's partition"
+            row: tuple[Any, ...] = (r.key, r.value, list(r.headers or []))
+            if r.timestamp_ms is not None:
+                row += (r.timestamp_ms,)
+            [offset] = self.handle.produce(TopicPartition(topic, r.partition), [row],
+                                           codec=compression)
+            out.append((r.partition, offset))
+        return out
+
+
+KAFKA = "kafka"
+TANSU = "tansu"
+MOCK = "mock"
+FAKE = "fake"
+BACKENDS = (KAFKA, TANSU, MOCK, FAKE)
+
+CAPABILITIES: dict[str, frozenset[str]] = {
+    KAFKA: ALL_CAPABILITIES,
+    TANSU: frozenset({"codecs", "headers", "commit", "groups_classic"}),
+    MOCK: frozenset({"codecs", "headers", "list_offsets", "commit", "commit_metadata", "groups_classic",
+                     "groups_consumer", "fetch_limits"}),
+    FAKE: frozenset({"codecs", "headers", "list_offsets", "commit", "commit_metadata", "groups_classic",
+                     "groups_consumer", "fetch_sessions", "fetch_limits"}),
+}
+
+# how long a classic group takes to form differs: Tansu waits about half the session timeout
+_CONSUMER_SETTINGS: dict[str, dict[str, Any]] = {
+    KAFKA: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
+    TANSU: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
+    MOCK: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
+    FAKE: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
+}
+
+
+def backends_for(required: Iterable[str]) -> list[str]:
+    need = set(required)
+    unknown = need - ALL_CAPABILITIES
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)}; known: {sorted(ALL_CAPABILITIES)}")
+    return [b for b in BACKENDS if need <= CAPABILITIES[b]]
+
+
+def make_backend(name: str, handle: Any) -> Backend:
+    return Backend(name, handle.bootstrap, CAPABILITIES[name], handle, dict(_CONSUMER_SETTINGS[name]))
