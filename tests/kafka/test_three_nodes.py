@@ -1,0 +1,236 @@
+"""Three-node Apache Kafka (the session ``kafka3`` cluster): a leader SIGKILLed under
+consumption, the group coordinator's broker killed, a rolling restart under a committing group,
+follower fetching (KIP-392) and log truncation after an unclean leader election (KIP-320).
+
+Node 1 is the only controller and is never stopped. A SIGKILLed broker keeps its registration
+(and its leaderships) until ``broker.session.timeout.ms`` (30 s on this cluster) runs out: only
+then does the controller fence it and elect new leaders, and only then can it register again,
+so each kill below costs about 30 s. Partitions are placed with explicit replica assignments so
+the partitions a test kills are led by node 2 or 3.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
+from pyconsumer.consumer.offsets import OffsetAndTimestamp
+from pyconsumer.errors import CommitFailedError, LogTruncationError, RebalanceInProgressError
+from pyconsumer.net.connection import Response
+from pyconsumer.net.future import Future
+from pyconsumer.protocol import ApiKey
+from pyconsumer.testing import KafkaCluster, TestRecord, produce, sample_records
+from tests.integration.runners import wait_for
+from tests.conftest import unique_topic_name
+
+pytestmark = pytest.mark.kafka
+
+#: (offset, key, value, headers, timestamp, timestamp type) of a record
+Row = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]], int, int]
+TS0 = 1_700_000_000_000
+FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, retry_backoff_ms=50, reconnect_backoff_ms=50,
+                            reconnect_backoff_max_ms=500, metadata_max_age_ms=5000,
+                            auto_offset_reset="earliest")
+
+
+def row(r: ConsumerRecord) -> Row:
+    return (r.offset, r.key, r.value, list(r.headers), r.timestamp, r.timestamp_type)
+
+
+def make_topic(kafka3: KafkaCluster, assignment: list[list[int]],
+               config: dict[str, str] | None = None) -> str:
+    """A topic whose partition p has replicas ``assignment[p]`` (the first one leads)."""
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    name = unique_topic_name()
+    admin = kafka3.admin()           # kept: the futures fail if the handle is collected
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
+                  config=dict(config or {}))], operation_timeout=30, request_timeout=30)
+    futures[name].result(timeout=30)
+    kafka3.wait_for_isr(name, min(len(r) for r in assignment), timeout=60)
+    wait_for(lambda: kafka3.leaders(name) == {p: r[0] for p, r in enumerate(assignment)})
+    return name
+
+
+def epochs(kafka3: KafkaCluster, topic: str) -> dict[int, tuple[int, int | None]]:
+    """partition -> (leader, leader epoch), as a fresh pyconsumer reads the metadata."""
+    with KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers) as c:
+        return {p.partition: (p.leader, p.leader_epoch) for p in c.partitions_for(topic)}
+
+
+class Feeder:
+    """An idempotent acks=all producer (confluent-kafka) writing numbered records round robin
+    over ``partitions`` in a thread until stopped; keeps every acknowledged record as the
+    consumer must see it. Idempotence: a retry after a leader change is not written twice,
+    so the log holds exactly the acknowledged records."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, every_s: float = 0.004) -> None:
+        from confluent_kafka import Producer
+
+        self.topic = topic
+        self.partitions = partitions
+        self.every_s = every_s
+        self.acked: dict[int, list[Row]] = defaultdict(list)
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                   "enable.idempotence": True, "linger.ms": 5,
+                                   "message.timeout.ms": 180_000})
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        seq = 0
+        while not self._stop.is_set():
+            key, value = b"k%d" % seq, b"v%d" % seq
+            headers = [("seq", b"%d" % seq)]
+            ts = TS0 + seq
+
+            def done(err: Any, msg: Any, key: bytes = key, value: bytes = value,
+                     headers: list[tuple[str, bytes | None]] = headers, ts: int = ts) -> None:
+                if err is not None:
+                    self.errors.append(str(err))
+                else:
+                    with self._lock:
+                        self.acked[msg.partition()].append((msg.offset(), key, value, headers, ts, 0))
+
+            try:
+                self._producer.produce(self.topic, value=value, key=key, headers=headers,
+                                       partition=seq % self.partitions, timestamp=ts, on_delivery=done)
+            except BufferError:
+                self._producer.poll(0.1)
+                continue
+            seq += 1
+            self._producer.poll(self.every_s)
+
+    def count(self, partition: int) -> int:
+        with self._lock:
+            return len(self.acked[partition])
+
+    def stop(self) -> dict[int, list[Row]]:
+        """Stop writing, wait for every acknowledgement; the acknowledged records per partition
+        in offset order."""
+        self._stop.set()
+        self._thread.join(30)
+        assert self._producer.flush(180) == 0
+        assert self.errors == []
+        return {p: sorted(rows) for p, rows in self.acked.items()}
+
+
+class Reader:
+    """Polls a consumer in a thread, keeping every record with the assignment it came under;
+    with ``commit``, commits synchronously after each poll that returned records and remembers
+    the records of each poll whose commit failed (the only ones another member may read again)."""
+
+    def __init__(self, consumer: KafkaConsumer, commit: bool = False) -> None:
+        self.consumer = consumer
+        self.commit = commit
+        self.records: list[ConsumerRecord] = []
+        self.assignments: list[set[TopicPartition]] = []
+        self.commits_ok = 0
+        self.commit_failures: list[BaseException] = []
+        self.uncommitted: set[tuple[TopicPartition, int]] = set()
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        _readers.append(self)
+
+    def _run(self) -> None:
+        c = self.consumer
+        try:
+            while not self._stop.is_set():
+                got = c.poll(timeout_ms=100)
+                polled = [r for recs in got.values() for r in recs]
+                self.records += polled
+                assignment = c.assignment()
+                if not self.assignments or self.assignments[-1] != assignment:
+                    self.assignments.append(assignment)
+                if polled and self.commit:
+                    try:
+                        c.commit()
+                        self.commits_ok += 1
+                    except (CommitFailedError, RebalanceInProgressError) as e:
+                        self.commit_failures.append(e)
+                        self.uncommitted |= {(TopicPartition(r.topic, r.partition), r.offset)
+                                             for r in polled}
+        except BaseException as e:  # noqa: BLE001 - reported by stop()
+            self.errors.append(e)
+
+    def rows(self, partition: int) -> list[Row]:
+        return [row(r) for r in list(self.records) if r.partition == partition]
+
+    def count(self) -> int:
+        return len(self.records)
+
+    def stop(self) -> None:
+        if self in _readers:
+            _readers.remove(self)
+        self._stop.set()
+        self._thread.join(30)
+        assert not self._thread.is_alive()
+        assert self.errors == []
+
+
+_readers: list[Reader] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_readers() -> Iterator[None]:
+    yield
+    while _readers:
+        r = _readers.pop()
+        r._stop.set()
+        r._thread.join(30)
+        r.consumer.close(timeout_ms=0)
+
+
+def total(acked: dict[int, list[Row]]) -> int:
+    return sum(len(rows) for rows in acked.values())
+
+
+# ------------------------------------------------------------------ 1. a leader SIGKILLed
+
+
+def test_a_leader_killed_under_consumption_loses_and_repeats_no_record(kafka3: KafkaCluster) -> None:
+    """Node 2 (leader of partitions 0 and 3) is SIGKILLed while an acks=all producer writes
+    and an assigned consumer reads: the other partitions go on, 0 and 3 move to their next
+    in-sync replica once node 2 is fenced, and the consumer ends with every acknowledged
+    record of each partition exactly once, in offset order, with the new leader epoch on the
+    records written after the move."""
+    topic = make_topic(kafka3, [[2, 3, 1], [3, 2, 1], [1, 2, 3], [2, 1, 3]])
+    feeder = Feeder(kafka3.bootstrap_servers, topic, 4)
+    consumer = KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, **FAST)
+    consumer.assign([TopicPartition(topic, p) for p in range(4)])
+    reader = Reader(consumer)
+    wait_for(lambda: all(len(reader.rows(p)) >= 20 for p in range(4)), 60)
+    kafka3.kill(2)
+    at_kill = [feeder.count(p) for p in range(4)]
+    # partitions 1 and 2 (led by 3 and 1) keep being written and read while 2 is down
+    wait_for(lambda: all(len(reader.rows(p)) >= at_kill[p] + 30 for p in (1, 2)), 60)
+    kafka3.restart(2)              # registers again once its old session has expired (~30 s)
+    assert kafka3.leaders(topic) == {0: 3, 1: 3, 2: 1, 3: 1}
+    wait_for(lambda: all(feeder.count(p) >= at_kill[p] + 30 for p in (0, 3)), 90)
+    acked = feeder.stop()
+    wait_for(lambda: reader.count() >= total(acked), 60)
+    time.sleep(0.3)                # anything beyond the acknowledged records would show up here
+    reader.stop()
+    consumer.close()
+    for p in range(4):
+        assert reader.rows(p) == acked[p], f"partition {p}"
+        assert [o for o, *_ in acked[p]] == list(range(len(acked[p])))   # no gap, no repeat
+    epochs_of = {p: [r.leader_epoch for r in reader.records if r.partition == p] for p in range(4)}
+    for p in (0, 3):               # led by 2 at epoch 0, then by the next replica at epoch 1
+        assert epochs_of[p] == sorted(epochs_of[p]) and set(epochs_of[p]) == {0, 1}, p
+    for p in (1, 2):
+        assert set(epochs_of[p]) == {0}, p
