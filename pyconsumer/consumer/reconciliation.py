@@ -119,7 +119,8 @@ class HeartbeatFields:
                                 "member_epoch": member_epoch}
         full = self.full or member_epoch == JOIN_EPOCH
         if full:
-            body.update(instance_id=instance_id, rack_id=rack_id,
+            # no rack is null: Kafka refuses an empty RackId (INVALID_REQUEST)
+            body.update(instance_id=instance_id, rack_id=rack_id or None,
                         rebalance_timeout_ms=rebalance_timeout_ms,
                         server_assignor=server_assignor)
         if full or self.send_subscription:
