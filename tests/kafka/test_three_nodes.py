@@ -234,3 +234,71 @@ def test_a_leader_killed_under_consumption_loses_and_repeats_no_record(kafka3: K
         assert epochs_of[p] == sorted(epochs_of[p]) and set(epochs_of[p]) == {0, 1}, p
     for p in (1, 2):
         assert set(epochs_of[p]) == {0}, p
+
+
+# ------------------------------------------------------------------ 4. follower fetching
+
+
+def watch_fetches(consumer: KafkaConsumer) -> list[tuple[int, int, int]]:
+    """(node, preferred_read_replica, record bytes) of each Fetch answer the consumer gets,
+    taken from the responses as they arrive."""
+    client = consumer._network()
+    seen: list[tuple[int, int, int]] = []
+    send = client.send
+
+    def spy(node_id: int, api_key: int, *args: Any, **kwargs: Any) -> Future[Response]:
+        fut = send(node_id, api_key, *args, **kwargs)
+        if api_key == ApiKey.FETCH:
+            def done(f: Future[Response]) -> None:
+                if f.succeeded():
+                    assert f.value is not None
+                    for t in f.value.body["responses"]:
+                        for p in t["partitions"]:
+                            seen.append((node_id, p.get("preferred_read_replica", -1),
+                                         len(p["records"] or b"")))
+            fut.add_callback(done)
+        return fut
+
+    client.send = spy  # type: ignore[method-assign]
+    return seen
+
+
+@pytest.mark.parametrize("rack, replica", [("r2", 2), ("r3", 3), ("", 1)])
+def test_a_consumer_with_client_rack_reads_from_the_in_rack_follower(
+        kafka3: KafkaCluster, rack: str, replica: int) -> None:
+    """Leader on node 1 (rack r1), followers on 2 and 3: node 1 answers the first Fetch with
+    ``preferred_read_replica`` = the node of the consumer's rack and no records, and every
+    record then comes from that follower, exactly as written; without client.rack the leader
+    serves everything."""
+    topic = make_topic(kafka3, [[1, 2, 3]])
+    tp = TopicPartition(topic, 0)
+    first = sample_records(30, partitions=1)
+    assert produce(kafka3.bootstrap_servers, topic, first) == [(0, i) for i in range(30)]
+    kafka3.wait_for_isr(topic, 3)
+    got: list[ConsumerRecord] = []
+    with KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, client_rack=rack, **FAST) as c:
+        fetches = watch_fetches(c)
+        c.assign([tp])
+
+        def poll_until(n: int) -> bool:
+            for recs in c.poll(100).values():
+                got.extend(recs)
+            return len(got) >= n
+
+        wait_for(lambda: poll_until(30), 30)
+        more = sample_records(20, partitions=1, seed=1)
+        assert produce(kafka3.bootstrap_servers, topic, more) == [(0, i) for i in range(30, 50)]
+        wait_for(lambda: poll_until(50), 30)
+        assert c.poll(300) == {}
+        assert c.position(tp) == 50
+    expected = [(i, r.key, r.value, r.headers or [], r.timestamp_ms, 0)
+                for i, r in enumerate(first + more)]
+    assert [row(r) for r in got] == expected
+    with_records = {node for node, _, size in fetches if size}
+    assert with_records == {replica}, fetches
+    if replica != 1:
+        # the leader named the replica once, answering without records; no other node did
+        assert fetches[0] == (1, replica, 0), fetches
+        assert [f for f in fetches if f[1] != -1] == [(1, replica, 0)], fetches
+    else:
+        assert {node for node, _, _ in fetches} == {1} and all(r == -1 for _, r, _ in fetches)
