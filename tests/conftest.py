@@ -15,6 +15,9 @@ Fixtures
   with SASL user ``alice`` / ``alice-secret`` (PLAIN and SCRAM-SHA-256/512).
 - ``make_kafka_topic`` (function): ``make_kafka_topic(partitions=1, *, name=None, config=None,
   replication_factor=1) -> str`` on the session Kafka.
+- ``PYCONSUMER_TEST_KAFKA=host:port,...`` runs the ``kafka`` tier against your own cluster
+  (:class:`pyconsumer.testing.ExternalKafka`): scenarios needing node control, known SASL users
+  or the test CA skip there, saying why.
 - ``kafka_topic`` (function): a fresh topic on it (partitions via indirect parametrize).
 - ``kafka3`` (session): a 3-node KafkaCluster (racks r1, r2, r3); a test that kills or stops a
   node need not restart it: the fixture brings every node back before handing the cluster on.
@@ -37,6 +40,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.backends import Backend, backends_for, make_backend
+from pyconsumer.testing._external import ExternalKafka, NotOurCluster
 from pyconsumer.testing import KafkaCluster, MissingToolError, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
@@ -151,8 +155,24 @@ def noida() -> Iterator[NoidaBroker]:
         broker.close()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A scenario that needs a cluster of our own, run against PYCONSUMER_TEST_KAFKA, skips."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is not None and call.excinfo.errisinstance(NotOurCluster):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {call.excinfo.value}")
+
+
 def _kafka_cluster(nodes: int) -> Iterator[KafkaCluster]:
     _require("confluent_kafka", "Apache Kafka's topic admin")
+    external = os.environ.get("PYCONSUMER_TEST_KAFKA", "").strip()
+    if external:
+        if nodes > 1:
+            pytest.skip(f"three-node scenarios stop and kill brokers: not on the external Kafka at {external}")
+        yield ExternalKafka(external).start()
+        return
     cluster = KafkaCluster(nodes=nodes, users=KAFKA_USERS)
     try:
         try:

@@ -412,7 +412,7 @@ class KafkaCluster:
 
     def _wait_for_brokers(self, expected: set[int], timeout: float) -> None:
         require_module("KafkaCluster", "confluent_kafka")
-        from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]  # test dependency only
+        from confluent_kafka.admin import AdminClient  # test dependency only
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
         deadline = time.monotonic() + timeout

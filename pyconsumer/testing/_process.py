@@ -121,8 +121,8 @@ class BrokerProcess:
     :meth:`_ready_in_log`; :meth:`_env`, :meth:`_after_stop` and :meth:`_repr_extra` are optional.
     """
 
-    #: the broker's name in messages ("Tansu", "noida-db")
-    _name: ClassVar[str]
+    #: the broker's name in messages ("Tansu", "noida-db"; a cluster's node may name itself)
+    _name: str
     #: prefix of the temporary log file's name
     _log_prefix: ClassVar[str]
     #: text of a failed start that means the port was taken (an auto-picked port is picked again)

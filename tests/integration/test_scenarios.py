@@ -156,8 +156,9 @@ def test_classic_group_splits_partitions_and_reads_each_record_once(cluster: Bac
     b = Runner(consumer(cluster, topic, **settings), commit=True)
     wait_for(lambda: len(a.assignment) == 2 and len(b.assignment) == 2, timeout=60)
     wait_for(lambda: len(set(a.records) | set(b.records)) == 80, timeout=60)
-    a.stop(); b.stop()
-    a.consumer.close(); b.consumer.close()
+    for runner in (a, b):
+        runner.stop()
+        runner.consumer.close()
     ids = sorted([sorted(tp.partition for tp in a.assignment), sorted(tp.partition for tp in b.assignment)])
     assert ids == [[0, 1], [2, 3]]             # range: consecutive halves
     seen = [(tp.partition, o) for tp, o in a.records + b.records]
@@ -177,8 +178,9 @@ def test_consumer_protocol_group_shares_partitions(cluster: Backend) -> None:
     wait_for(lambda: len(a.assignment) == 3 and len(b.assignment) == 3, timeout=60)
     assert a.assignment.isdisjoint(b.assignment)
     assert {tp.partition for tp in a.assignment | b.assignment} == set(range(6))
-    a.stop(); b.stop()
-    a.consumer.close(); b.consumer.close()
+    for runner in (a, b):
+        runner.stop()
+        runner.consumer.close()
 
 
 @pytest.mark.requires("transactions")
