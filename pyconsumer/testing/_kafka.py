@@ -292,9 +292,10 @@ class KafkaCluster:
 
     ``broker_config`` overrides settings of every node, ``node_config`` of one node
     ({node_id: {...}}). ``kerberos`` (a :class:`Kerberos`) adds a SASL_PLAINTEXT listener
-    ``GSSAPI`` that takes only GSSAPI, authenticating with that keytab. Each node has ``broker.rack`` ``r<node id>`` and the rack-aware replica
-    selector (follower fetching). Raises MissingToolError (with what to install) without java,
-    mvn or openssl; BrokerStartError naming the node, the cause and the log's tail otherwise.
+    ``GSSAPI`` that takes only GSSAPI, authenticating with that keytab. Each node has
+    ``broker.rack`` ``r<node id>`` and the rack-aware replica selector (follower fetching).
+    Raises MissingToolError (with what to install) without java, mvn or openssl;
+    BrokerStartError naming the node, the cause and the log's tail otherwise.
     """
 
     def __init__(
