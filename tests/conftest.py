@@ -40,8 +40,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.backends import Backend, backends_for, make_backend
-from pyconsumer.testing._external import ExternalKafka, NotOurCluster
-from pyconsumer.testing import KafkaCluster, MissingToolError, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
+from pyconsumer.testing import ExternalKafka, KafkaCluster, NotOurCluster, MissingToolError, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
 _MOCK_FIXTURES = {"mock_cluster"}
@@ -91,7 +90,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
     elif name == "mock":
         yield make_backend(name, request.getfixturevalue("mock_cluster"))
     else:
-        from tests.fakecluster import FakeCluster   # in pyconsumer.testing once shipped
+        from pyconsumer.testing import FakeCluster
         fake = FakeCluster(1)
         try:
             yield make_backend(name, fake)

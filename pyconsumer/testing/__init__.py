@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ._errors import MissingExtraError
 from ._fake import FAST_CONSUMER, ConsumerGroup, FakeCluster, FetchSession, RawClient, Request
+from ._external import ExternalKafka, NotOurCluster
 from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, TlsFiles, kafka_jars
 from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
@@ -50,6 +51,8 @@ from ._tansu import (
 )
 
 __all__ = [
+    "ExternalKafka",
+    "NotOurCluster",
     "FAST_CONSUMER",
     "ConsumerGroup",
     "FakeCluster",
