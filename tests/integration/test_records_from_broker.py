@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 import uuid
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pytest
@@ -26,6 +27,7 @@ from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, enc
 from pyconsumer.records import CompletedFetch, decode_arrow, decode_records  # noqa: E402
 from pyconsumer.testing import (  # noqa: E402
     CODECS,
+    KafkaCluster,
     TansuBroker,
     TestRecord,
     produce,
@@ -397,13 +399,47 @@ def test_read_committed_with_the_aborted_range(conn: RawConnection, txn_topic: s
     assert cf.next_fetch_offset == 8
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Tansu 0.6.0 sends an empty aborted_transactions list in Fetch responses (read_committed), "
-    "so the aborted records a0 and the null value come back"))
-def test_read_committed_with_the_brokers_aborted_transactions(conn: RawConnection, txn_topic: str) -> None:
-    p = fetch(conn, 12, txn_topic, 0, 0, isolation_level=READ_COMMITTED)
-    aborted = [(a["producer_id"], a["first_offset"]) for a in (p["aborted_transactions"] or [])]
-    rows = decoded_rows(p["records"], txn_topic, 0, isolation_level="read_committed", aborted_transactions=aborted)
+@pytest.fixture
+def txn_source(request: pytest.FixtureRequest) -> Iterator[tuple[RawConnection, str]]:
+    """(raw connection, topic holding TXNS) on Tansu or on Apache Kafka (its only node)."""
+    if request.param == "tansu":
+        yield request.getfixturevalue("conn"), request.getfixturevalue("txn_topic")
+        return
+    kafka: KafkaCluster = request.getfixturevalue("kafka")
+    topic = request.getfixturevalue("make_kafka_topic")(1)
+    assert produce_transactions(kafka.bootstrap, topic, TXNS, compression="gzip") == [
+        [(0, 0), (0, 1)], [(0, 3), (0, 4)], [(0, 6)]]
+    with RawConnection(kafka.bootstrap) as c:
+        # the commit markers are written after commit_transaction() returns: wait for the LSO
+        deadline = time.monotonic() + 30
+        while fetch(c, 12, topic, 0, 0, isolation_level=READ_COMMITTED)["last_stable_offset"] != 8:
+            assert time.monotonic() < deadline, "the last commit marker was not written in 30 s"
+            time.sleep(0.05)
+        yield c, topic
+
+
+@pytest.mark.parametrize("txn_source", [
+    pytest.param("tansu", marks=[pytest.mark.tansu, pytest.mark.xfail(strict=True, reason=(
+        "Tansu 0.6.0 sends an empty aborted_transactions list in Fetch responses (read_committed), "
+        "so the aborted records a0 and the null value come back"))]),
+    pytest.param("kafka", marks=pytest.mark.kafka)], indirect=True)
+def test_read_committed_with_the_brokers_aborted_transactions(txn_source: tuple[RawConnection, str]) -> None:
+    """The broker's own aborted ranges (Apache Kafka fills them) drop exactly the aborted records.
+
+    Fetched as a consumer does, from each response's next fetch offset to the end: Kafka 4.2
+    answers a fetch at 0 with the first batch only (0-1), the rest with a fetch at 2."""
+    conn, txn_topic = txn_source
+    rows: list[tuple[Any, ...]] = []
+    position = 0
+    while position < 8:
+        p = fetch(conn, 12, txn_topic, 0, position, isolation_level=READ_COMMITTED)
+        aborted = [(a["producer_id"], a["first_offset"]) for a in (p["aborted_transactions"] or [])]
+        kw: dict[str, Any] = {"isolation_level": "read_committed", "aborted_transactions": aborted}
+        rows += decoded_rows(p["records"], txn_topic, 0, fetch_offset=position, **kw)
+        cf = CompletedFetch(p["records"], txn_topic, 0, position, **kw)
+        cf.take_records(1 << 30)
+        assert cf.next_fetch_offset > position, "the fetch loop does not advance"
+        position = cf.next_fetch_offset
     assert _values(rows) == COMMITTED
 
 
