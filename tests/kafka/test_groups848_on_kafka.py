@@ -112,3 +112,45 @@ def test_server_assignor_two_members(kafka: KafkaCluster, make_kafka_topic: Call
     assert_exactly_once([m1, m2], expected)
     for m in (m1, m2):
         m.consumer.close()
+
+
+def test_regex_evaluated_by_the_broker_picks_up_a_new_topic(
+        kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
+    """subscribe(pattern=...) sends the expression to the broker (RE2/J, whole-name match):
+    the member gets the matching topic's partitions and not the others; a matching topic
+    created later is assigned once the broker re-resolves the expression (at most every
+    10 s), and its records are read."""
+    first = make_kafka_topic(2)
+    prefix = first.rsplit("-", 1)[0]
+    pattern = f"{prefix}-rx.*"
+    a = make_kafka_topic(2, name=f"{prefix}-rx-a")
+    group = f"g-rx-{first}"
+    m, listener = member(kafka.bootstrap_servers, group, pattern=pattern)
+    wait_for(lambda: settled(kafka, group, [m], tps(a, 2)))
+    b = make_kafka_topic(3, name=f"{prefix}-rx-b")
+    recs = sample_records(30, partitions=3)
+    expected = expected_records(b, recs, produce(kafka.bootstrap_servers, b, recs))
+    wait_for(lambda: settled(kafka, group, [m], tps(a, 2) | tps(b, 3)), timeout=45)
+    wait_for(lambda: set(m.records) == set(expected))
+    m.stop()
+    # the broker resolves the expression after the join: the first assignment is empty
+    assert listener.calls == [("assigned", set()), ("assigned", tps(a, 2)), ("assigned", tps(b, 3))]
+    assert_exactly_once([m], expected)
+    assert m.consumer.subscription() == {a, b}
+    m.consumer.close()
+
+
+def test_invalid_regex_is_the_brokers_error_naming_the_pattern(kafka: KafkaCluster) -> None:
+    """A lookahead is valid Python but not RE2/J: the broker answers INVALID_REGULAR_EXPRESSION
+    (128), raised from poll() (fatal: from every poll), naming the group and the pattern."""
+    pattern = "(?=x)t.*"
+    with KafkaConsumer(**CONSUMER, bootstrap_servers=kafka.bootstrap_servers,
+                       group_id="g-bad-regex") as c:
+        c.subscribe(pattern=pattern)
+        with pytest.raises(InvalidRegularExpressionError) as info:
+            wait_for(lambda: c.poll(timeout_ms=100) is None)
+        assert info.value.errno == 128
+        assert "g-bad-regex" in str(info.value) and pattern in str(info.value)
+        with pytest.raises(InvalidRegularExpressionError):
+            c.poll(timeout_ms=0)
+        assert c.assignment() == set()
