@@ -269,3 +269,112 @@ def test_read_committed_ranges_ending_in_transactions_and_on_markers(
                endingOffsets=json.dumps({topic: {"0": 64}}),
                **{"kafka.isolation.level": "read_committed"})
     assert rows(df) == [r for r in committed if 61 <= r[2] < 64]
+
+
+def test_latest_under_read_committed_is_the_last_stable_offset(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
+    """With a transaction left open, Kafka's ListOffsets(latest) answers the LSO under
+    read_committed and the high watermark otherwise, and the source's confirming Fetch (a
+    workaround for Tansu's ListOffsets) keeps them: read_committed stops before the open
+    transaction, read_uncommitted reads its records too."""
+    from confluent_kafka import Producer
+
+    from pyconsumer import TopicPartition
+    from pyconsumer.spark.offsets import OffsetReader
+    from pyconsumer.spark.options import parse_options
+
+    topic = make_kafka_topic(1, config=KEEP)
+    committed, everything = _committed_and_aborted(kafka.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers,
+                         "transactional.id": f"open-{topic}", "linger.ms": 5})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    try:
+        open_recs = [TestRecord(f"open{i}".encode(), b"pending", partition=0,
+                                timestamp_ms=BASE + i) for i in range(5)]
+        for rec in open_recs:
+            producer.produce(topic, key=rec.key, value=rec.value, partition=0,
+                             timestamp=rec.timestamp_ms)
+        assert producer.flush(30) == 0                    # in the log, not committed
+        tp = TopicPartition(topic, 0)
+        for isolation, end in (("read_committed", 93), ("read_uncommitted", 98)):
+            options = parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers,
+                                     "subscribe": topic, "kafka.isolation.level": isolation},
+                                    streaming=False)
+            reader = OffsetReader(options)
+            try:
+                assert reader.consumer.end_offsets([tp]) == {tp: end}      # ListOffsets
+                assert reader.latest([tp]) == {tp: end}                    # after the Fetch
+            finally:
+                reader.close()
+        df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
+                   **{"kafka.isolation.level": "read_committed"})
+        assert rows(df) == committed
+        df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true")
+        assert rows(df) == everything + expected_rows(topic, open_recs,
+                                                      [(0, o) for o in range(93, 98)])
+    finally:
+        producer.abort_transaction(30)
+
+
+def test_fail_on_data_loss_over_deleted_records(spark: Any, kafka: KafkaCluster,
+                                                make_kafka_topic: Callable[..., str]) -> None:
+    """After DeleteRecords moved the log start to 40 (inside a batch of 25): failOnDataLoss=false
+    gives exactly the records from 40 on (the batch's earlier records are not shown), also for
+    a range wholly deleted (no rows); failOnDataLoss=true fails naming the topic-partition and
+    the lost offsets; earliest now starts at 40."""
+    topic = make_kafka_topic(1, config=KEEP)
+    records = sample_records(100, partitions=[0], seed=5)
+    delivered = produce(kafka.bootstrap_servers, topic, records, compression="snappy",
+                        linger_ms=100, batch_num_messages=25)
+    want = expected_rows(topic, records, delivered)
+    kafka.delete_records([(topic, 0, 40)])
+    bootstrap = kafka.bootstrap_servers
+    from_10 = {"startingOffsets": json.dumps({topic: {"0": 10}})}
+    df = _read(spark, bootstrap, subscribe=topic, failOnDataLoss="false", **from_10)
+    assert rows(df) == want[40:]
+    assert rows(_read(spark, bootstrap, subscribe=topic)) == want[40:]
+    gone = _read(spark, bootstrap, subscribe=topic, failOnDataLoss="false",
+                 endingOffsets=json.dumps({topic: {"0": 30}}), **from_10)
+    assert rows(gone) == []
+    with pytest.raises(Exception) as info:
+        _read(spark, bootstrap, subscribe=topic, **from_10).collect()
+    assert (f"DataLossError: Cannot read {topic}-0 offsets 10 to 39: the log now starts at 40."
+            in str(info.value))
+    assert 'set the source option "failOnDataLoss" to "false"' in str(info.value)
+
+
+def test_compaction_gaps_end_ranges_without_hanging(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
+    """On a compacted topic (apache-kafka.md 5.5) the rows are exactly the records the cleaner
+    left (as confluent-kafka reads them: the last of each key), for the whole log and for
+    ranges that start or end on a removed offset or hold nothing but removed offsets."""
+    topic = make_kafka_topic(1, config={"cleanup.policy": "compact", "segment.ms": "100",
+                                        "min.cleanable.dirty.ratio": "0.01",
+                                        "delete.retention.ms": "0", "min.compaction.lag.ms": "0"})
+    records = [TestRecord(f"u{i}".encode() if i % 4 == 0 else f"dup{i % 3}".encode(),
+                          f"v{i}".encode(), [("i", str(i).encode())], 0, BASE + i)
+               for i in range(60)]
+    delivered = produce(kafka.bootstrap_servers, topic, records, linger_ms=20)
+    produced = expected_rows(topic, records, delivered, headers=True)
+    last_of_key = {rec.key: off for rec, (_, off) in zip(records, delivered)}
+    survivors = [r for r in produced if last_of_key[r[3]] == r[2]]
+    # Kafka rolls by record time: a record segment.ms past the segment's first batch rolls it
+    roller = TestRecord(b"roll", b"r", None, 0, BASE + 60_000)
+    roll = expected_rows(topic, [roller], produce(kafka.bootstrap_servers, topic, [roller]),
+                         headers=True)
+    survivors += roll
+
+    deadline = time.monotonic() + 90
+    while (left := oracle_rows(kafka.bootstrap_servers, topic, 1)) != survivors:
+        assert time.monotonic() < deadline, f"the cleaner did not compact {topic}: {left}"
+        time.sleep(0.5)
+    # gaps: 1-3, 5-7, ..., 53-55; the last dup0, dup1, dup2 (57-59) and the roller (60) stay
+    assert [r[2] for r in survivors] == list(range(0, 57, 4)) + [57, 58, 59, 60]
+    df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true")
+    assert rows(df) == survivors
+    for start, end in ((0, 2), (0, 55), (2, 55), (1, 4), (5, 8), (53, 57), (55, 61)):
+        df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
+                   startingOffsets=json.dumps({topic: {"0": start}}),
+                   endingOffsets=json.dumps({topic: {"0": end}}))
+        assert rows(df) == [r for r in survivors if start <= r[2] < end], (start, end)
