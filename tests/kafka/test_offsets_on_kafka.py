@@ -225,11 +225,11 @@ def test_committed_offsets_carry_the_leader_epoch(kafka: KafkaCluster, make_kafk
     with consumer(kafka, group_id=group, enable_auto_commit=False) as c:
         c.assign([tp0])
         # resumes at the committed offset 3 (epoch 0, validated against the new leader epoch)
-        got = next_record(c, tp0)
-        assert (got.offset, got.key, got.value) == (3, b"k", b"v3")
-        assert got.leader_epoch is not None and got.leader_epoch > 0
+        rec = next_record(c, tp0)
+        assert (rec.offset, rec.key, rec.value) == (3, b"k", b"v3")
+        assert rec.leader_epoch is not None and rec.leader_epoch > 0
         c.commit()
-        assert c.committed([tp0]) == {tp0: OffsetAndMetadata(4, "", got.leader_epoch)}
+        assert c.committed([tp0]) == {tp0: OffsetAndMetadata(4, "", rec.leader_epoch)}
 
 
 KIP_896_MINIMUM = {ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1, ApiKey.OFFSET_COMMIT: 2, ApiKey.OFFSET_FETCH: 1,
