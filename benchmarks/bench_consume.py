@@ -1,7 +1,8 @@
-"""End-to-end consume benchmark: records from a Tansu broker into Python, side by side.
+"""End-to-end consume benchmark: records from a broker into Python, side by side.
 
-One Tansu broker (memory://), one topic filled once by confluent-kafka, then every contender
-reads the whole topic from the beginning with manual assignment, in interleaved rounds:
+One broker (Apache Kafka or Tansu, see brokers.py), one topic filled once by confluent-kafka,
+then every contender reads the whole topic from the beginning with manual assignment, in
+interleaved rounds:
 
 * ``raw_fetch``     the broker ceiling: one blocking socket, one Fetch at a time for every
                     partition (the consumer's default fetch sizes), records counted from the
@@ -13,6 +14,9 @@ reads the whole topic from the beginning with manual assignment, in interleaved 
 * ``pc_poll_large`` the same with max.poll.records 10,000
 * ``ck_consume``    confluent-kafka ``Consumer.consume(10000)`` (same fields touched)
 * ``ck_consume500`` confluent-kafka ``Consumer.consume(500)``
+* ``kr_arrow``      kafkarrow (Rust over librdkafka, Arrow output): ``ConsumerManager`` from
+                    the earliest offset, ``batch_size`` 100,000 (poll_arrow's max_records),
+                    ``poll(timeout_ms=100)`` until every record came (rows counted)
 * ``aio``           aiokafka ``getmany(max_records=500)`` (same fields touched)
 * ``kp``            kafka-python ``poll(max_records=500)`` (same fields touched)
 
@@ -20,7 +24,7 @@ Rates are records/s over the whole read (connect and first fetch included); the 
 the best round and the median ratio to confluent-kafka in the same round. ``measure`` is the
 importable entry point (``python -m benchmarks`` runs it).
 
-    python benchmarks/bench_consume.py --records 1000000 --partitions 4 --codec none --rounds 3
+    python benchmarks/bench_consume.py --records 1000000 --partitions 4 --codec none --rounds 3 --broker kafka
 """
 from __future__ import annotations
 
@@ -35,7 +39,6 @@ from typing import Any
 
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.protocol import ApiKey, decode_response, encode_request
-from pyconsumer.testing import TansuBroker
 
 #: a contender reads ``n`` records of ``partitions`` partitions of a topic, returns how many
 Contender = Callable[[str, str, int, int], int]
@@ -295,6 +298,33 @@ def ck_consume500(bootstrap: str, topic: str, partitions: int, n: int) -> int:
     return _ck_consume(bootstrap, topic, partitions, n, 500)
 
 
+#: kafkarrow's batch: poll_arrow's max_records, so both hand over batches of the same size
+KR_BATCH = 100_000
+#: kafkarrow's poll waits out its whole timeout when the batch is not full (at the end of the
+#: topic, or when a fetch brought fewer records); 100 ms rather than its README's 1000 keeps
+#: that wait from dominating a read of a few seconds (measured on Kafka 4.2.2: 1000 ms read
+#: 300k records at 60-120k rec/s, 100 ms at 150-470k rec/s)
+KR_POLL_MS = 100
+
+
+def kr_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    """kafkarrow: every partition of ``topic`` from the earliest offset (its SourceTopic takes
+    the whole topic; ``partitions`` is what the topic has), Arrow RecordBatches of up to
+    KR_BATCH rows, rows counted."""
+    import kafkarrow
+
+    m = kafkarrow.ConsumerManager(config={"bootstrap.servers": bootstrap},
+                                  topics=[kafkarrow.SourceTopic.from_earliest(topic)], batch_size=KR_BATCH)
+    try:
+        got, progress = 0, _Progress("kr_arrow", n)
+        while got < n:
+            got += m.poll(timeout_ms=KR_POLL_MS).num_rows
+            progress.check(got)
+        return got
+    finally:
+        del m           # no close(): its consumer goes when the object does
+
+
 def aio(bootstrap: str, topic: str, partitions: int, n: int) -> int:
     from aiokafka import AIOKafkaConsumer
     from aiokafka.structs import TopicPartition as AioTP
@@ -347,6 +377,7 @@ CONTENDERS: dict[str, Contender] = {
     "raw_fetch": raw_fetch, "ck_consume": ck_consume, "pc_arrow": pc_arrow, "pc_arrow_1t": pc_arrow_1t,
     "pc_poll": pc_poll,
     "pc_poll_large": pc_poll_large, "aio": aio, "kp": kp, "ck_consume500": ck_consume500,
+    "kr_arrow": kr_arrow,
 }
 #: what each reads, for tables
 DESCRIPTIONS: dict[str, str] = {
@@ -359,6 +390,7 @@ DESCRIPTIONS: dict[str, str] = {
     "pc_poll_large": "pyconsumer poll(), max.poll.records 10000, fields touched",
     "aio": "aiokafka getmany(max_records=500), fields touched",
     "kp": "kafka-python poll(max_records=500), fields touched",
+    "kr_arrow": f"kafkarrow ConsumerManager.poll(timeout_ms={KR_POLL_MS}), batch_size {KR_BATCH}",
 }
 #: these read at most ``slow_cap`` records (rates are per record, so they stay comparable)
 SLOW = {"aio", "kp"}
@@ -399,6 +431,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", nargs="*", default=[k for k in CONTENDERS if k != "ck_consume500"],
                     choices=list(CONTENDERS))
+    ap.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     ap.add_argument("--slow-cap", type=int, default=200_000,
                     help="aiokafka and kafka-python read only this many records (rates stay per record)")
     args = ap.parse_args()
@@ -407,7 +440,9 @@ def main() -> None:
         print(f"round {rnd} {name:13s} {got:>10,} records {elapsed:7.2f} s "
               f"{got / elapsed / 1e3:10,.0f} krec/s", flush=True)
 
-    with TansuBroker() as broker:
+    import brokers
+
+    with brokers.start(args.broker) as broker:
         topic = broker.create_topic("bench", args.partitions)
         t0 = time.perf_counter()
         fill(broker.bootstrap, topic, args.records, args.partitions, args.value_size, args.codec)
