@@ -1,0 +1,186 @@
+"""The benchmark suite's bookkeeping without a broker: which brokers ``--broker`` picks, the
+issue's targets per broker (met/missed at the exact threshold), the per-broker tables of
+RESULTS.md, and kafkarrow as an end-to-end contender and reference (skipped, saying so, when
+it is not installed)."""
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def suite() -> ModuleType:
+    """``benchmarks/__main__.py`` imported (it puts benchmarks/ on sys.path for its scripts)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("benchmarks.__main__")
+
+
+@pytest.fixture(scope="module")
+def brokers(suite: ModuleType) -> ModuleType:
+    return importlib.import_module("brokers")
+
+
+@pytest.fixture(scope="module")
+def bench_consume(suite: ModuleType) -> ModuleType:
+    return importlib.import_module("bench_consume")
+
+
+def e2e_case(suite: ModuleType, name: str, broker: str, rates: dict[str, list[float]]) -> Any:
+    return suite.Case(name, f"title of {name}", rates, ["raw_fetch", "ck_consume", "kr_arrow"],
+                      {"raw_fetch": "the ceiling", "pc_arrow": "arrow"}, [], broker)
+
+
+KAFKA_RATES: dict[str, list[float]] = {
+    "raw_fetch": [100.0, 200.0],
+    "pc_arrow": [150.0, 180.0],      # x raw 1.5, 0.9: median 1.2
+    "pc_poll": [80.0, 150.0],        # x raw 0.8, 0.75: median 0.775
+    "ck_consume": [50.0, 60.0],      # pc_arrow x ck 3.0, 3.0: exactly the target
+    "kr_arrow": [30.0, 40.0],        # pc_arrow x kr 5.0, 4.5: median 4.75
+}
+
+
+def test_broker_choice_names_kafka_then_tansu(brokers: ModuleType) -> None:
+    """``both`` runs Kafka first, then Tansu; one name runs that one; anything else is refused."""
+    assert brokers.selected("both") == ["kafka", "tansu"]
+    assert brokers.selected("kafka") == ["kafka"]
+    assert brokers.selected("tansu") == ["tansu"]
+    with pytest.raises(ValueError, match=r"^--broker 'redpanda': expected one of kafka, tansu, both$"):
+        brokers.selected("redpanda")
+
+
+def test_kafka_runs_with_the_brokers_default_threads_and_heap(brokers: ModuleType) -> None:
+    """The benchmark's Kafka undoes the test fixtures' CPU savings: 3 network and 8 I/O threads
+    (Kafka's defaults) and the start script's 1 GB heap."""
+    assert brokers.KAFKA_BENCH_CONFIG == {"num.network.threads": "3", "num.io.threads": "8"}
+    assert brokers.KAFKA_BENCH_HEAP == "1g"
+
+
+def test_an_unknown_broker_is_refused(suite: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--broker`` takes kafka, tansu or both and nothing else (argparse exits 2, naming them)."""
+    with pytest.raises(SystemExit) as exc:
+        suite.main(["--broker", "redpanda"])
+    assert exc.value.code == 2
+    # argparse quotes the choices on some Python versions, not on others
+    assert re.search(r"argument --broker: invalid choice: 'redpanda' \(choose from '?kafka'?, '?tansu'?, '?both'?\)$",
+                     capsys.readouterr().err, re.M)
+
+
+def test_targets_per_broker_met_or_missed_at_the_threshold(suite: ModuleType) -> None:
+    """Each end-to-end target is one row per case and broker (Kafka's first), with the median
+    of per-round ratios; exactly the wanted ratio is met; a missing contender gives no row."""
+    cases = {
+        "e2e1-kafka": e2e_case(suite, "e2e1-kafka", "kafka", KAFKA_RATES),
+        "e2e6-tansu": e2e_case(suite, "e2e6-tansu", "tansu",
+                               {"raw_fetch": [100.0], "pc_arrow": [100.0], "ck_consume": [40.0]}),
+    }
+    assert suite.targets(cases) == [
+        ("poll_arrow vs the raw Fetch loop, 1 partition(s)", "Apache Kafka", ">= 1x", "1.20x", "met"),
+        ("poll() vs the raw Fetch loop, 1 partition(s)", "Apache Kafka", ">= 0.8x", "0.78x", "missed"),
+        ("poll_arrow vs confluent-kafka consume(10000), 1 partition(s)", "Apache Kafka", ">= 3x", "3.00x", "met"),
+        ("poll_arrow vs kafkarrow, 1 partition(s)", "Apache Kafka", ">= 5x", "4.75x", "missed"),
+        ("poll_arrow vs the raw Fetch loop, 6 partition(s)", "Tansu", ">= 1x", "1.00x", "met"),
+        ("poll_arrow vs confluent-kafka consume(10000), 6 partition(s)", "Tansu", ">= 3x", "2.50x", "missed"),
+    ]
+
+
+def test_results_have_one_section_per_broker(suite: ModuleType, tmp_path: Path) -> None:
+    """RESULTS.md: the targets with their broker, then each broker's own heading and tables with
+    ratio columns to the raw loop, confluent-kafka and kafkarrow, and both brokers described."""
+    kafka = e2e_case(suite, "e2e1-kafka", "kafka", KAFKA_RATES)
+    tansu = e2e_case(suite, "e2e1-tansu", "tansu", {"raw_fetch": [10.0, 20.0], "pc_arrow": [20.0, 20.0],
+                                                     "ck_consume": [5.0, 5.0], "kr_arrow": [4.0, 5.0]})
+    out = tmp_path / "RESULTS.md"
+    suite.write_results(out, [kafka, tansu], [], "python -m benchmarks --x", 90.0, False,
+                        ["Apache Kafka 4.2.2 (KRaft) described", "Tansu described"])
+    text = out.read_text()
+    lines = text.splitlines()
+    assert "| broker | Apache Kafka 4.2.2 (KRaft) described |" in lines
+    assert "| broker | Tansu described |" in lines
+    assert "| target | broker | wanted | measured | met |" in lines
+    assert "| poll_arrow vs kafkarrow, 1 partition(s) | Apache Kafka | >= 5x | 4.75x | missed |" in lines
+    assert "| poll_arrow vs kafkarrow, 1 partition(s) | Tansu | >= 5x | 4.50x | missed |" in lines
+    on_kafka, on_tansu = lines.index("# On Apache Kafka"), lines.index("# On Tansu")
+    assert on_kafka < lines.index("## title of e2e1-kafka") < on_tansu < lines.index("## title of e2e1-tansu")
+    header = "| contender | what | records/s best | records/s median | x raw_fetch | x ck_consume | x kr_arrow |"
+    assert lines.count(header) == 2
+    # pc_arrow on Kafka: best 180, median 165; x raw 1.20, x ck 3.00, x kr 4.75
+    assert "| pc_arrow | arrow | 180 | 165 | 1.20 | 3.00 | 4.75 |" in lines
+    assert "| pc_arrow | arrow | 20 | 20 | 1.50 | 4.00 | 4.50 |" in lines
+
+
+def test_kafkarrow_is_a_contender_and_a_reference(suite: ModuleType, bench_consume: ModuleType,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An end-to-end case runs kr_arrow (even when --only leaves it out: it is a reference), with
+    the same records as the others, and divides by it."""
+    calls = _fake_e2e(bench_consume, monkeypatch)
+    monkeypatch.setattr(suite, "have_kafkarrow", lambda: True)
+    broker, made = _fake_broker(suite)
+    case = suite.run_e2e(broker, 6, True, 1, ["pc_arrow", "raw_fetch", "ck_consume", "kr_arrow"], 1000)
+    assert made == [("bench-6p", 6)]
+    assert calls["filled"] == [("bench-6p", 1000, 6, 100, "none")]
+    assert calls["warmed"] == [("bench-6p", 6, 1000)]       # one uncounted raw read before the rounds
+    assert calls["measured"] == [("bench-6p", 6, 1000, ["raw_fetch", "pc_arrow", "ck_consume", "kr_arrow"])]
+    assert case.name == "e2e6-kafka" and case.broker == "kafka"
+    assert case.title == "Broker -> Python, 1,000 x 100 B over 6 partitions (Apache Kafka 9.9, one KRaft node)"
+    assert case.references == ["raw_fetch", "ck_consume", "kr_arrow"]
+    assert case.notes == []
+    assert bench_consume.CONTENDERS["kr_arrow"] is bench_consume.kr_arrow
+    assert bench_consume.DESCRIPTIONS["kr_arrow"] == "kafkarrow ConsumerManager.poll(timeout_ms=100), batch_size 100000"
+
+
+def test_without_kafkarrow_its_row_is_skipped_saying_so(suite: ModuleType, bench_consume: ModuleType,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the kafkarrow package the case runs without it and its notes say why."""
+    calls = _fake_e2e(bench_consume, monkeypatch)
+    monkeypatch.setattr(suite, "have_kafkarrow", lambda: False)
+    broker, _ = _fake_broker(suite)
+    case = suite.run_e2e(broker, 1, True, 1, None, 500)
+    assert calls["measured"] == [("bench-1p", 1, 500, ["raw_fetch", "pc_arrow", "pc_arrow_1t", "pc_poll",
+                                                       "pc_poll_large", "ck_consume", "aio", "kp"])]
+    assert case.references == ["raw_fetch", "ck_consume"]
+    assert case.notes == ["kafkarrow is not installed (pip install -e '.[bench]'): no kr_arrow row",
+                          "aiokafka and kafka-python read the first 500 records only (rates are per record)"]
+
+
+def _fake_broker(suite: ModuleType) -> tuple[Any, list[tuple[str, int]]]:
+    """A BenchBroker that records the topics it is asked to make (nothing runs)."""
+    brokers = importlib.import_module("brokers")
+    made: list[tuple[str, int]] = []
+
+    def create(name: str, partitions: int) -> str:
+        made.append((name, partitions))
+        return name
+
+    return brokers.BenchBroker("kafka", "Apache Kafka 9.9", "described", "127.0.0.1:1", create), made
+
+
+def _fake_e2e(bench_consume: ModuleType, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """bench_consume's fill, warm-up read and measure replaced by recorders (no broker)."""
+    calls: dict[str, list[Any]] = {"filled": [], "warmed": [], "measured": []}
+
+    def fill(bootstrap: str, topic: str, n: int, partitions: int, size: int, codec: str) -> None:
+        calls["filled"].append((topic, n, partitions, size, codec))
+
+    def raw_fetch(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+        calls["warmed"].append((topic, partitions, n))
+        return n
+
+    def measure(bootstrap: str, topic: str, partitions: int, n: int, contenders: dict[str, Callable[..., int]],
+                rounds: int, **kw: Any) -> dict[str, list[float]]:
+        calls["measured"].append((topic, partitions, n, list(contenders)))
+        return {k: [1.0] * rounds for k in contenders}
+
+    monkeypatch.setattr(bench_consume, "fill", fill)
+    monkeypatch.setattr(bench_consume, "raw_fetch", raw_fetch)
+    monkeypatch.setattr(bench_consume, "measure", measure)
+    return calls
