@@ -7,7 +7,7 @@ the tests see the session ids Kafka hands out, the epochs, which partitions each
 lists, and the size of each request on the wire."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,13 @@ from pyconsumer.testing import KafkaCluster, sample_records
 
 from tests.conftest import unique_topic_name
 from tests.integration.runners import wait_for
-from tests.kafka.test_security_on_kafka import Row, consume, private_cluster, produce_expected
+from tests.kafka.test_security_on_kafka import (
+    Row,
+    consume,
+    private_cluster,
+    produce_expected,
+    strict_cluster,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -140,13 +146,10 @@ def test_kafka_opens_a_session_and_later_fetches_are_incremental(
 
 
 @pytest.fixture
-def restartable_kafka() -> Iterator[KafkaCluster]:
-    """A private one-node cluster a test may restart."""
-    cluster = private_cluster()
-    try:
-        yield cluster
-    finally:
-        cluster.close()
+def restartable_kafka(request: pytest.FixtureRequest) -> KafkaCluster:
+    """A private one-node cluster a test may restart (the security tests' private node,
+    shared to start one JVM less)."""
+    return strict_cluster(request.config)
 
 
 def test_a_restarted_broker_forgets_the_session_and_the_consumer_opens_another(

@@ -187,16 +187,33 @@ def test_ssl_consumes_exact_records(kafka: KafkaCluster, make_kafka_topic: Calla
             assert conn.sock.version() in ("TLSv1.2", "TLSv1.3")
 
 
-@pytest.fixture(scope="module")
-def strict_kafka() -> Iterator[KafkaCluster]:
+_strict: list[KafkaCluster] = []
+
+
+def strict_cluster(config: pytest.Config) -> KafkaCluster:
     """A private node whose SSL listener requires a client certificate and whose SASL
-    sessions last 3 s (KIP-368)."""
-    cluster = private_cluster(broker_config={"ssl.client.auth": "required",
-                                             "connections.max.reauth.ms": "3000"})
-    try:
-        yield cluster
-    finally:
-        cluster.close()
+    sessions last 3 s (KIP-368), started once per test run and shared with
+    test_fetch_sessions_on_kafka.py (which restarts it: neither setting touches its PLAINTEXT
+    fetches), closed when the run ends."""
+    if not _strict:
+        cluster = private_cluster(broker_config={"ssl.client.auth": "required",
+                                                 "connections.max.reauth.ms": "3000"})
+        _strict.append(cluster)
+
+        def close() -> None:
+            _strict.clear()
+            cluster.close()
+
+        config.add_cleanup(close)
+    cluster = _strict[0]
+    if not cluster.is_running(1):        # a failed test left it down
+        cluster.restart(1)
+    return cluster
+
+
+@pytest.fixture
+def strict_kafka(request: pytest.FixtureRequest) -> KafkaCluster:
+    return strict_cluster(request.config)
 
 
 def test_mutual_tls_with_the_client_certificate(strict_kafka: KafkaCluster) -> None:
