@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -378,3 +379,81 @@ def test_compaction_gaps_end_ranges_without_hanging(
                    startingOffsets=json.dumps({topic: {"0": start}}),
                    endingOffsets=json.dumps({topic: {"0": end}}))
         assert rows(df) == [r for r in survivors if start <= r[2] < end], (start, end)
+
+
+# ------------------------------------------------------------------------------- streaming
+
+
+def test_available_now_with_max_offsets_per_trigger_into_memory(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
+    """A Trigger.AvailableNow stream with maxOffsetsPerTrigger=180 over 3 x 100 records runs
+    micro-batches ending at offsets 60 and 100 per partition (Spark's proration by backlog)
+    and the memory sink holds exactly the produced records, each once."""
+    topic = make_kafka_topic(3, config=KEEP)
+    records = sample_records(300, partitions=3, seed=8)
+    delivered = produce(kafka.bootstrap_servers, topic, records, compression="lz4")
+    name = "on_kafka_" + topic.replace("-", "_")
+    q = (spark.readStream.format("pyconsumer")
+         .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("subscribe", topic)
+         .option("startingOffsets", "earliest").option("includeHeaders", "true")
+         .option("maxOffsetsPerTrigger", "180").load()
+         .writeStream.format("memory").queryName(name).trigger(availableNow=True).start())
+    try:
+        assert q.awaitTermination(120) is True
+        assert q.exception() is None, q.exception()
+        progress = [p for p in q.recentProgress if p["sources"][0]["endOffset"] is not None]
+        assert [p["numInputRows"] for p in progress] == [180, 120]
+        assert [json.loads(p["sources"][0]["endOffset"]) for p in progress] == [
+            {topic: {str(part): end for part in range(3)}} for end in (60, 100)]
+        got = _sorted(rows(spark.table(name)))
+        assert got == expected_rows(topic, records, delivered, headers=True)
+    finally:
+        q.stop()
+        spark.catalog.dropTempView(name)
+
+
+# ------------------------------------------------------------------------------- ingest
+
+
+def test_ingest_to_parquet_batch_and_once(spark: Any, kafka: KafkaCluster,
+                                          make_kafka_topic: Callable[..., str], tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``pyconsumer ingest`` from Kafka: partition 0 plain zstd records, partition 1 three
+    transactions (one aborted). A batch run with -X isolation.level=read_committed and
+    -o includeHeaders=true writes exactly the committed records with their headers and prints
+    the per-partition summary; a checkpointed --once run (Spark's file sink, AvailableNow,
+    maxOffsetsPerTrigger) writes the same records."""
+    from pyconsumer.cli import main
+    from pyconsumer.ingest import run_ingest
+
+    from tests.spark.sparkdata import parquet_rows
+
+    topic = make_kafka_topic(2, config=KEEP)
+    bootstrap = kafka.bootstrap_servers
+    plain = sample_records(100, partitions=[0], seed=12)
+    plain_rows = expected_rows(topic, plain,
+                               produce(bootstrap, topic, plain, compression="zstd"), headers=True)
+    txn = [sample_records(30, partitions=[1], seed=s) for s in (13, 14, 15)]
+    done = produce_transactions(bootstrap, topic, [(txn[0], True), (txn[1], False), (txn[2], True)])
+    assert done[2][-1] == (1, 91)
+    committed = expected_rows(topic, txn[0] + txn[2], done[0] + done[2], headers=True)
+    want = _sorted(plain_rows + committed)
+
+    out = str(tmp_path / "batch")
+    code = main(["ingest", "-b", bootstrap, "--topic", topic, "--output", out,
+                 "-o", "includeHeaders=true", "-X", "isolation.level=read_committed"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert parquet_rows(out) == want
+    assert re.search(rf"{topic}\s+0\s+0-99\s+100\s", captured.out)
+    assert re.search(rf"{topic}\s+1\s+0-91\s+60\s", captured.out)
+    assert re.search(r"total\s+160\s", captured.out)
+
+    stream_out, ck = str(tmp_path / "stream"), str(tmp_path / "ck")
+    settings = {"isolation.level": "read_committed"}
+    options = {"includeHeaders": "true", "maxOffsetsPerTrigger": "120"}
+    one = run_ingest(spark, output=stream_out, checkpoint=ck, once=True, bootstrap=bootstrap,
+                     topics=[topic], options=options, kafka=settings)
+    # 193 offsets (100 + 93 with markers), 120 per trigger: offsets 62 + 58, then the rest
+    assert one.mode == "availableNow" and one.records == 160 and one.micro_batches == 2
+    assert parquet_rows(stream_out) == want
