@@ -67,6 +67,14 @@ def epochs(kafka3: KafkaCluster, topic: str) -> dict[int, tuple[int, int | None]
         return {p.partition: (p.leader, p.leader_epoch) for p in c.partitions_for(topic)}
 
 
+def settle(read: Callable[[], Any], expected: Any, timeout: float = 30.0) -> None:
+    """Wait until ``read()`` gives ``expected``; fail showing the last value read."""
+    deadline = time.monotonic() + timeout
+    while (value := read()) != expected:
+        assert time.monotonic() < deadline, f"still {value!r}, not {expected!r}, after {timeout} s"
+        time.sleep(0.1)
+
+
 class Feeder:
     """An idempotent acks=all producer (confluent-kafka) writing numbered records round robin
     over ``partitions`` in a thread until stopped; keeps every acknowledged record as the
@@ -302,3 +310,108 @@ def test_a_consumer_with_client_rack_reads_from_the_in_rack_follower(
         assert [f for f in fetches if f[1] != -1] == [(1, replica, 0)], fetches
     else:
         assert {node for node, _, _ in fetches} == {1} and all(r == -1 for _, r, _ in fetches)
+
+
+# ------------------------------------------------------------------ 5. truncation (KIP-320)
+
+
+def poll_rows(c: KafkaConsumer, n: int, timeout: float = 30.0) -> list[ConsumerRecord]:
+    got: list[ConsumerRecord] = []
+
+    def more() -> bool:
+        for recs in c.poll(100).values():
+            got.extend(recs)
+        return len(got) >= n
+
+    wait_for(more, timeout)
+    return got
+
+
+def test_an_unclean_election_truncates_what_the_consumer_read_and_it_notices(
+        kafka3: KafkaCluster, caplog: pytest.LogCaptureFixture) -> None:
+    """RF 2 on nodes 2 and 3, min.insync.replicas=1: with 3 stopped, 2 takes three acks=1
+    records no one else has, and two consumers read up to offset 6. 2 is SIGKILLed, the stale 3
+    comes back; fencing 2 leaves the partition leaderless at epoch 1, and 3 is elected
+    uncleanly (ElectLeaders UNCLEAN) at epoch 2; then two new records
+    land at offsets 3 and 4. OffsetForLeaderEpoch tells both consumers that epoch 0 ends at 3:
+    with auto.offset.reset the consumer logs the truncation and resumes at 3 (the new records,
+    epoch 2); with none, poll raises LogTruncationError naming the partition and the divergent
+    offset, until the user seeks. Node 2, back, drops its three records too."""
+    from confluent_kafka import ElectionType, TopicPartition as CkTopicPartition
+
+    topic = make_topic(kafka3, [[2, 3]], {"min.insync.replicas": "1",
+                                          "unclean.leader.election.enable": "false"})
+    tp = TopicPartition(topic, 0)
+    replicated = [TestRecord(b"a%d" % i, b"a%d" % i, partition=0, timestamp_ms=TS0 + i) for i in range(3)]
+    assert produce(kafka3.bootstrap_servers, topic, replicated) == [(0, 0), (0, 1), (0, 2)]
+    kafka3.stop(3)
+    settle(lambda: epochs(kafka3, topic), {0: (2, 0)})
+    lost = [TestRecord(b"b%d" % i, b"b%d" % i, partition=0, timestamp_ms=TS0 + 3 + i) for i in range(3)]
+    assert produce(kafka3.bootstrap_servers, topic, lost, acks="1") == [(0, 3), (0, 4), (0, 5)]
+    resetting = KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, **FAST)
+    strict = KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers,
+                           **{**FAST, "auto_offset_reset": "none"})
+    try:
+        resetting.assign([tp])
+        strict.assign([tp])
+        strict.seek(tp, 0)
+        for c in (resetting, strict):
+            got = poll_rows(c, 6)
+            assert [(r.offset, r.value, r.leader_epoch) for r in got] == [
+                (i, rec.value, 0) for i, rec in enumerate(replicated + lost)]
+            assert c.position(tp) == 6
+
+        kafka3.kill(2)
+        kafka3.restart(3)
+        # 2 is fenced when its session runs out; 3 is not in the ISR: no leader
+        settle(lambda: epochs(kafka3, topic), {0: (-1, 1)}, 60)   # leaderless: epoch 1
+        admin = kafka3.admin()
+        # (confluent-kafka 2.16's elect_leaders fails with SystemError given a timeout)
+        result = admin.elect_leaders(ElectionType.UNCLEAN,
+                                     [CkTopicPartition(topic, 0)]).result(timeout=90)
+        assert {(t.topic, t.partition): err for t, err in result.items()} == {(topic, 0): None}
+        settle(lambda: epochs(kafka3, topic), {0: (3, 2)})
+        fresh = [TestRecord(b"c%d" % i, b"c%d" % i, partition=0, timestamp_ms=TS0 + 10 + i) for i in range(2)]
+        assert produce(kafka3.bootstrap_servers, topic, fresh, acks="1") == [(0, 3), (0, 4)]
+
+        with caplog.at_level(logging.WARNING, logger="pyconsumer.consumer.offsets"):
+            got = poll_rows(resetting, 2)
+        assert [(r.offset, r.key, r.value, r.timestamp, r.leader_epoch) for r in got] == [
+            (3, b"c0", b"c0", TS0 + 10, 2), (4, b"c1", b"c1", TS0 + 11, 2)]
+        assert resetting.position(tp) == 5
+        assert f"truncation detected for {tp}: position 6 is past the end (3) of leader epoch 0; " \
+               "resetting to the first offset known to diverge" in caplog.messages
+
+        def raises() -> bool:
+            try:
+                assert strict.poll(100) == {}
+            except LogTruncationError as e:
+                errors.append(e)
+                return True
+            return False
+
+        errors: list[LogTruncationError] = []
+        wait_for(raises, 30)
+        assert str(errors[0]) == (
+            f"Truncated partition detected: {tp} was fetched up to 6 but the leader's epoch 0 "
+            "ends at 3 (auto.offset.reset=none)")
+        assert errors[0].divergent_offsets == {tp: OffsetAndTimestamp(3, -1, 0)}
+        with pytest.raises(LogTruncationError):      # until the user seeks
+            strict.poll(2000)
+        strict.seek(tp, errors[0].divergent_offsets[tp].offset)
+        assert [(r.offset, r.value, r.leader_epoch) for r in poll_rows(strict, 2)] == [
+            (3, b"c0", 2), (4, b"c1", 2)]
+    finally:
+        resetting.close()
+        strict.close()
+
+    kafka3.restart(2)                   # it truncates its log to 3 and follows 3
+    kafka3.wait_for_isr(topic, 2, timeout=60)
+    with KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, client_rack="r2", **FAST) as c:
+        fetches = watch_fetches(c)
+        c.assign([tp])
+        got = poll_rows(c, 5)
+        assert c.poll(300) == {}
+    assert [(r.offset, r.value, r.leader_epoch) for r in got] == [
+        (0, b"a0", 0), (1, b"a1", 0), (2, b"a2", 0), (3, b"c0", 2), (4, b"c1", 2)]
+    assert {node for node, _, size in fetches if size} == {2}     # read from node 2's copy
