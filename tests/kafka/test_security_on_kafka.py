@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.errors import KafkaConnectionError, NoBrokersAvailable, SaslAuthenticationError
+from pyconsumer.errors import NoBrokersAvailable, SaslAuthenticationError
 from pyconsumer.testing import KafkaCluster, MissingToolError, TestRecord, produce, sample_records
 from pyconsumer.testing._kafka import Kerberos
 
