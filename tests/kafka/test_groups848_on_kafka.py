@@ -138,7 +138,7 @@ def test_regex_evaluated_by_the_broker_picks_up_a_new_topic(
     recs = sample_records(30, partitions=3)
     expected = expected_records(b, recs, produce(kafka.bootstrap_servers, b, recs))
     wait_for(lambda: settled(kafka, group, [m], tps(a, 2) | tps(b, 3)), timeout=45)
-    wait_for(lambda: set(m.records) == set(expected))
+    wait_for(lambda: set(m.records) == set(expected), timeout=60)
     m.stop()
     assert joined(listener.calls) == [("assigned", tps(a, 2)), ("assigned", tps(b, 3))]
     assert_exactly_once([m], expected)
