@@ -157,6 +157,51 @@ def test_kafka_opens_a_session_and_later_fetches_are_incremental(
               f"listing 1 partition {max(one)}, listing none {max(empty)}")
 
 
+def test_a_paused_partition_is_forgotten_and_added_back(
+        kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pausing a partition mid-session: the next incremental Fetch names it in
+    forgotten_topics_data and Kafka stops answering for it (its new records stay unread);
+    resumed, it is added back by an incremental Fetch listing it alone, in the same session,
+    and its records arrive exactly."""
+    topic = make_kafka_topic(3)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    expected = produce_expected(kafka.bootstrap_servers, topic,
+                                sample_records(30, partitions=3, seed=6))
+    spy = FetchSpy(monkeypatch)
+    got: dict[TopicPartition, list[Row]] = {}
+    with KafkaConsumer(**settings(kafka)) as c:
+        c.assign(tps)
+        merge(got, consume(c, 30))
+        c.pause(tps[1])
+        paused_from = len(spy.sent)
+        more = produce_expected(kafka.bootstrap_servers, topic,
+                                sample_records(12, partitions=[0, 1, 2], seed=7))
+        merge(expected, more)
+        merge(got, consume(c, 8))                 # partitions 0 and 2 only
+        assert c.poll(timeout_ms=300) == {}
+        assert got == {tp: rows if tp != tps[1] else rows[:10] for tp, rows in expected.items()}
+        resumed_from = len(spy.sent)
+        c.resume(tps[1])
+        merge(got, consume(c, 4))
+        assert c.poll(timeout_ms=300) == {}
+    assert got == expected
+    sent = [s for s in spy.sent if s.epoch != -1]
+    opened = spy.answer_to(sent[0])
+    assert opened is not None and opened.session_id != 0
+    assert [(s.session_id, s.epoch) for s in sent[1:]] == [
+        (opened.session_id, e) for e in range(1, len(sent))]
+    # the pause: forgotten once, then never listed until the resume
+    while_paused = sent[paused_from:resumed_from]
+    assert while_paused[0].forgotten == [1] and 1 not in while_paused[0].listed
+    assert all(s.forgotten == [] and 1 not in s.listed for s in while_paused[1:])
+    assert all(1 not in a.named for a in map(spy.answer_to, while_paused) if a is not None)
+    # the resume: partition 1 alone is added back at its position
+    after = sent[resumed_from:]
+    assert after[0].listed == [1] and after[0].forgotten == []
+    assert all(s.forgotten == [] for s in after)
+
+
 @pytest.fixture
 def restartable_kafka(request: pytest.FixtureRequest) -> KafkaCluster:
     """A private one-node cluster a test may restart (the security tests' private node,
