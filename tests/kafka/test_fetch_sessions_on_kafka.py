@@ -202,6 +202,51 @@ def test_a_paused_partition_is_forgotten_and_added_back(
     assert all(s.forgotten == [] for s in after)
 
 
+def test_a_wrong_epoch_closes_the_session_and_a_new_one_opens(
+        kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The consumer's next incremental Fetch carries an epoch Kafka did not expect (set by
+    hand while nothing is in flight, as a lost response would leave it): Kafka answers
+    INVALID_FETCH_SESSION_EPOCH, the consumer drops that answer, sends a full fetch that
+    closes the session and asks for a new one (the old id, epoch 0), gets a new id and goes
+    on: every record once, in order."""
+    topic = make_kafka_topic(2)
+    tps = [TopicPartition(topic, p) for p in range(2)]
+    expected = produce_expected(kafka.bootstrap_servers, topic,
+                                sample_records(20, partitions=2, seed=8))
+    spy = FetchSpy(monkeypatch)
+    got: dict[TopicPartition, list[Row]] = {}
+    with KafkaConsumer(**settings(kafka)) as c:
+        c.assign(tps)
+        merge(got, consume(c, 20))
+        fetcher = c._fetcher
+        assert fetcher is not None
+        c.pause(*tps)
+        wait_for(lambda: c.poll(timeout_ms=100) == {} and not fetcher._nodes_in_flight)
+        handler = fetcher.sessions[1]
+        assert handler.has_session
+        old = handler.next_metadata
+        handler.next_metadata = old._replace(epoch=old.epoch + 5)
+        before = len(spy.sent)
+        merge(expected, produce_expected(kafka.bootstrap_servers, topic,
+                                         sample_records(20, partitions=2, seed=9)))
+        c.resume(*tps)
+        merge(got, consume(c, 20))
+        assert c.poll(timeout_ms=300) == {}
+    assert got == expected
+    after = [s for s in spy.sent[before:] if s.epoch != -1]
+    answers = [spy.answer_to(s) for s in after[:2]]
+    assert answers[0] is not None and answers[1] is not None
+    assert (after[0].session_id, after[0].epoch) == (old.session_id, old.epoch + 5)
+    assert answers[0].error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    assert (after[1].session_id, after[1].epoch, sorted(after[1].listed)) == (
+        old.session_id, 0, [0, 1])
+    new_session = answers[1].session_id
+    assert answers[1].error_code == 0 and new_session not in (0, old.session_id)
+    assert [(s.session_id, s.epoch) for s in after[2:]] == [
+        (new_session, e) for e in range(1, len(after) - 1)]
+
+
 @pytest.fixture
 def restartable_kafka(request: pytest.FixtureRequest) -> KafkaCluster:
     """A private one-node cluster a test may restart (the security tests' private node,
