@@ -184,3 +184,19 @@ def _fake_e2e(bench_consume: ModuleType, monkeypatch: pytest.MonkeyPatch) -> dic
     monkeypatch.setattr(bench_consume, "raw_fetch", raw_fetch)
     monkeypatch.setattr(bench_consume, "measure", measure)
     return calls
+
+
+def test_measure_wants_every_record_exactly_once(bench_consume: ModuleType) -> None:
+    """A contender that reads fewer records than the topic has, or more (a record handed over
+    twice), fails the run, naming itself and the topic; aiokafka and kafka-python, which stop
+    at the slow cap mid-fetch, may overshoot it."""
+    def reads(k: int) -> Callable[[str, str, int, int], int]:
+        return lambda bootstrap, topic, partitions, n: n + k
+
+    with pytest.raises(RuntimeError, match=r"^pc_arrow read 1,001 records of t, expected 1,000$"):
+        bench_consume.measure("b", "t", 1, 1000, {"pc_arrow": reads(1)}, 1)
+    with pytest.raises(RuntimeError, match=r"^kr_arrow read 999 records of t, expected 1,000$"):
+        bench_consume.measure("b", "t", 1, 1000, {"kr_arrow": reads(-1)}, 1)
+    rates = bench_consume.measure("b", "t", 1, 1000, {"aio": reads(23), "pc_poll": reads(0)}, 2, slow_cap=100)
+    assert list(rates) == ["aio", "pc_poll"] and [len(v) for v in rates.values()] == [2, 2]
+    assert all(r > 0 for v in rates.values() for r in v)
