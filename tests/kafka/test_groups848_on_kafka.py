@@ -7,7 +7,6 @@ view of each member (ConsumerGroupDescribe through confluent-kafka's AdminClient
 target assignment) is the reference the members' ``assignment()`` is compared with."""
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,7 +29,6 @@ from tests.kafka.test_groups_on_kafka import (  # noqa: F401 - _drop_admins appl
     assert_exactly_once,
     expected_records,
 )
-from tests.listeners import Recorder
 
 CONSUMER: dict[str, Any] = {"auto_offset_reset": "earliest", "group_protocol": "consumer",
                             "enable_auto_commit": False}
@@ -203,7 +201,7 @@ def test_duplicate_static_instance_id_is_refused(kafka: KafkaCluster,
                        group_id=group, group_instance_id="twin") as twin:
         with pytest.raises(KafkaError) as info:
             wait_for(lambda: twin.poll(timeout_ms=100) is None)
-        assert info.value.errno == 111 and type(info.value).__name__ == "UnreleasedInstanceIdError"
+        assert type(info.value).__name__ == "UnreleasedInstanceIdError"
         assert group in str(info.value) and "twin" in str(info.value)
         assert twin.assignment() == set()
     assert settled(kafka, group, [m1], tps(topic, 2))

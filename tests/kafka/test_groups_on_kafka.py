@@ -17,7 +17,6 @@ from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
 from pyconsumer.errors import CommitFailedError, RebalanceInProgressError
 from pyconsumer.structs import ConsumerGroupMetadata
 from pyconsumer.testing import KafkaCluster, TestRecord, produce, sample_records
-from tests.integration import runners
 from tests.integration.runners import (  # noqa: F401 - the fixture applies to this module
     Runner,
     close_what_a_failed_test_left,
