@@ -141,7 +141,12 @@ class OffsetReader:
         """Some brokers (Tansu 0.6) answer ListOffsets(latest) with the last batch's base
         offset + 1 instead of the log end; their Fetch watermarks are right. One fetch at
         the listed end settles it: where the log really ends there, no records come back
-        and the watermark equals it."""
+        and the watermark equals it.
+
+        The consumer is closed afterwards: its fetch session (KIP-227) would outlive
+        ``assign()``, and the next lookup's fetch, an incremental one asking nothing new,
+        would be answered without these partitions (Kafka leaves unchanged ones out), so
+        their watermarks would never come. A new consumer opens a new session."""
         c = self.consumer
         parts = [tp for tp, off in listed.items() if off >= 0]
         committed = c.config.isolation_level == "read_committed"
@@ -160,11 +165,15 @@ class OffsetReader:
             out = dict(listed)
             for tp in parts:
                 mark = watermark(tp)
-                if mark is not None and mark > out[tp]:
+                if mark is None:
+                    log.warning("No fetch answered for %s within %.0f s; its end offset %d "
+                                "is ListOffsets' answer, unconfirmed", tp,
+                                _CONFIRM_TIMEOUT_S, listed[tp])
+                elif mark > out[tp]:
                     out[tp] = mark
             return out
         finally:
-            c.assign([])
+            self.close()
 
     def by_timestamp(self, timestamps: Mapping[TopicPartition, int], *, is_start: bool
                      ) -> dict[TopicPartition, int]:

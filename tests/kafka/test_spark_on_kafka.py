@@ -102,7 +102,7 @@ def oracle_rows(bootstrap: str, topic: str, partitions: int, *, headers: bool = 
         deadline = time.monotonic() + 60
         while len(at_eof) < partitions:
             assert time.monotonic() < deadline, f"oracle read of {topic} did not reach the end"
-            msg = c.poll(0.5)
+            msg: Any = c.poll(0.5)
             if msg is None:
                 continue
             if msg.error() is not None:
@@ -293,9 +293,9 @@ def test_latest_under_read_committed_is_the_last_stable_offset(
     try:
         open_recs = [TestRecord(f"open{i}".encode(), b"pending", partition=0,
                                 timestamp_ms=BASE + i) for i in range(5)]
-        for rec in open_recs:
+        for i, rec in enumerate(open_recs):
             producer.produce(topic, key=rec.key, value=rec.value, partition=0,
-                             timestamp=rec.timestamp_ms)
+                             timestamp=BASE + i)
         assert producer.flush(30) == 0                    # in the log, not committed
         tp = TopicPartition(topic, 0)
         for isolation, end in (("read_committed", 93), ("read_uncommitted", 98)):
@@ -316,6 +316,35 @@ def test_latest_under_read_committed_is_the_last_stable_offset(
                                                       [(0, o) for o in range(93, 98)])
     finally:
         producer.abort_transaction(30)
+
+
+def test_repeated_latest_lookups_are_confirmed_by_a_fetch(
+        kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A stream asks its driver-side reader for the latest offsets every micro-batch. Each
+    lookup's confirming Fetch must get the watermarks back: Kafka's incremental fetch session
+    (KIP-227) leaves unchanged partitions out of its answers, so a fetch session kept from the
+    previous lookup answered nothing and every lookup waited out its 5 s confirmation."""
+    import logging
+
+    from pyconsumer import TopicPartition
+    from pyconsumer.spark.offsets import OffsetReader
+    from pyconsumer.spark.options import parse_options
+
+    topic = make_kafka_topic(2, config=KEEP)
+    delivered = produce(kafka.bootstrap_servers, topic, sample_records(30, partitions=2))
+    assert sorted(delivered)[-1] == (1, 14)
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    reader = OffsetReader(parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers,
+                                         "subscribe": topic}, streaming=True))
+    caplog.set_level(logging.WARNING, logger="pyconsumer.spark.offsets")
+    try:
+        for _ in range(3):
+            assert reader.partitions() == set(tps)
+            assert reader.latest(tps) == {tps[0]: 15, tps[1]: 15}
+    finally:
+        reader.close()
+    assert [r.getMessage() for r in caplog.records] == []
 
 
 def test_fail_on_data_loss_over_deleted_records(spark: Any, kafka: KafkaCluster,
