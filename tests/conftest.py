@@ -35,7 +35,7 @@ import importlib.util
 import itertools
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import pytest
 
@@ -154,14 +154,15 @@ def noida() -> Iterator[NoidaBroker]:
         broker.close()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A scenario that needs a cluster of our own, run against PYCONSUMER_TEST_KAFKA, skips."""
-    outcome = yield
-    report = outcome.get_result()
+    report = yield
     if call.excinfo is not None and call.excinfo.errisinstance(NotOurCluster):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {call.excinfo.value}")
+    return report
 
 
 def _kafka_cluster(nodes: int) -> Iterator[KafkaCluster]:
