@@ -1,6 +1,6 @@
 """One integration suite over every broker: backend adapters and what each can express.
 
-A scenario asks for the ``cluster`` fixture and, with ``@pytest.mark.requires("cap", ...)``,
+A scenario asks for the ``backend`` fixture and, with ``@pytest.mark.requires("cap", ...)``,
 names the capabilities it needs; ``tests/conftest.py`` runs it on every backend that has them
 (Apache Kafka has them all). The adapters hide how each broker makes topics and takes data;
 a broker's bugs are listed here as missing capabilities, never worked around in production code.

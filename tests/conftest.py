@@ -69,18 +69,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test asking for ``cluster`` runs on every backend with the capabilities its
+    """A test asking for ``backend`` runs on every broker with the capabilities its
     ``requires`` marks name (tests/backends.py)."""
-    if "cluster" not in metafunc.fixturenames:
+    if "backend" not in metafunc.fixturenames:
         return
     required = [c for mark in metafunc.definition.iter_markers("requires") for c in mark.args]
     names = backends_for(required)
-    metafunc.parametrize("cluster", [pytest.param(n, marks=getattr(pytest.mark, n)) for n in names],
+    metafunc.parametrize("backend", [pytest.param(n, marks=getattr(pytest.mark, n)) for n in names],
                          indirect=True)
 
 
 @pytest.fixture
-def cluster(request: pytest.FixtureRequest) -> Iterator[Backend]:
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """The backend of one parametrised run (see tests/backends.py)."""
     name = request.param
     if name == "kafka":

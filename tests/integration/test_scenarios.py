@@ -1,7 +1,7 @@
 """Scenarios written once, run on every backend that can express them (tests/backends.py):
 Apache Kafka always, Tansu, librdkafka's mock and the in-process fake where they can.
 
-Each names what it needs with ``@pytest.mark.requires(...)``; the ``cluster`` fixture is the
+Each names what it needs with ``@pytest.mark.requires(...)``; the ``backend`` fixture is the
 backend of one run. Records are checked exactly: offsets, keys, values, headers, timestamps,
 order per partition."""
 from __future__ import annotations
@@ -47,10 +47,10 @@ def expected(records: list[TestRecord], written: list[tuple[int, int]]) -> dict[
     return rows
 
 
-def consumer(cluster: Backend, *topics: str, **settings: Any) -> KafkaConsumer:
+def consumer(backend: Backend, *topics: str, **settings: Any) -> KafkaConsumer:
     group = settings.get("group_protocol") == "classic"   # the backend's group timings
-    return KafkaConsumer(*topics, bootstrap_servers=cluster.bootstrap_servers, auto_offset_reset="earliest",
-                         **{**(cluster.consumer_settings if group else {}), **settings})
+    return KafkaConsumer(*topics, bootstrap_servers=backend.bootstrap_servers, auto_offset_reset="earliest",
+                         **{**(backend.consumer_settings if group else {}), **settings})
 
 
 def read_rows(c: KafkaConsumer, count: int, timeout: float = 30.0) -> dict[int, list[Row]]:
@@ -65,13 +65,13 @@ def read_rows(c: KafkaConsumer, count: int, timeout: float = 30.0) -> dict[int, 
 
 @pytest.mark.requires("codecs", "headers")
 @pytest.mark.parametrize("codec", ["none", "zstd"])
-def test_exact_records_by_poll(cluster: Backend, codec: str) -> None:
+def test_exact_records_by_poll(backend: Backend, codec: str) -> None:
     """poll() returns every record exactly, in offset order per partition, across batches
     (max_poll_records smaller than a batch)."""
-    topic = cluster.create_topic(3)
+    topic = backend.create_topic(3)
     records = data(3, 40)
-    want = expected(records, cluster.produce(topic, records, compression=codec))
-    with consumer(cluster, max_poll_records=7) as c:
+    want = expected(records, backend.produce(topic, records, compression=codec))
+    with consumer(backend, max_poll_records=7) as c:
         c.assign([TopicPartition(topic, p) for p in range(3)])
         got = read_rows(c, len(records))
         assert got == want
@@ -81,13 +81,13 @@ def test_exact_records_by_poll(cluster: Backend, codec: str) -> None:
 
 
 @pytest.mark.requires("codecs", "headers")
-def test_exact_records_by_poll_arrow(cluster: Backend) -> None:
+def test_exact_records_by_poll_arrow(backend: Backend) -> None:
     """poll_arrow() gives the same rows in Spark's Kafka schema, headers included."""
-    topic = cluster.create_topic(2)
+    topic = backend.create_topic(2)
     records = data(2, 30)
-    want = expected(records, cluster.produce(topic, records, compression="lz4"))
+    want = expected(records, backend.produce(topic, records, compression="lz4"))
     got: dict[int, list[Row]] = {}
-    with consumer(cluster) as c:
+    with consumer(backend) as c:
         c.assign([TopicPartition(topic, p) for p in range(2)])
         deadline = time.monotonic() + 30
         while sum(map(len, got.values())) < len(records) and time.monotonic() < deadline:
@@ -102,15 +102,15 @@ def test_exact_records_by_poll_arrow(cluster: Backend) -> None:
 
 
 @pytest.mark.requires("list_offsets")
-def test_seek_and_offset_bounds(cluster: Backend) -> None:
+def test_seek_and_offset_bounds(backend: Backend) -> None:
     """beginning/end offsets are the log's, and a seek into the middle of a batch returns
     from exactly that offset."""
-    topic = cluster.create_topic(2)
+    topic = backend.create_topic(2)
     records = [TestRecord(b"k", b"v%d" % i, partition=0, timestamp_ms=SAMPLE_TIMESTAMP_BASE_MS + i)
                for i in range(25)]
-    written = cluster.produce(topic, records, compression="gzip")
+    written = backend.produce(topic, records, compression="gzip")
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
-    with consumer(cluster) as c:
+    with consumer(backend) as c:
         assert c.beginning_offsets([tp0, tp1]) == {tp0: 0, tp1: 0}
         assert c.end_offsets([tp0, tp1]) == {tp0: 25, tp1: 0}
         c.assign([tp0])
@@ -120,40 +120,40 @@ def test_seek_and_offset_bounds(cluster: Backend) -> None:
 
 
 @pytest.mark.requires("commit")
-def test_commit_then_a_new_consumer_resumes_there(cluster: Backend) -> None:
+def test_commit_then_a_new_consumer_resumes_there(backend: Backend) -> None:
     """A committed position (with metadata) is where the next consumer of the group starts."""
-    topic = cluster.create_topic(1)
+    topic = backend.create_topic(1)
     records = [TestRecord(None, b"v%d" % i, partition=0) for i in range(10)]
-    cluster.produce(topic, records)
+    backend.produce(topic, records)
     tp = TopicPartition(topic, 0)
     group = f"g-{topic}"
-    with consumer(cluster, group_id=group, enable_auto_commit=False) as c:
+    with consumer(backend, group_id=group, enable_auto_commit=False) as c:
         c.assign([tp])
         got = read_rows(c, 10)[0]
         assert [r[0] for r in got] == list(range(10))
         c.commit({tp: OffsetAndMetadata(6, "half")})
         committed = c.committed([tp])[tp]
         assert committed is not None and committed.offset == 6
-        if cluster.can("commit_metadata"):
+        if backend.can("commit_metadata"):
             assert committed.metadata == "half"
-    with consumer(cluster, group_id=group, enable_auto_commit=False) as c:
+    with consumer(backend, group_id=group, enable_auto_commit=False) as c:
         c.assign([tp])
         assert [r[4] for r in read_rows(c, 4)[0]] == [b"v6", b"v7", b"v8", b"v9"]
 
 
 @pytest.mark.requires("groups_classic", "commit")
-def test_classic_group_splits_partitions_and_reads_each_record_once(cluster: Backend) -> None:
+def test_classic_group_splits_partitions_and_reads_each_record_once(backend: Backend) -> None:
     """Two members of a classic group with the range assignor: exact halves of four
     partitions, and together every record once."""
-    topic = cluster.create_topic(4)
+    topic = backend.create_topic(4)
     records = [TestRecord(None, b"%d" % i, partition=i % 4) for i in range(80)]
-    cluster.produce(topic, records)
+    backend.produce(topic, records)
     group = f"g-{topic}"
     settings: dict[str, Any] = {"group_id": group, "group_protocol": "classic",
                                 "partition_assignment_strategy": "range"}
-    a = Runner(consumer(cluster, topic, **settings), commit=True)
+    a = Runner(consumer(backend, topic, **settings), commit=True)
     wait_for(lambda: len(a.assignment) == 4, timeout=60)
-    b = Runner(consumer(cluster, topic, **settings), commit=True)
+    b = Runner(consumer(backend, topic, **settings), commit=True)
     wait_for(lambda: len(a.assignment) == 2 and len(b.assignment) == 2, timeout=60)
     wait_for(lambda: len(set(a.records) | set(b.records)) == 80, timeout=60)
     for runner in (a, b):
@@ -168,13 +168,13 @@ def test_classic_group_splits_partitions_and_reads_each_record_once(cluster: Bac
 
 
 @pytest.mark.requires("groups_consumer")
-def test_consumer_protocol_group_shares_partitions(cluster: Backend) -> None:
+def test_consumer_protocol_group_shares_partitions(backend: Backend) -> None:
     """Two KIP-848 members split six partitions between them exactly, no partition twice."""
-    topic = cluster.create_topic(6)
+    topic = backend.create_topic(6)
     group = f"g-{topic}"
     settings: dict[str, Any] = {"group_id": group, "group_protocol": "consumer"}
-    a = Runner(consumer(cluster, topic, **settings))
-    b = Runner(consumer(cluster, topic, **settings))
+    a = Runner(consumer(backend, topic, **settings))
+    b = Runner(consumer(backend, topic, **settings))
     wait_for(lambda: len(a.assignment) == 3 and len(b.assignment) == 3, timeout=60)
     assert a.assignment.isdisjoint(b.assignment)
     assert {tp.partition for tp in a.assignment | b.assignment} == set(range(6))
@@ -184,37 +184,37 @@ def test_consumer_protocol_group_shares_partitions(cluster: Backend) -> None:
 
 
 @pytest.mark.requires("transactions")
-def test_read_committed_skips_aborted_transactions(cluster: Backend) -> None:
+def test_read_committed_skips_aborted_transactions(backend: Backend) -> None:
     """With read_committed, records of aborted transactions never surface and the position
     steps over the control markers; read_uncommitted sees every data record."""
-    topic = cluster.create_topic(1)
+    topic = backend.create_topic(1)
     txns = [([TestRecord(None, b"c0", partition=0), TestRecord(None, b"c1", partition=0)], True),
             ([TestRecord(None, b"a0", partition=0), TestRecord(None, b"a1", partition=0)], False),
             ([TestRecord(None, b"c2", partition=0)], True)]
-    assert produce_transactions(cluster.bootstrap_servers, topic, txns) == [
+    assert produce_transactions(backend.bootstrap_servers, topic, txns) == [
         [(0, 0), (0, 1)], [(0, 3), (0, 4)], [(0, 6)]]
     tp = TopicPartition(topic, 0)
-    with consumer(cluster, isolation_level="read_committed") as c:
+    with consumer(backend, isolation_level="read_committed") as c:
         c.assign([tp])
         assert [(r[0], r[4]) for r in read_rows(c, 3)[0]] == [(0, b"c0"), (1, b"c1"), (6, b"c2")]
         assert c.poll(timeout_ms=300) == {}
         assert c.position(tp) == 8                 # after c2's commit marker
-    with consumer(cluster, isolation_level="read_uncommitted") as c:
+    with consumer(backend, isolation_level="read_uncommitted") as c:
         c.assign([tp])
         assert [(r[0], r[4]) for r in read_rows(c, 5)[0]] == [
             (0, b"c0"), (1, b"c1"), (3, b"a0"), (4, b"a1"), (6, b"c2")]
 
 
 @pytest.mark.requires("timestamps")
-def test_offsets_for_times_is_exact_inside_a_batch(cluster: Backend) -> None:
+def test_offsets_for_times_is_exact_inside_a_batch(backend: Backend) -> None:
     """Timestamps out of order inside one batch: the first offset whose timestamp is at least
     the one asked, and None past the last."""
-    topic = cluster.create_topic(1)
+    topic = backend.create_topic(1)
     stamps = [10, 30, 20, 50, 40]
     records = [TestRecord(None, b"%d" % t, partition=0, timestamp_ms=SAMPLE_TIMESTAMP_BASE_MS + t) for t in stamps]
-    cluster.produce(topic, records)
+    backend.produce(topic, records)
     tp = TopicPartition(topic, 0)
-    with consumer(cluster) as c:
+    with consumer(backend) as c:
         found = {}
         for target in (5, 25, 35, 45):
             got = c.offsets_for_times({tp: SAMPLE_TIMESTAMP_BASE_MS + target})[tp]
