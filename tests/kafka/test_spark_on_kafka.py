@@ -377,14 +377,15 @@ def test_fail_on_data_loss_over_deleted_records(spark: Any, kafka: KafkaCluster,
 def test_compaction_gaps_end_ranges_without_hanging(
         spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
     """On a compacted topic (apache-kafka.md 5.5) the rows are exactly the records the cleaner
-    left (as confluent-kafka reads them: the last of each key), for the whole log and for
-    ranges that start or end on a removed offset or hold nothing but removed offsets."""
+    left (as confluent-kafka reads them: the last of each key, a tombstone), for the whole log
+    and for ranges that start or end on a removed offset or hold nothing but removed ones."""
     topic = make_kafka_topic(1, config={"cleanup.policy": "compact", "segment.ms": "100",
                                         "min.cleanable.dirty.ratio": "0.01",
                                         "delete.retention.ms": "0", "min.compaction.lag.ms": "0"})
     records = [TestRecord(f"u{i}".encode() if i % 4 == 0 else f"dup{i % 3}".encode(),
                           f"v{i}".encode(), [("i", str(i).encode())], 0, BASE + i)
                for i in range(60)]
+    records.append(TestRecord(b"u8", None, None, 0, BASE + 60))       # a tombstone for u8
     delivered = produce(kafka.bootstrap_servers, topic, records, linger_ms=20)
     produced = expected_rows(topic, records, delivered, headers=True)
     last_of_key = {rec.key: off for rec, (_, off) in zip(records, delivered)}
@@ -399,11 +400,14 @@ def test_compaction_gaps_end_ranges_without_hanging(
     while (left := oracle_rows(kafka.bootstrap_servers, topic, 1)) != survivors:
         assert time.monotonic() < deadline, f"the cleaner did not compact {topic}: {left}"
         time.sleep(0.5)
-    # gaps: 1-3, 5-7, ..., 53-55; the last dup0, dup1, dup2 (57-59) and the roller (60) stay
-    assert [r[2] for r in survivors] == list(range(0, 57, 4)) + [57, 58, 59, 60]
+    # gaps: 1-3, 5-7, ..., 53-55 and u8's record (8); the last dup0, dup1, dup2 (57-59), the
+    # tombstone (60, kept for one more cleaning) and the roller (61) stay
+    assert [r[2] for r in survivors] == [o for o in range(0, 57, 4) if o != 8] + [57, 58, 59,
+                                                                                  60, 61]
     df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true")
     assert rows(df) == survivors
-    for start, end in ((0, 2), (0, 55), (2, 55), (1, 4), (5, 8), (53, 57), (55, 61)):
+    for start, end in ((0, 2), (0, 55), (2, 55), (1, 4), (5, 12), (8, 9), (53, 57),
+                       (55, 62)):
         df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
                    startingOffsets=json.dumps({topic: {"0": start}}),
                    endingOffsets=json.dumps({topic: {"0": end}}))
