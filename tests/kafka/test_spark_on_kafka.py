@@ -277,7 +277,8 @@ def test_latest_under_read_committed_is_the_last_stable_offset(
     """With a transaction left open, Kafka's ListOffsets(latest) answers the LSO under
     read_committed and the high watermark otherwise, and the source's confirming Fetch (a
     workaround for Tansu's ListOffsets) keeps them: read_committed stops before the open
-    transaction, read_uncommitted reads its records too."""
+    transaction, read_uncommitted reads its records too; a read_committed range ending inside
+    the open transaction gives the committed rows or a data-loss error per failOnDataLoss."""
     from confluent_kafka import Producer
 
     from pyconsumer import TopicPartition
@@ -314,6 +315,17 @@ def test_latest_under_read_committed_is_the_last_stable_offset(
         df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true")
         assert rows(df) == everything + expected_rows(topic, open_recs,
                                                       [(0, o) for o in range(93, 98)])
+        # a read_committed range ending inside the open transaction: the offsets past the LSO
+        # are not readable (Spark: out of the available range), reported per failOnDataLoss
+        into_open = {"endingOffsets": json.dumps({topic: {"0": 96}}),
+                     "kafka.isolation.level": "read_committed"}
+        df = _read(spark, kafka.bootstrap_servers, subscribe=topic, includeHeaders="true",
+                   failOnDataLoss="false", **into_open)
+        assert rows(df) == committed
+        with pytest.raises(Exception) as info:
+            _read(spark, kafka.bootstrap_servers, subscribe=topic, **into_open).collect()
+        assert (f"DataLossError: Cannot read {topic}-0 offsets 93 to 95: the log now ends at 93"
+                in str(info.value))
     finally:
         producer.abort_transaction(30)
 
