@@ -39,8 +39,8 @@ from collections.abc import Callable, Generator, Iterator
 
 import pytest
 
-from tests.backends import Backend, backends_for, make_backend
-from pyconsumer.testing import ExternalKafka, KafkaCluster, NotOurCluster, MissingToolError, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
+from tests.backends import Backend, backends_for, make_backend, start_or_skip
+from pyconsumer.testing import ExternalKafka, KafkaCluster, NotOurCluster, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
 _MOCK_FIXTURES = {"mock_cluster"}
@@ -175,13 +175,7 @@ def _kafka_cluster(nodes: int) -> Iterator[KafkaCluster]:
         return
     cluster = KafkaCluster(nodes=nodes, users=KAFKA_USERS)
     try:
-        try:
-            cluster.start()
-        except MissingToolError as exc:
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(f"CI must run the Apache Kafka tier: {exc}", pytrace=False)
-            pytest.skip(str(exc))
-        yield cluster
+        yield start_or_skip(cluster)
     finally:
         cluster.close()
 

@@ -7,7 +7,6 @@ Records come from confluent-kafka over PLAINTEXT; pyconsumer reads them over the
 listener and must give back exactly what was written."""
 from __future__ import annotations
 
-import os
 import re
 import ssl
 import time
@@ -19,9 +18,10 @@ import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.errors import NoBrokersAvailable, SaslAuthenticationError
-from pyconsumer.testing import KafkaCluster, MissingToolError, TestRecord, produce, sample_records
+from pyconsumer.testing import KafkaCluster, TestRecord, produce, sample_records
 from pyconsumer.testing._kafka import Kerberos
 
+from tests.backends import start_or_skip
 from tests.conftest import KAFKA_USERS, unique_topic_name
 from tests.kdc import Kdc, ensure_kerberos
 
@@ -39,14 +39,7 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 def private_cluster(**kwargs: Any) -> KafkaCluster:
     """A started private cluster with the session users, skipping (failing under CI) where
     Java, Maven or openssl is missing, as the session fixtures do."""
-    cluster = KafkaCluster(users=KAFKA_USERS, **kwargs)
-    try:
-        cluster.start()
-    except MissingToolError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI must run the Apache Kafka tier: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-    return cluster
+    return start_or_skip(KafkaCluster(users=KAFKA_USERS, **kwargs))
 
 
 def produce_expected(bootstrap: str, topic: str, records: list[TestRecord]
