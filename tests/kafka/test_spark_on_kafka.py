@@ -457,6 +457,93 @@ def test_available_now_with_max_offsets_per_trigger_into_memory(
         spark.catalog.dropTempView(name)
 
 
+def _once_to_parquet(spark: Any, bootstrap: str, out: Path, ck: Path, **options: str) -> Any:
+    """One Trigger.AvailableNow run into a Parquet file sink with a checkpoint."""
+    reader = spark.readStream.format("pyconsumer").option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    q = (reader.load().writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(ck)).trigger(availableNow=True).start())
+    try:
+        q.awaitTermination(120)
+    except Exception:     # a failed query: its exception() is what the test looks at
+        pass
+    assert not q.isActive
+    return q
+
+
+def _parquet(spark: Any, out: Path) -> list[Row]:
+    return _sorted(rows(spark.read.parquet(str(out))))
+
+
+def test_stream_stops_at_an_open_transaction_and_reads_it_once_committed(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+        tmp_path: Path) -> None:
+    """A read_committed AvailableNow stream into Parquet ends at the LSO while a transaction is
+    open (its records are not written), and the next run, after the commit, writes exactly
+    them."""
+    from confluent_kafka import Producer
+
+    topic = make_kafka_topic(1, config=KEEP)
+    committed, _ = _committed_and_aborted(kafka.bootstrap_servers, topic)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers,
+                         "transactional.id": f"open-{topic}", "linger.ms": 5})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    late = [TestRecord(f"late{i}".encode(), f"v{i}".encode(), [("n", b"%d" % i)], 0, BASE + i)
+            for i in range(5)]
+    try:
+        for i, rec in enumerate(late):
+            producer.produce(topic, key=rec.key, value=rec.value, headers=[("n", b"%d" % i)],
+                             partition=0, timestamp=BASE + i)
+        assert producer.flush(30) == 0
+        out, ck = tmp_path / "out", tmp_path / "ck"
+        opts = {"subscribe": topic, "startingOffsets": "earliest", "includeHeaders": "true",
+                "kafka.isolation.level": "read_committed"}
+        q = _once_to_parquet(spark, kafka.bootstrap_servers, out, ck, **opts)
+        assert q.exception() is None, q.exception()
+        assert _parquet(spark, out) == committed
+        producer.commit_transaction(30)
+    except BaseException:
+        producer.abort_transaction(30)
+        raise
+    q = _once_to_parquet(spark, kafka.bootstrap_servers, out, ck, **opts)
+    assert q.exception() is None, q.exception()
+    assert sum(p["numInputRows"] for p in q.recentProgress) == 5
+    assert _parquet(spark, out) == committed + expected_rows(
+        topic, late, [(0, o) for o in range(93, 98)], headers=True)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_stream_resuming_over_deleted_records(spark: Any, kafka: KafkaCluster,
+                                              make_kafka_topic: Callable[..., str],
+                                              tmp_path: Path, fail: bool) -> None:
+    """A stream checkpointed at offset 50 resumes after DeleteRecords moved the log start to
+    80: with failOnDataLoss=false it writes exactly 80-99 next; with true the query fails
+    naming the topic-partition and the lost offsets 50 to 79."""
+    topic = make_kafka_topic(1, config=KEEP)
+    records = sample_records(100, partitions=[0], seed=21)
+    first = expected_rows(topic, records[:50], produce(kafka.bootstrap_servers, topic,
+                                                       records[:50]))
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    opts = {"subscribe": topic, "startingOffsets": "earliest",
+            "failOnDataLoss": str(fail).lower()}
+    q = _once_to_parquet(spark, kafka.bootstrap_servers, out, ck, **opts)
+    assert q.exception() is None, q.exception()
+    second = expected_rows(topic, records[50:], produce(kafka.bootstrap_servers, topic,
+                                                        records[50:], linger_ms=50))
+    kafka.delete_records([(topic, 0, 80)])
+    q = _once_to_parquet(spark, kafka.bootstrap_servers, out, ck, **opts)
+    if fail:
+        assert q.exception() is not None
+        assert (f"Cannot read {topic}-0 offsets 50 to 79: the log now starts at 80"
+                in str(q.exception()))
+        assert _parquet(spark, out) == first
+    else:
+        assert q.exception() is None, q.exception()
+        assert _parquet(spark, out) == first + second[30:]
+
+
 # ------------------------------------------------------------------------------- ingest
 
 
