@@ -21,6 +21,7 @@ from tests.integration.runners import (  # noqa: F401 - the fixture applies to t
     wait_for,
 )
 from tests.kafka.test_groups_on_kafka import (  # noqa: F401 - _drop_admins applies here too
+    KEEP,
     CommitOnRevoke,
     ConfluentMember,
     Member,
@@ -85,7 +86,7 @@ def test_server_assignor_two_members(kafka: KafkaCluster, make_kafka_topic: Call
     the newcomer takes; range gives each member one contiguous half of each topic, the same
     partition numbers in both (co-partitioned). The first member revokes exactly what moved,
     the second is assigned exactly that; every record is read once."""
-    a, b = make_kafka_topic(4), make_kafka_topic(2)
+    a, b = make_kafka_topic(4, config=KEEP), make_kafka_topic(2)
     everything = tps(a, 4) | tps(b, 2)
     recs = sample_records(80, partitions=4)
     expected = expected_records(a, recs, produce(kafka.bootstrap_servers, a, recs))
@@ -119,10 +120,6 @@ def test_server_assignor_two_members(kafka: KafkaCluster, make_kafka_topic: Call
         m.consumer.close()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open defect, not yet fixed: in the full run of these two files the new topic's partitions "
-    "were reset 'earliest' to offset 10 (the end: 10 records each, log start 0), so its "
-    "records were never read; alone the test passes"))
 def test_regex_evaluated_by_the_broker_picks_up_a_new_topic(
         kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
     """subscribe(pattern=...) sends the expression to the broker (RE2/J, whole-name match):
@@ -136,7 +133,7 @@ def test_regex_evaluated_by_the_broker_picks_up_a_new_topic(
     group = f"g-rx-{first}"
     m, listener = member(kafka.bootstrap_servers, group, pattern=pattern)
     wait_for(lambda: settled(kafka, group, [m], tps(a, 2)))
-    b = make_kafka_topic(3, name=f"{prefix}-rx-b")
+    b = make_kafka_topic(3, name=f"{prefix}-rx-b", config=KEEP)
     recs = sample_records(30, partitions=3)
     expected = expected_records(b, recs, produce(kafka.bootstrap_servers, b, recs))
     wait_for(lambda: settled(kafka, group, [m], tps(a, 2) | tps(b, 3)), timeout=45)
@@ -250,7 +247,7 @@ def test_mixed_group_with_confluent_kafka(kafka: KafkaCluster,
     """A pyconsumer member and a confluent-kafka member with group.protocol=consumer share
     the partitions exactly as the broker assigned them (3 and 3), and together read every
     record once, whole."""
-    topic = make_kafka_topic(6)
+    topic = make_kafka_topic(6, config=KEEP)
     group = f"g-mixed848-{topic}"
     everything = tps(topic, 6)
     first = sample_records(60, partitions=6)

@@ -30,6 +30,11 @@ CLASSIC: dict[str, Any] = {
     "heartbeat_interval_ms": 500, "enable_auto_commit": False,
 }
 Expected = dict[tuple[TopicPartition, int], TestRecord]
+#: for every topic that gets sample_records(): their timestamps are of November 2023, older than
+#: the broker's time retention (7 days), so a retention check (30 s after the broker started,
+#: then every 5 minutes) that comes mid-test deletes them and moves the log start offset past
+#: them (seen: a new topic's 'earliest' reset answered 10, its end)
+KEEP: dict[str, str] = {"retention.ms": "-1"}
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -188,7 +193,7 @@ def test_assignor_three_members_then_two(kafka: KafkaCluster, make_kafka_topic: 
     same); when one leaves the two others get the exact reassignment; eager assignors revoke
     everything at each rebalance, cooperative-sticky only what moves; with commits after each
     poll and on revoke, every record is read exactly once across the members."""
-    a, b = make_kafka_topic(3), make_kafka_topic(2)
+    a, b = make_kafka_topic(3, config=KEEP), make_kafka_topic(2, config=KEEP)
     topics = {a: 3, b: 2}
     everything = tps(a, 3) | tps(b, 2)
     recs_a, recs_b = sample_records(90, partitions=3), sample_records(60, partitions=2, seed=1)
@@ -399,7 +404,7 @@ def test_mixed_classic_group_with_confluent_kafka(kafka: KafkaCluster,
     range assignor: the partitions are split exactly as the range rule over their member ids
     says (whoever leads), the broker holds the same, and together they read every record
     exactly once, whole, across the join and the leave."""
-    topic = make_kafka_topic(5)
+    topic = make_kafka_topic(5, config=KEEP)
     group = f"g-mixed-{topic}"
     everything = tps(topic, 5)
     first = sample_records(50, partitions=5)
