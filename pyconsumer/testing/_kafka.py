@@ -77,6 +77,9 @@ _BASE_CONFIG: dict[str, str] = {
     "log.cleaner.dedupe.buffer.size": "16777216",
     "log.cleaner.backoff.ms": "1000",
     "auto.create.topics.enable": "false",
+    # test data carries fixed old timestamps (2023): the default 7-day retention would delete
+    # it at the first retention check, 30 s after start
+    "log.retention.ms": "-1",
     "auto.leader.rebalance.enable": "false",
     # KIP-848 timings a test can wait for (broker defaults: heartbeat 5 s, session 45 s)
     "group.consumer.min.heartbeat.interval.ms": "500",
