@@ -34,8 +34,10 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Generator, Iterator
+from typing import Any
 
 import pytest
 
@@ -223,3 +225,22 @@ def make_kafka3_topic(kafka3: KafkaCluster) -> Callable[..., str]:
                                    replication_factor=replication_factor)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One SparkSession (local[2], C1 JVM flags: tests only) for the whole run: the Spark tier
+    and the Spark-on-Kafka tests share it."""
+    if importlib.util.find_spec("pyspark") is None:
+        pytest.skip("the Spark tier needs pyspark (pip install -e '.[test]')")
+    if shutil.which("java") is None:
+        pytest.skip("the Spark tier needs Java 17 on PATH")
+    from pyconsumer.spark.session import local_session
+
+    session = local_session("local[2]", app_name="pyconsumer-tests", fast_jvm=True,
+                            local_dir=str(tmp_path_factory.mktemp("spark-local")),
+                            conf={"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2"})
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -11,9 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +28,6 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 #: test data carries 2023 timestamps: without this, time retention (7 days) would delete it
 #: at the broker's next retention check (every 5 minutes) if that came mid-test
 KEEP = {"retention.ms": "-1"}
-
-
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The Spark tier's session (tests/spark/conftest.py): getOrCreate gives the same one."""
-    pytest.importorskip("pyspark", reason="the Spark tier needs pyspark (pip install -e '.[test]')")
-    if shutil.which("java") is None:
-        pytest.skip("the Spark tier needs Java 17 on PATH")
-    from pyconsumer.spark.session import local_session
-
-    session = local_session("local[2]", app_name="pyconsumer-tests", fast_jvm=True,
-                            local_dir=str(tmp_path_factory.mktemp("spark-local")),
-                            conf={"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2"})
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 # ------------------------------------------------------------------------------- helpers
