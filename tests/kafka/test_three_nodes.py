@@ -35,7 +35,10 @@ pytestmark = pytest.mark.kafka
 
 #: (offset, key, value, headers, timestamp, timestamp type) of a record
 Row = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]], int, int]
-TS0 = 1_700_000_000_000
+#: record timestamps: recent ones. The brokers' time-based retention (7 days, checked every
+#: 5 minutes, the active segment included) deletes records stamped in 2023 (sample_records'
+#: default) from under a consumer of a session cluster that has run that long.
+TS0 = int(time.time() * 1000) - 60_000
 FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, retry_backoff_ms=50, reconnect_backoff_ms=50,
                             reconnect_backoff_max_ms=500, metadata_max_age_ms=5000,
                             auto_offset_reset="earliest")
@@ -216,6 +219,13 @@ def _close_readers() -> Iterator[None]:
         r.consumer.close(timeout_ms=0)
 
 
+def recent(records: list[TestRecord], start: int = 0) -> list[TestRecord]:
+    """``records`` stamped TS0 + their index (see TS0)."""
+    for i, r in enumerate(records):
+        r.timestamp_ms = TS0 + start + i
+    return records
+
+
 def frozen(x: Row) -> tuple[Any, ...]:
     return (*x[:3], tuple(x[3]), *x[4:])
 
@@ -260,7 +270,7 @@ def test_a_consumer_with_client_rack_reads_from_the_in_rack_follower(
     serves everything."""
     topic = make_topic(kafka3, [[1, 2, 3]])
     tp = TopicPartition(topic, 0)
-    first = sample_records(30, partitions=1)
+    first = recent(sample_records(30, partitions=1))
     assert produce(kafka3.bootstrap_servers, topic, first) == [(0, i) for i in range(30)]
     kafka3.wait_for_isr(topic, 3)
     got: list[ConsumerRecord] = []
@@ -274,7 +284,7 @@ def test_a_consumer_with_client_rack_reads_from_the_in_rack_follower(
             return len(got) >= n
 
         wait_for(lambda: poll_until(30), 30)
-        more = sample_records(20, partitions=1, seed=1)
+        more = recent(sample_records(20, partitions=1, seed=1), 30)
         assert produce(kafka3.bootstrap_servers, topic, more) == [(0, i) for i in range(30, 50)]
         wait_for(lambda: poll_until(50), 30)
         assert c.poll(300) == {}
