@@ -2,7 +2,7 @@
 consumption, the group coordinator's broker killed, a rolling restart under a committing group,
 follower fetching (KIP-392) and log truncation after an unclean leader election (KIP-320).
 
-Node 1 is the only controller and is never stopped. A SIGKILLed broker keeps its registration
+Node 1 is the only controller: never killed, only restarted cleanly once. A SIGKILLed broker keeps its registration
 (and its leaderships) until ``broker.session.timeout.ms`` (30 s on this cluster) runs out: only
 then does the controller fence it and elect new leaders, and only then can it register again,
 so each kill below costs about 30 s. Partitions are placed with explicit replica assignments so
@@ -235,6 +235,232 @@ def total(acked: dict[int, list[Row]]) -> int:
     return sum(len(rows) for rows in acked.values())
 
 
+# ------------------------------------------------------------------ 1, 2. a leader and the coordinator killed
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def reorder_replicas(kafka3: KafkaCluster, topic: str, partition: int, replicas: list[int]) -> None:
+    """AlterPartitionReassignments v0 (confluent-kafka has no binding for it) giving
+    ``topic``-``partition`` the same replicas in a new order (the first is the preferred
+    leader), sent to node 1, which forwards it to the controller."""
+    from pyconsumer.protocol.primitives import Reader as WireReader, Writer
+
+    w = Writer()
+    w.int16(45)                                     # header v2: api key, version, correlation
+    w.int16(0)
+    w.int32(1)
+    w.int16(len(b"three-nodes"))
+    w.raw(b"three-nodes")
+    w.unsigned_varint(0)
+    w.int32(30_000)                                 # timeout_ms
+    w.unsigned_varint(2)                            # one topic
+    w.unsigned_varint(len(topic) + 1)
+    w.raw(topic.encode())
+    w.unsigned_varint(2)                            # one partition
+    w.int32(partition)
+    w.unsigned_varint(len(replicas) + 1)
+    for r in replicas:
+        w.int32(r)
+    for _ in range(3):                              # partition, topic, body tagged fields
+        w.unsigned_varint(0)
+    frame = bytes(w.out)
+    with socket.create_connection((kafka3[1].host, kafka3[1].port), timeout=30) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+            chunk = s.recv(65536)
+            assert chunk, "node 1 closed the connection"
+            data += chunk
+    rd = WireReader(data, 4)
+    assert rd.int32() == 1
+    rd.unsigned_varint()                            # header tagged fields
+    rd.int32()                                      # throttle
+    top = rd.int16()
+    assert top == 0, f"AlterPartitionReassignments: error {top}"
+    n = rd.unsigned_varint() - 1
+    if n > 0:
+        rd.raw(n)                                   # error message
+    assert rd.unsigned_varint() == 2                # one topic
+    rd.raw(rd.unsigned_varint() - 1)
+    assert rd.unsigned_varint() == 2                # one partition
+    assert rd.int32() == partition
+    code = rd.int16()
+    assert code == 0, f"AlterPartitionReassignments of {topic}-{partition}: error {code}"
+
+
+def offsets_leader(kafka3: KafkaCluster) -> int:
+    return kafka3.leaders(OFFSETS_TOPIC).get(0, -1)
+
+
+def coordinator_of(kafka3: KafkaCluster, group: str) -> int:
+    admin = kafka3.admin()
+    try:
+        return int(admin.describe_consumer_groups([group])[group].result(timeout=10).coordinator.id)
+    except Exception:  # noqa: BLE001 - no coordinator while it moves
+        return -1
+
+
+def move_offsets_leadership_off_node_1(kafka3: KafkaCluster, group: str) -> int:
+    """The node (2 or 3) leading the one __consumer_offsets partition, hence every group's
+    coordinator: if node 1 leads it, the replicas are reordered to [2, 3, 1] and a preferred
+    election moves the leadership to 2."""
+    from confluent_kafka import ElectionType, TopicPartition as CkTopicPartition
+
+    # the first FindCoordinator creates __consumer_offsets
+    wait_for(lambda: coordinator_of(kafka3, group) > 0 and offsets_leader(kafka3) > 0, 60)
+    leader = offsets_leader(kafka3)
+    if leader != 1:
+        return leader
+    reorder_replicas(kafka3, OFFSETS_TOPIC, 0, [2, 3, 1])
+    admin = kafka3.admin()
+    admin.elect_leaders(ElectionType.PREFERRED, [CkTopicPartition(OFFSETS_TOPIC, 0)]).result(timeout=60)
+    settle(lambda: offsets_leader(kafka3), 2)
+    return 2
+
+
+GROUP: dict[str, Any] = dict(FAST, heartbeat_interval_ms=1000)
+
+
+def owned_once(reader: Reader) -> set[TopicPartition]:
+    """The one assignment ``reader`` had from its first non-empty one on (fails if it changed)."""
+    seen = reader.assignments
+    first = next(i for i, a in enumerate(seen) if a)
+    assert seen[first:] == [seen[first]], seen
+    return seen[first]
+
+
+def committed(kafka3: KafkaCluster, group: str, topic: str, partitions: int) -> dict[int, int | None]:
+    with KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, group_id=group) as c:
+        got = c.committed([TopicPartition(topic, p) for p in range(partitions)])
+    return {tp.partition: (None if om is None else om.offset) for tp, om in got.items()}
+
+
+def test_a_killed_broker_leading_partitions_and_the_group_coordinator_costs_no_record(
+        kafka3: KafkaCluster) -> None:
+    """One SIGKILL, two proofs (a kill costs the 30 s broker session either way). The victim
+    (2 or 3) leads partitions 0 and 3 and the one __consumer_offsets partition (moved off
+    node 1 if needed), while an idempotent acks=all producer writes, an assigned consumer reads
+    all four partitions, and a group of two (classic protocol) reads them committing after each
+    poll. Partitions 1 and 2 go on meanwhile; once the victim is fenced 0 and 3 move to their
+    next in-sync replica (epoch 1) and the coordinator to another replica. The assigned
+    consumer ends with every acknowledged record of each partition exactly once, in order; the
+    group members keep their partitions (no rebalance), commit against the new coordinator
+    without a failure, read every record exactly once and commit the end offsets."""
+    group = unique_topic_name("g")
+    victim = move_offsets_leadership_off_node_1(kafka3, group)
+    other = 5 - victim
+    topic = make_topic(kafka3, [[victim, other, 1], [other, victim, 1], [1, victim, other],
+                                [victim, 1, other]])
+    everything = {TopicPartition(topic, p) for p in range(4)}
+    feeder = Feeder(kafka3.bootstrap_servers, topic, 4)
+    assigned = KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, **FAST)
+    assigned.assign(sorted(everything))
+    reader = Reader(assigned)
+    members = [Reader(KafkaConsumer(topic, bootstrap_servers=kafka3.bootstrap_servers, group_id=group,
+                                    **GROUP), commit=True) for _ in range(2)]
+    wait_for(lambda: all(len(r.assignment) == 2 and r.commits_ok >= 3 for r in members)
+             and all(len(reader.rows(p)) >= 20 for p in range(4)), 60)
+    assert coordinator_of(kafka3, group) == victim
+    kafka3.kill(victim)
+    at_kill = [feeder.count(p) for p in range(4)]
+    # partitions 1 and 2 are written and read while the victim is down and still registered
+    wait_for(lambda: all(len(reader.rows(p)) >= at_kill[p] + 30 for p in (1, 2)), 60)
+    settle(lambda: coordinator_of(kafka3, group) in (other, 1), True, 90)
+    assert kafka3.leaders(topic) == {0: other, 1: other, 2: 1, 3: 1}
+    since = [r.commits_ok for r in members]
+    wait_for(lambda: all(r.commits_ok >= n + 3 for r, n in zip(members, since)), 60)
+    kafka3.restart(victim)
+    wait_for(lambda: all(feeder.count(p) >= at_kill[p] + 30 for p in (0, 3)), 60)
+    acked = feeder.stop()
+    settle(lambda: [len(reader.rows(p)) for p in range(4)], [len(acked[p]) for p in range(4)], 60)
+    settle(lambda: [sum(len(r.rows(p)) for r in members) for p in range(4)],
+           [len(acked[p]) for p in range(4)], 60)
+    settle(lambda: committed(kafka3, group, topic, 4), {p: len(acked[p]) for p in range(4)})
+    time.sleep(0.3)                # anything beyond the acknowledged records would show up here
+    for rd in [reader, *members]:
+        rd.stop()
+        rd.consumer.close()
+    for p in range(4):
+        assert reader.rows(p) == acked[p], f"partition {p}"
+    epochs_of = {p: [-1 if r.leader_epoch is None else r.leader_epoch
+                     for r in reader.records if r.partition == p] for p in range(4)}
+    for p in (0, 3):               # led by the victim at epoch 0, then by the next replica at 1
+        assert epochs_of[p] == sorted(epochs_of[p]) and set(epochs_of[p]) == {0, 1}, p
+    for p in (1, 2):
+        assert set(epochs_of[p]) == {0}, p
+    owned = [owned_once(r) for r in members]
+    assert owned[0] | owned[1] == everything and not owned[0] & owned[1]
+    for r, mine in zip(members, owned):
+        assert r.commit_failures == []
+        for p in range(4):
+            assert r.rows(p) == (acked[p] if TopicPartition(topic, p) in mine else []), p
+
+
+# ------------------------------------------------------------------ 3. a rolling restart
+
+
+def test_a_rolling_restart_under_a_committing_group_loses_nothing(kafka3: KafkaCluster) -> None:
+    """Nodes 2, 3, then 1 (the only controller: the brokers serve on while it is down) are
+    restarted (SIGTERM, a controlled shutdown, then start; the next one only when every replica
+    is back in sync) while a group of two commits after each poll and an acks=all producer
+    writes: every acknowledged record is read, and a record is read twice
+    only if it was in a poll whose commit failed. Each controlled shutdown moves the node's
+    leaderships to the next in-sync replica and bumps their leader epoch; partitions it only
+    followed keep theirs, and leadership does not come back when it returns."""
+    topic = make_topic(kafka3, [[2, 3, 1], [3, 1, 2], [1, 2, 3], [2, 1, 3]])
+    group = unique_topic_name("g")
+    feeder = Feeder(kafka3.bootstrap_servers, topic, 4)
+    readers = [Reader(KafkaConsumer(topic, bootstrap_servers=kafka3.bootstrap_servers, group_id=group,
+                                    **GROUP), commit=True) for _ in range(2)]
+    wait_for(lambda: all(len(r.assignment) == 2 and r.commits_ok >= 3 for r in readers), 60)
+    assert epochs(kafka3, topic) == {0: (2, 0), 1: (3, 0), 2: (1, 0), 3: (2, 0)}
+    after = {2: {0: (3, 1), 1: (3, 0), 2: (1, 0), 3: (1, 1)},
+             3: {0: (2, 2), 1: (1, 1), 2: (1, 0), 3: (1, 1)},
+             1: {0: (2, 2), 1: (3, 2), 2: (2, 1), 3: (2, 2)}}
+    for node in (2, 3, 1):
+        kafka3.restart(node)
+        assert epochs(kafka3, topic) == after[node]
+        kafka3.wait_for_isr(topic, 3, timeout=60)
+        kafka3.wait_for_isr(OFFSETS_TOPIC, 3, timeout=60)
+        read = sum(r.count() for r in readers)
+
+        def going_on(n: int = read) -> bool:
+            return sum(r.count() for r in readers) >= n + 40
+
+        wait_for(going_on, 60)                       # written and read while the node is back
+    acked = feeder.stop()
+    expected = {(TopicPartition(topic, p), frozen(x)) for p in range(4) for x in acked[p]}
+
+    def seen() -> set[tuple[TopicPartition, tuple[Any, ...]]]:
+        return {(TopicPartition(r.topic, r.partition), frozen(row(r))) for rd in readers
+                for r in list(rd.records)}
+
+    wait_for(lambda: seen() >= expected, 60)
+    time.sleep(0.3)                # anything beyond the acknowledged records would show up here
+    for rd in readers:
+        rd.stop()
+        rd.consumer.close()
+    assert seen() == expected                             # nothing lost, nothing unknown
+    counts: dict[tuple[TopicPartition, int], int] = defaultdict(int)
+    for rd in readers:
+        for r in rd.records:
+            counts[(TopicPartition(r.topic, r.partition), r.offset)] += 1
+    twice = {k for k, n in counts.items() if n > 1}
+    allowed = readers[0].uncommitted | readers[1].uncommitted
+    # a record is read again only by the next owner of a partition whose last poll before the
+    # rebalance was not committed, and only once
+    assert twice <= allowed and all(counts[k] == 2 for k in twice), sorted(twice - allowed)
+    print(f"rolling restart: {sum(counts.values())} records read, {len(twice)} twice (bound "
+          f"{len(allowed)}), commit failures {[len(r.commit_failures) for r in readers]}, "
+          f"assignments {[r.assignments for r in readers]}")
+    for rd in readers:
+        if len([a for a in rd.assignments if a]) == 1:   # no rebalance: each partition in order
+            for p in range(4):
+                offsets = [r.offset for r in rd.records if r.partition == p]
+                assert offsets == sorted(set(offsets)), p
+
+
 # ------------------------------------------------------------------ 4. follower fetching
 
 
@@ -406,227 +632,3 @@ def test_an_unclean_election_truncates_what_the_consumer_read_and_it_notices(
     assert [(r.offset, r.value, r.leader_epoch) for r in got] == [
         (0, b"a0", 0), (1, b"a1", 0), (2, b"a2", 0), (3, b"c0", 2), (4, b"c1", 2)]
     assert {node for node, _, size in fetches if size} == {2}     # read from node 2's copy
-
-
-# ------------------------------------------------------------------ 2. the coordinator killed
-
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def reorder_replicas(kafka3: KafkaCluster, topic: str, partition: int, replicas: list[int]) -> None:
-    """AlterPartitionReassignments v0 (confluent-kafka has no binding for it) giving
-    ``topic``-``partition`` the same replicas in a new order (the first is the preferred
-    leader), sent to node 1, which forwards it to the controller."""
-    from pyconsumer.protocol.primitives import Reader as WireReader, Writer
-
-    w = Writer()
-    w.int16(45)                                     # header v2: api key, version, correlation
-    w.int16(0)
-    w.int32(1)
-    w.int16(len(b"three-nodes"))
-    w.raw(b"three-nodes")
-    w.unsigned_varint(0)
-    w.int32(30_000)                                 # timeout_ms
-    w.unsigned_varint(2)                            # one topic
-    w.unsigned_varint(len(topic) + 1)
-    w.raw(topic.encode())
-    w.unsigned_varint(2)                            # one partition
-    w.int32(partition)
-    w.unsigned_varint(len(replicas) + 1)
-    for r in replicas:
-        w.int32(r)
-    for _ in range(3):                              # partition, topic, body tagged fields
-        w.unsigned_varint(0)
-    frame = bytes(w.out)
-    with socket.create_connection((kafka3[1].host, kafka3[1].port), timeout=30) as s:
-        s.sendall(struct.pack(">i", len(frame)) + frame)
-        data = b""
-        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
-            chunk = s.recv(65536)
-            assert chunk, "node 1 closed the connection"
-            data += chunk
-    rd = WireReader(data, 4)
-    assert rd.int32() == 1
-    rd.unsigned_varint()                            # header tagged fields
-    rd.int32()                                      # throttle
-    top = rd.int16()
-    assert top == 0, f"AlterPartitionReassignments: error {top}"
-    n = rd.unsigned_varint() - 1
-    if n > 0:
-        rd.raw(n)                                   # error message
-    assert rd.unsigned_varint() == 2                # one topic
-    rd.raw(rd.unsigned_varint() - 1)
-    assert rd.unsigned_varint() == 2                # one partition
-    assert rd.int32() == partition
-    code = rd.int16()
-    assert code == 0, f"AlterPartitionReassignments of {topic}-{partition}: error {code}"
-
-
-def offsets_leader(kafka3: KafkaCluster) -> int:
-    return kafka3.leaders(OFFSETS_TOPIC).get(0, -1)
-
-
-def coordinator_of(kafka3: KafkaCluster, group: str) -> int:
-    admin = kafka3.admin()
-    try:
-        return int(admin.describe_consumer_groups([group])[group].result(timeout=10).coordinator.id)
-    except Exception:  # noqa: BLE001 - no coordinator while it moves
-        return -1
-
-
-def move_offsets_leadership_off_node_1(kafka3: KafkaCluster, group: str) -> int:
-    """The node (2 or 3) leading the one __consumer_offsets partition, hence every group's
-    coordinator: if node 1 leads it, the replicas are reordered to [2, 3, 1] and a preferred
-    election moves the leadership to 2."""
-    from confluent_kafka import ElectionType, TopicPartition as CkTopicPartition
-
-    # the first FindCoordinator creates __consumer_offsets
-    wait_for(lambda: coordinator_of(kafka3, group) > 0 and offsets_leader(kafka3) > 0, 60)
-    leader = offsets_leader(kafka3)
-    if leader != 1:
-        return leader
-    reorder_replicas(kafka3, OFFSETS_TOPIC, 0, [2, 3, 1])
-    admin = kafka3.admin()
-    admin.elect_leaders(ElectionType.PREFERRED, [CkTopicPartition(OFFSETS_TOPIC, 0)]).result(timeout=60)
-    settle(lambda: offsets_leader(kafka3), 2)
-    return 2
-
-
-GROUP: dict[str, Any] = dict(FAST, heartbeat_interval_ms=1000)
-
-
-def owned_once(reader: Reader) -> set[TopicPartition]:
-    """The one assignment ``reader`` had from its first non-empty one on (fails if it changed)."""
-    seen = reader.assignments
-    first = next(i for i, a in enumerate(seen) if a)
-    assert seen[first:] == [seen[first]], seen
-    return seen[first]
-
-
-def committed(kafka3: KafkaCluster, group: str, topic: str, partitions: int) -> dict[int, int | None]:
-    with KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, group_id=group) as c:
-        got = c.committed([TopicPartition(topic, p) for p in range(partitions)])
-    return {tp.partition: (None if om is None else om.offset) for tp, om in got.items()}
-
-
-def test_a_killed_broker_leading_partitions_and_the_group_coordinator_costs_no_record(
-        kafka3: KafkaCluster) -> None:
-    """One SIGKILL, two proofs (a kill costs the 30 s broker session either way). The victim
-    (2 or 3) leads partitions 0 and 3 and the one __consumer_offsets partition (moved off
-    node 1 if needed), while an idempotent acks=all producer writes, an assigned consumer reads
-    all four partitions, and a group of two (classic protocol) reads them committing after each
-    poll. Partitions 1 and 2 go on meanwhile; once the victim is fenced 0 and 3 move to their
-    next in-sync replica (epoch 1) and the coordinator to another replica. The assigned
-    consumer ends with every acknowledged record of each partition exactly once, in order; the
-    group members keep their partitions (no rebalance), commit against the new coordinator
-    without a failure, read every record exactly once and commit the end offsets."""
-    group = unique_topic_name("g")
-    victim = move_offsets_leadership_off_node_1(kafka3, group)
-    other = 5 - victim
-    topic = make_topic(kafka3, [[victim, other, 1], [other, victim, 1], [1, victim, other],
-                                [victim, 1, other]])
-    everything = {TopicPartition(topic, p) for p in range(4)}
-    feeder = Feeder(kafka3.bootstrap_servers, topic, 4)
-    assigned = KafkaConsumer(bootstrap_servers=kafka3.bootstrap_servers, **FAST)
-    assigned.assign(sorted(everything))
-    reader = Reader(assigned)
-    members = [Reader(KafkaConsumer(topic, bootstrap_servers=kafka3.bootstrap_servers, group_id=group,
-                                    **GROUP), commit=True) for _ in range(2)]
-    wait_for(lambda: all(len(r.assignment) == 2 and r.commits_ok >= 3 for r in members)
-             and all(len(reader.rows(p)) >= 20 for p in range(4)), 60)
-    assert coordinator_of(kafka3, group) == victim
-    kafka3.kill(victim)
-    at_kill = [feeder.count(p) for p in range(4)]
-    # partitions 1 and 2 are written and read while the victim is down and still registered
-    wait_for(lambda: all(len(reader.rows(p)) >= at_kill[p] + 30 for p in (1, 2)), 60)
-    settle(lambda: coordinator_of(kafka3, group) in (other, 1), True, 90)
-    assert kafka3.leaders(topic) == {0: other, 1: other, 2: 1, 3: 1}
-    since = [r.commits_ok for r in members]
-    wait_for(lambda: all(r.commits_ok >= n + 3 for r, n in zip(members, since)), 60)
-    kafka3.restart(victim)
-    wait_for(lambda: all(feeder.count(p) >= at_kill[p] + 30 for p in (0, 3)), 60)
-    acked = feeder.stop()
-    settle(lambda: [len(reader.rows(p)) for p in range(4)], [len(acked[p]) for p in range(4)], 60)
-    settle(lambda: [sum(len(r.rows(p)) for r in members) for p in range(4)],
-           [len(acked[p]) for p in range(4)], 60)
-    settle(lambda: committed(kafka3, group, topic, 4), {p: len(acked[p]) for p in range(4)})
-    time.sleep(0.3)                # anything beyond the acknowledged records would show up here
-    for rd in [reader, *members]:
-        rd.stop()
-        rd.consumer.close()
-    for p in range(4):
-        assert reader.rows(p) == acked[p], f"partition {p}"
-    epochs_of = {p: [-1 if r.leader_epoch is None else r.leader_epoch
-                     for r in reader.records if r.partition == p] for p in range(4)}
-    for p in (0, 3):               # led by the victim at epoch 0, then by the next replica at 1
-        assert epochs_of[p] == sorted(epochs_of[p]) and set(epochs_of[p]) == {0, 1}, p
-    for p in (1, 2):
-        assert set(epochs_of[p]) == {0}, p
-    owned = [owned_once(r) for r in members]
-    assert owned[0] | owned[1] == everything and not owned[0] & owned[1]
-    for r, mine in zip(members, owned):
-        assert r.commit_failures == []
-        for p in range(4):
-            assert r.rows(p) == (acked[p] if TopicPartition(topic, p) in mine else []), p
-
-
-# ------------------------------------------------------------------ 3. a rolling restart
-
-
-def test_a_rolling_restart_under_a_committing_group_loses_nothing(kafka3: KafkaCluster) -> None:
-    """Nodes 2 then 3 are restarted (SIGTERM, a controlled shutdown, then start; the next one
-    only when every replica is back in sync) while a group of two commits after each poll and
-    an acks=all producer writes: every acknowledged record is read, and a record is read twice
-    only if it was in a poll whose commit failed. Each controlled shutdown moves the node's
-    leaderships to the next in-sync replica and bumps their leader epoch; partitions it only
-    followed keep theirs, and leadership does not come back when it returns."""
-    topic = make_topic(kafka3, [[2, 3, 1], [3, 1, 2], [1, 2, 3], [2, 1, 3]])
-    group = unique_topic_name("g")
-    feeder = Feeder(kafka3.bootstrap_servers, topic, 4)
-    readers = [Reader(KafkaConsumer(topic, bootstrap_servers=kafka3.bootstrap_servers, group_id=group,
-                                    **GROUP), commit=True) for _ in range(2)]
-    wait_for(lambda: all(len(r.assignment) == 2 and r.commits_ok >= 3 for r in readers), 60)
-    assert epochs(kafka3, topic) == {0: (2, 0), 1: (3, 0), 2: (1, 0), 3: (2, 0)}
-    after = {2: {0: (3, 1), 1: (3, 0), 2: (1, 0), 3: (1, 1)},
-             3: {0: (2, 2), 1: (1, 1), 2: (1, 0), 3: (1, 1)}}
-    for node in (2, 3):
-        kafka3.restart(node)
-        assert epochs(kafka3, topic) == after[node]
-        kafka3.wait_for_isr(topic, 3, timeout=60)
-        kafka3.wait_for_isr(OFFSETS_TOPIC, 3, timeout=60)
-        read = sum(r.count() for r in readers)
-
-        def going_on(n: int = read) -> bool:
-            return sum(r.count() for r in readers) >= n + 40
-
-        wait_for(going_on, 60)                       # written and read while the node is back
-    acked = feeder.stop()
-    expected = {(TopicPartition(topic, p), frozen(x)) for p in range(4) for x in acked[p]}
-
-    def seen() -> set[tuple[TopicPartition, tuple[Any, ...]]]:
-        return {(TopicPartition(r.topic, r.partition), frozen(row(r))) for rd in readers
-                for r in list(rd.records)}
-
-    wait_for(lambda: seen() >= expected, 60)
-    time.sleep(0.3)                # anything beyond the acknowledged records would show up here
-    for rd in readers:
-        rd.stop()
-        rd.consumer.close()
-    assert seen() == expected                             # nothing lost, nothing unknown
-    counts: dict[tuple[TopicPartition, int], int] = defaultdict(int)
-    for rd in readers:
-        for r in rd.records:
-            counts[(TopicPartition(r.topic, r.partition), r.offset)] += 1
-    twice = {k for k, n in counts.items() if n > 1}
-    allowed = readers[0].uncommitted | readers[1].uncommitted
-    # a record is read again only by the next owner of a partition whose last poll before the
-    # rebalance was not committed, and only once
-    assert twice <= allowed and all(counts[k] == 2 for k in twice), sorted(twice - allowed)
-    print(f"rolling restart: {sum(counts.values())} records read, {len(twice)} twice (bound "
-          f"{len(allowed)}), commit failures {[len(r.commit_failures) for r in readers]}, "
-          f"assignments {[r.assignments for r in readers]}")
-    for rd in readers:
-        if len([a for a in rd.assignments if a]) == 1:   # no rebalance: each partition in order
-            for p in range(4):
-                offsets = [r.offset for r in rd.records if r.partition == p]
-                assert offsets == sorted(set(offsets)), p
