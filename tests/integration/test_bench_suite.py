@@ -4,7 +4,6 @@ and the references: the raw Fetch loop, confluent-kafka, kafkarrow), the targets
 and a PNG chart per case."""
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import subprocess
@@ -12,11 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.testing import MissingToolError, kafka_jars, require_tool
-from tests.integration.runners import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,41 +98,3 @@ def test_an_unknown_case_is_refused() -> None:
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--cases", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr
-
-
-@pytest.mark.kafka
-def test_the_benchmark_topics_on_kafka_outlive_retention() -> None:
-    """Regression: the benchmark's records carry fixed 2023 timestamps; under Kafka's default
-    7-day retention the broker deleted them at its first retention check (5 min in), and the
-    contender reading then (librdkafka here) found its offset out of range and reset to the
-    end. The suite's Kafka topics keep everything: once a default-retention topic with the same
-    records has been emptied twice by the broker's checks, the benchmark topic still starts at
-    offset 0 and the raw loop reads all of it."""
-    if str(ROOT / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-    bench_consume = importlib.import_module("bench_consume")
-    brokers = importlib.import_module("brokers")
-    try:
-        require_tool("the benchmark's Apache Kafka", "java")
-        require_tool("the benchmark's Apache Kafka", "openssl")
-    except MissingToolError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI must run the Apache Kafka tier: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-    lean = {"num.network.threads": "2", "num.io.threads": "2", "log.retention.check.interval.ms": "200"}
-    with brokers.start("kafka", kafka_config=lean) as broker:
-        kept = broker.create_topic("bench-kept", 1)
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        admin.create_topics([NewTopic("control", 1, 1)])["control"].result(timeout=30)
-        for topic in (kept, "control"):
-            bench_consume.fill(broker.bootstrap, topic, 2000, 1, 100, "none")
-        with KafkaConsumer(bootstrap_servers=broker.bootstrap) as c:
-            def log_start(topic: str) -> int:
-                tp = TopicPartition(topic, 0)
-                return int(c.beginning_offsets([tp])[tp])
-
-            wait_for(lambda: log_start("control") == 2000, timeout=120)     # one check emptied it
-            bench_consume.fill(broker.bootstrap, "control", 2000, 1, 100, "none")
-            wait_for(lambda: log_start("control") == 4000, timeout=120)     # a later, whole check
-            assert log_start(kept) == 0
-        assert bench_consume.raw_fetch(broker.bootstrap, kept, 1, 2000) == 2000

@@ -1,12 +1,13 @@
 """KafkaCluster itself: listeners, users, node control and cleanup, on real Apache Kafka."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.testing import KAFKA_VERSION, KafkaCluster, TestRecord, produce
+from pyconsumer.testing import KAFKA_VERSION, SAMPLE_TIMESTAMP_BASE_MS, KafkaCluster, TestRecord, produce
 
 
 def test_the_session_broker_is_apache_kafka(kafka: KafkaCluster, make_kafka_topic: Callable[..., str]) -> None:
@@ -25,13 +26,28 @@ def test_the_session_broker_is_apache_kafka(kafka: KafkaCluster, make_kafka_topi
         kafka[7]
 
 
-def test_close_leaves_no_process_and_no_folder() -> None:
-    with KafkaCluster(nodes=1) as cluster:
+def test_old_records_outlive_retention_checks_and_close_leaves_nothing() -> None:
+    """Test data carries fixed 2023 timestamps: the cluster keeps it through the broker's
+    retention checks (a topic with an explicit 7-day retention is emptied by the same checks),
+    and close() leaves no JVM and no folder behind."""
+    with KafkaCluster(nodes=1, broker_config={"log.retention.check.interval.ms": "200",
+                                                "log.initial.task.delay.ms": "0"}) as cluster:
         folder = cluster.folder
         node = cluster[1]
         proc = node._proc
         assert folder is not None and folder.is_dir() and proc is not None
         assert node.rss_bytes() is not None
+        kept = cluster.create_topic("kept")
+        control = cluster.create_topic("control", config={"retention.ms": str(7 * 24 * 3600 * 1000)})
+        old = [TestRecord(None, b"v", partition=0, timestamp_ms=SAMPLE_TIMESTAMP_BASE_MS + i) for i in range(10)]
+        for topic in (kept, control):
+            produce(cluster.bootstrap_servers, topic, old)
+        tps = [TopicPartition(kept, 0), TopicPartition(control, 0)]
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers) as c:
+            deadline = time.monotonic() + 60
+            while c.beginning_offsets(tps)[tps[1]] != 10 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert c.beginning_offsets(tps) == {tps[0]: 0, tps[1]: 10}   # checks ran; kept kept
     assert proc.poll() is not None                      # the JVM is gone
     assert not folder.exists()                          # data, logs and TLS material removed
     assert not cluster.node
