@@ -7,13 +7,20 @@ view of each member (ConsumerGroupDescribe through confluent-kafka's AdminClient
 target assignment) is the reference the members' ``assignment()`` is compared with."""
 from __future__ import annotations
 
+import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
-from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
+from pyconsumer.consumer.consumer_protocol import ConsumerProtocolMembership
 from pyconsumer.errors import InvalidRegularExpressionError, KafkaError
+from pyconsumer.net.connection import Response
+from pyconsumer.net.future import Future
+from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import FaultProxy, KafkaCluster, produce, sample_records
 from tests.integration.runners import (  # noqa: F401 - the fixture applies to this module
     close_what_a_failed_test_left,
@@ -24,6 +31,7 @@ from tests.kafka.test_groups_on_kafka import (  # noqa: F401 - _drop_admins appl
     KEEP,
     CommitOnRevoke,
     ConfluentMember,
+    Expected,
     Member,
     _drop_admins,
     admin,
@@ -282,3 +290,213 @@ def test_mixed_group_with_confluent_kafka(kafka: KafkaCluster,
         assert (key, value, headers, ts, ts_type) == (want.key, want.value, want.headers or [],
                                                       want.timestamp_ms, 0)
     assert_exactly_once([ours], {k: v for k, v in expected.items() if k not in theirs_keys})
+
+
+# ---------------------------------------------------------------------------- leave and fencing
+
+class Tracked(Member):
+    """A Member that also remembers the records of each poll whose commit failed: the only
+    ones another member (or this one, after losing its partitions) may read again."""
+
+    def __init__(self, consumer: KafkaConsumer) -> None:
+        self.uncommitted: set[tuple[TopicPartition, int]] = set()
+        self._failures_seen = 0
+        super().__init__(consumer)
+
+    def after_poll(self, got: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        if len(self.commit_failures) != self._failures_seen:
+            self._failures_seen = len(self.commit_failures)
+            self.uncommitted |= {(tp, r.offset) for tp, recs in got.items() for r in recs}
+        super().after_poll(got)
+
+
+def tracked(bootstrap: str, group: str, topics: Sequence[str],
+            setup: Callable[[KafkaConsumer], None] | None = None) -> tuple[Tracked, CommitOnRevoke]:
+    """A committing member (after each poll, and on revoke through its listener)."""
+    listener = CommitOnRevoke()
+    consumer = KafkaConsumer(**CONSUMER, bootstrap_servers=bootstrap, group_id=group)
+    listener.consumer = consumer
+    consumer.subscribe(list(topics), listener=listener)
+    if setup is not None:
+        setup(consumer)
+    return Tracked(consumer), listener
+
+
+def read_twice(members: Sequence[Tracked], expected: Expected) -> set[tuple[TopicPartition, int]]:
+    """Checks every record was read, whole, each member's partitions in offset order, none
+    more than twice; returns those read twice."""
+    counts: Counter[tuple[TopicPartition, int]] = Counter()
+    for m in members:
+        per_partition: dict[TopicPartition, list[int]] = {}
+        for rec in m.full:
+            tp = TopicPartition(rec.topic, rec.partition)
+            counts[(tp, rec.offset)] += 1
+            per_partition.setdefault(tp, []).append(rec.offset)
+            want = expected[(tp, rec.offset)]
+            assert (rec.key, rec.value, rec.headers, rec.timestamp, rec.timestamp_type) == (
+                want.key, want.value, want.headers or [], want.timestamp_ms, 0), (tp, rec.offset)
+        for tp, offsets in per_partition.items():
+            assert offsets == sorted(set(offsets)), tp       # in order, none twice by one member
+    assert set(counts) == set(expected)                       # none lost, none unknown
+    assert max(counts.values()) <= 2
+    return {k for k, n in counts.items() if n == 2}
+
+
+def test_exactly_once_when_a_member_leaves(kafka: KafkaCluster,
+                                           make_kafka_topic: Callable[..., str]) -> None:
+    """Two members commit after each poll and on revoke. One closes while records are being
+    written and read: it revokes exactly its partitions (committing) and leaves with epoch -1;
+    the other is assigned exactly those and goes on from the committed offsets (the record
+    after the last one read on each); every record is read, whole, in order, and one is read
+    twice only if it was in a poll whose commit failed (with commit-on-revoke: none)."""
+    topic = make_kafka_topic(6, config=KEEP)
+    group = f"g-leave848-{topic}"
+    everything = tps(topic, 6)
+    first = sample_records(60, partitions=6)
+    expected = expected_records(topic, first, produce(kafka.bootstrap_servers, topic, first))
+    stays, ls = tracked(kafka.bootstrap_servers, group, [topic])
+    leaves, ll = tracked(kafka.bootstrap_servers, group, [topic])
+    wait_for(lambda: settled(kafka, group, [stays, leaves], everything)
+             and len(leaves.assignment) == 3)
+    theirs = set(leaves.assignment)
+    written: list[Expected] = []
+
+    def feed() -> None:                  # written while both read, and while one leaves
+        for seed in range(1, 6):
+            recs = sample_records(24, partitions=6, seed=seed)
+            written.append(expected_records(topic, recs, produce(kafka.bootstrap_servers, topic, recs)))
+    feeder = threading.Thread(target=feed, daemon=True)
+    read_before = len(leaves.full)
+    feeder.start()
+    wait_for(lambda: len(leaves.full) > read_before)           # mid-way through the feed
+    leaves.stop()
+    mark = len(stays.full)        # what it reads from here on includes the leaver's partitions
+    calls = len(ls.calls)
+    leaves.consumer.close()
+    assert joined(ll.calls)[-1] == ("revoked", theirs)
+    assert "lost" not in {kind for kind, _ in ll.calls}
+    wait_for(lambda: settled(kafka, group, [stays], everything))
+    assert ls.calls[calls:] == [("assigned", theirs)]
+    feeder.join(60)
+    assert not feeder.is_alive()
+    for part in written:
+        expected |= part
+    last = sample_records(60, partitions=6, seed=9)
+    expected |= expected_records(topic, last, produce(kafka.bootstrap_servers, topic, last))
+    wait_for(lambda: {(TopicPartition(r.topic, r.partition), r.offset)
+                      for m in (stays, leaves) for r in list(m.full)} == set(expected))
+    stays.stop()
+    stays.consumer.close()
+    for tp in theirs:             # taken over from the committed offset: the next record
+        before = [r.offset for r in leaves.full + stays.full[:mark] if r.partition == tp.partition]
+        after = [r.offset for r in stays.full[mark:] if r.partition == tp.partition]
+        assert after[0] == max(before) + 1, tp
+    twice = read_twice([stays, leaves], expected)
+    assert twice <= leaves.uncommitted | stays.uncommitted, sorted(twice)
+
+
+class Beat:
+    """One ConsumerGroupHeartbeat as sent, and its answer."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.member_id: str = body["member_id"]
+        self.epoch: int = body["member_epoch"]
+        self.error: int | None = None
+        self.answered_epoch: int | None = None
+
+    def answer(self, fut: Future[Response]) -> None:
+        if not fut.failed():
+            assert fut.value is not None
+            self.error = fut.value.body["error_code"]
+            self.answered_epoch = fut.value.body["member_epoch"]
+
+    def __repr__(self) -> str:
+        return f"Beat({self.member_id}, {self.epoch} -> {self.error}, {self.answered_epoch})"
+
+
+def log_heartbeats(consumer: KafkaConsumer, beats: list[Beat]) -> None:
+    """Every ConsumerGroupHeartbeat the consumer sends, with the broker's answer, in ``beats``."""
+    client = consumer._network()
+    send = client.send
+
+    def logged(node_id: int, api_key: int, body: Any, *args: Any, **kwargs: Any) -> Future[Response]:
+        fut = send(node_id, api_key, body, *args, **kwargs)
+        if api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+            beat = Beat(body)
+            beats.append(beat)
+            fut.add_callback(beat.answer, any_thread=True)
+        return fut
+    setattr(client, "send", logged)
+
+
+def set_epoch_back(consumer: KafkaConsumer, beats: list[Beat]) -> tuple[int, int]:
+    """Between heartbeats (none in flight, the client lock held so no answer lands meanwhile),
+    sets the member's epoch back by one and makes the next heartbeat due at once; it carries
+    no owned partitions (so Kafka does not take it for a member that missed an answer).
+    Returns the stale epoch and the index in ``beats`` of the next heartbeat."""
+    membership = consumer._membership
+    assert isinstance(membership, ConsumerProtocolMembership)
+    lock = consumer._network().lock
+    while True:
+        lock.acquire()
+        try:
+            if not membership.timer.in_flight and not membership.fields.full \
+                    and not membership.fields.send_owned and membership.member_epoch > 0:
+                membership.member_epoch -= 1
+                membership.timer.next_due = 0.0
+                return membership.member_epoch, len(beats)
+        finally:
+            lock.release()
+        time.sleep(0.01)
+
+
+def test_stale_member_epoch_is_fenced_and_rejoins(kafka: KafkaCluster,
+                                                  make_kafka_topic: Callable[..., str]) -> None:
+    """A heartbeat with a stale member epoch (one less than the broker's, no owned
+    partitions) is answered FENCED_MEMBER_EPOCH (110). As Java: the member's partitions are
+    lost (on_partitions_lost with exactly them, no revoke), its next heartbeat rejoins with
+    epoch 0 and the same member id. Kafka had kept the member (a refused heartbeat changes
+    nothing): it answers with the member's epoch and partitions as they were, the other
+    member is not disturbed. With commits after each poll no record is lost (one is read
+    twice only if its poll's commit failed)."""
+    topic = make_kafka_topic(4, config=KEEP)
+    group = f"g-stale848-{topic}"
+    everything = tps(topic, 4)
+    first = sample_records(40, partitions=4)
+    expected = expected_records(topic, first, produce(kafka.bootstrap_servers, topic, first))
+    beats: list[Beat] = []
+    victim, lv = tracked(kafka.bootstrap_servers, group, [topic],
+                         setup=lambda c: log_heartbeats(c, beats))
+    other, lo = tracked(kafka.bootstrap_servers, group, [topic])
+
+    def all_read() -> bool:
+        return {(TopicPartition(r.topic, r.partition), r.offset)
+                for m in (victim, other) for r in list(m.full)} == set(expected)
+    wait_for(lambda: settled(kafka, group, [victim, other], everything)
+             and len(victim.assignment) == 2 and all_read())
+    held, victim_id = set(victim.assignment), victim.metadata.member_id
+    calls, other_calls = len(lv.calls), list(lo.calls)
+    stale, sent = set_epoch_back(victim.consumer, beats)
+    wait_for(lambda: "lost" in {kind for kind, _ in lv.calls[calls:]})
+    assert lv.calls[calls] == ("lost", held)
+    wait_for(lambda: settled(kafka, group, [victim, other], everything)
+             and len(victim.assignment) == 2)
+    assert "revoked" not in {kind for kind, _ in lv.calls[calls:]}
+    assert joined(lv.calls[calls + 1:]) == [("assigned", victim.assignment)]
+    assert victim.metadata.member_id == victim_id                 # KIP-1082: the client's id
+    fenced, rejoin = beats[sent], beats[sent + 1]
+    assert (fenced.member_id, fenced.epoch, fenced.error) == (victim_id, stale, 110), beats
+    assert (rejoin.member_id, rejoin.epoch, rejoin.error) == (victim_id, 0, 0), beats
+    # the refused heartbeat changed nothing at the broker: the member id rejoining at epoch
+    # 0 is given the broker's epoch and assignment back; the group did not rebalance
+    assert rejoin.answered_epoch == stale + 1
+    assert victim.assignment == held and victim.metadata.generation_id == stale + 1
+    assert lo.calls == other_calls and other.assignment == everything - held
+    more = sample_records(40, partitions=4, seed=1)
+    expected |= expected_records(topic, more, produce(kafka.bootstrap_servers, topic, more))
+    wait_for(all_read)
+    for m in (victim, other):
+        m.stop()
+        m.consumer.close()
+    twice = read_twice([victim, other], expected)
+    assert twice <= victim.uncommitted | other.uncommitted, sorted(twice)
