@@ -355,6 +355,7 @@ def test_exactly_once_when_a_member_leaves(kafka: KafkaCluster,
     first = sample_records(60, partitions=6)
     expected = expected_records(topic, first, produce(kafka.bootstrap_servers, topic, first))
     stays, ls = tracked(kafka.bootstrap_servers, group, [topic])
+    wait_for(lambda: settled(kafka, group, [stays], everything))
     leaves, ll = tracked(kafka.bootstrap_servers, group, [topic])
     wait_for(lambda: settled(kafka, group, [stays, leaves], everything)
              and len(leaves.assignment) == 3)
@@ -371,12 +372,13 @@ def test_exactly_once_when_a_member_leaves(kafka: KafkaCluster,
     wait_for(lambda: len(leaves.full) > read_before)           # mid-way through the feed
     leaves.stop()
     mark = len(stays.full)        # what it reads from here on includes the leaver's partitions
-    calls = len(ls.calls)
     leaves.consumer.close()
-    assert joined(ll.calls)[-1] == ("revoked", theirs)
-    assert "lost" not in {kind for kind, _ in ll.calls}
+    assert joined(ll.calls) == [("assigned", theirs), ("revoked", theirs)]
     wait_for(lambda: settled(kafka, group, [stays], everything))
-    assert ls.calls[calls:] == [("assigned", theirs)]
+    # it handed the newcomer's share over (as Java, a reconciliation that adds nothing still
+    # ends with on_partitions_assigned), then took the leaver's back, exactly those
+    assert joined(ls.calls) == [("assigned", everything), ("revoked", theirs), ("assigned", set()),
+                                ("assigned", theirs)]
     feeder.join(60)
     assert not feeder.is_alive()
     for part in written:
@@ -393,6 +395,9 @@ def test_exactly_once_when_a_member_leaves(kafka: KafkaCluster,
         assert after[0] == max(before) + 1, tp
     twice = read_twice([stays, leaves], expected)
     assert twice <= leaves.uncommitted | stays.uncommitted, sorted(twice)
+    print(f"leave: {len(expected)} records, {len(twice)} read twice, commit failures "
+          f"{len(stays.commit_failures)}/{len(leaves.commit_failures)}, bound "
+          f"{len(leaves.uncommitted | stays.uncommitted)}")
 
 
 class Beat:
@@ -426,7 +431,7 @@ def log_heartbeats(consumer: KafkaConsumer, beats: list[Beat]) -> None:
             beats.append(beat)
             fut.add_callback(beat.answer, any_thread=True)
         return fut
-    setattr(client, "send", logged)
+    setattr(client, "send", logged)  # noqa: B010 - mypy refuses assigning to a method
 
 
 def set_epoch_back(consumer: KafkaConsumer, beats: list[Beat]) -> tuple[int, int]:
@@ -479,8 +484,10 @@ def test_stale_member_epoch_is_fenced_and_rejoins(kafka: KafkaCluster,
     stale, sent = set_epoch_back(victim.consumer, beats)
     wait_for(lambda: "lost" in {kind for kind, _ in lv.calls[calls:]})
     assert lv.calls[calls] == ("lost", held)
-    wait_for(lambda: settled(kafka, group, [victim, other], everything)
-             and len(victim.assignment) == 2)
+    # the runner's view after a poll that ended after the rejoin (the one before the fence
+    # had the stale epoch)
+    wait_for(lambda: victim.metadata.generation_id == stale + 1
+             and settled(kafka, group, [victim, other], everything))
     assert "revoked" not in {kind for kind, _ in lv.calls[calls:]}
     assert joined(lv.calls[calls + 1:]) == [("assigned", victim.assignment)]
     assert victim.metadata.member_id == victim_id                 # KIP-1082: the client's id
@@ -490,7 +497,7 @@ def test_stale_member_epoch_is_fenced_and_rejoins(kafka: KafkaCluster,
     # the refused heartbeat changed nothing at the broker: the member id rejoining at epoch
     # 0 is given the broker's epoch and assignment back; the group did not rebalance
     assert rejoin.answered_epoch == stale + 1
-    assert victim.assignment == held and victim.metadata.generation_id == stale + 1
+    assert victim.assignment == held
     assert lo.calls == other_calls and other.assignment == everything - held
     more = sample_records(40, partitions=4, seed=1)
     expected |= expected_records(topic, more, produce(kafka.bootstrap_servers, topic, more))
@@ -500,3 +507,5 @@ def test_stale_member_epoch_is_fenced_and_rejoins(kafka: KafkaCluster,
         m.consumer.close()
     twice = read_twice([victim, other], expected)
     assert twice <= victim.uncommitted | other.uncommitted, sorted(twice)
+    print(f"fenced: {len(expected)} records, {len(twice)} read twice, commit failures "
+          f"{len(victim.commit_failures)}/{len(other.commit_failures)}")
