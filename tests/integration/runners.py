@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
 from pyconsumer.errors import CommitFailedError, RebalanceInProgressError
 
 
@@ -46,8 +46,13 @@ class Runner:
                         # the group is moving: an application goes on polling (and rejoins)
                         self.commit_failures.append(e)
                 self.assignment = self.consumer.assignment()
+                self.after_poll(got)
         except BaseException as e:  # reported by the test
             self.errors.append(e)
+
+    def after_poll(self, got: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        """A subclass's look at each poll's records, on the polling thread (which alone may
+        use the consumer)."""
 
     def stop(self) -> None:
         if self in _runners:

@@ -237,9 +237,12 @@ def _wait_for_lines(proc: subprocess.Popen[str], n: int, timeout: float) -> list
 
 
 def test_ctrl_c_exits_130_without_a_traceback(tansu: TansuBroker, records_topic: str) -> None:
+    # a terminal's process has SIGINT's default action; a test run started in the background
+    # without job control (`cmd &` in a script) ignores SIGINT, and children inherit that
     proc = subprocess.Popen([sys.executable, "-m", "pyconsumer", "consume", "-b", tansu.bootstrap,
                              "-t", records_topic, "--from-beginning"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert len(_wait_for_lines(proc, 5, 30)) == 5     # caught up; now waiting for more
         proc.send_signal(signal.SIGINT)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
-from pyconsumer.errors import CommitFailedError, RebalanceInProgressError
+from pyconsumer.errors import CommitFailedError
 from pyconsumer.structs import ConsumerGroupMetadata
 from pyconsumer.testing import KafkaCluster, TestRecord, produce, sample_records
 from tests.integration.runners import (  # noqa: F401 - the fixture applies to this module
@@ -48,22 +48,10 @@ class Member(Runner):
         self.metadata = ConsumerGroupMetadata("")
         super().__init__(consumer, commit)
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                got = self.consumer.poll(timeout_ms=100)
-                for tp, recs in got.items():
-                    self.records += [(tp, r.offset) for r in recs]
-                    self.full += recs
-                if got and self.commit:
-                    try:
-                        self.consumer.commit()
-                    except (CommitFailedError, RebalanceInProgressError) as e:
-                        self.commit_failures.append(e)
-                self.assignment = self.consumer.assignment()
-                self.metadata = self.consumer.group_metadata()
-        except BaseException as e:  # reported by the test
-            self.errors.append(e)
+    def after_poll(self, got: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        for recs in got.values():
+            self.full += recs
+        self.metadata = self.consumer.group_metadata()
 
 
 class CommitOnRevoke(Recorder):

@@ -8,7 +8,6 @@ key, value, timestamp (ms), timestampType and headers.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import time
@@ -20,11 +19,10 @@ import pytest
 
 from pyconsumer.testing import CODECS, KafkaCluster, TestRecord, produce, produce_transactions, sample_records
 
-from tests.spark.sparkdata import Row, expected_rows
+from tests.spark.sparkdata import Row, _ms, expected_rows
 
 pytestmark = pytest.mark.spark
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 #: test data carries 2023 timestamps: without this, time retention (7 days) would delete it
 #: at the broker's next retention check (every 5 minutes) if that came mid-test
 KEEP = {"retention.ms": "-1"}
@@ -38,12 +36,6 @@ def _read(spark: Any, bootstrap: str, **options: str) -> Any:
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load()
-
-
-def _ms(ts: dt.datetime) -> int:
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=dt.timezone.utc)
-    return (ts - _EPOCH) // dt.timedelta(milliseconds=1)
 
 
 def _table_rows(table: Any) -> list[Row]:
