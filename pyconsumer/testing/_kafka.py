@@ -113,6 +113,30 @@ class Kerberos:
                 f'storeKey=true keyTab="{self.keytab}" principal="{self.principal}";')
 
 
+_FOLDER_PREFIX = "pyconsumer-kafka-"
+
+
+def remove_stale_folders(parent: Path | None = None) -> list[Path]:
+    """Remove the folders of clusters whose process is gone without closing them (a test run
+    ended by SIGTERM or SIGKILL: its JVMs die with it, its folder would stay); the removed."""
+    removed = []
+    for folder in Path(parent or tempfile.gettempdir()).glob(_FOLDER_PREFIX + "*"):
+        try:
+            pid = int((folder / "owner.pid").read_text())
+        except (OSError, ValueError):
+            continue                      # not ours, or still being made: leave it
+        try:
+            os.kill(pid, 0)
+            continue                      # its process lives
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue                      # another user's live process
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 def kafka_jars(version: str = KAFKA_VERSION) -> Path:
     """The folder of Apache Kafka ``version``'s broker jars (fetched with Maven the first time)."""
     return fetch_jars(f"kafka-{version}", [f"org.apache.kafka:kafka_2.13:{version}",
@@ -381,7 +405,9 @@ class KafkaCluster:
             return self
         t0 = time.monotonic()
         self.libs = kafka_jars(self.version)
-        self.folder = Path(tempfile.mkdtemp(prefix="pyconsumer-kafka-"))
+        remove_stale_folders()
+        self.folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX))
+        (self.folder / "owner.pid").write_text(str(os.getpid()))
         with _live_lock:
             _live_clusters.add(self)
         try:

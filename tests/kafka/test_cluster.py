@@ -1,12 +1,16 @@
 """KafkaCluster itself: listeners, users, node control and cleanup, on real Apache Kafka."""
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.testing._kafka import remove_stale_folders
 from pyconsumer.testing import KAFKA_VERSION, SAMPLE_TIMESTAMP_BASE_MS, KafkaCluster, TestRecord, produce
 
 
@@ -60,3 +64,17 @@ def test_a_bad_setting_names_the_node_and_shows_the_log() -> None:
     text = str(info.value)
     assert "node 1" in text and "num.network.threads" in text
     assert cluster.folder is None                       # cleaned up after the failure
+
+
+def test_folders_of_dead_runs_are_removed(tmp_path: Path) -> None:
+    """A run killed before close() leaves its folder (its JVMs die with it): the next cluster
+    start removes folders whose owner process is gone, and only those."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale, live, foreign = (tmp_path / f"pyconsumer-kafka-{n}" for n in ("stale", "live", "foreign"))
+    for folder, pid in ((stale, str(dead.pid)), (live, str(os.getpid())), (foreign, None)):
+        (folder / "node1").mkdir(parents=True)
+        if pid is not None:
+            (folder / "owner.pid").write_text(pid)
+    assert remove_stale_folders(tmp_path) == [stale]
+    assert not stale.exists() and live.is_dir() and foreign.is_dir()
