@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import os
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,28 @@ def topic_name(prefix: str = "s") -> str:
     return f"{prefix}-{os.getpid()}-{next(_names)}-{uuid.uuid4().hex[:6]}"
 
 
+Writer = Callable[["Backend", str, Sequence[TestRecord], str], list[tuple[int, int]]]
+
+
+def _produce(backend: Backend, topic: str, records: Sequence[TestRecord], compression: str
+             ) -> list[tuple[int, int]]:
+    return produce(backend.bootstrap_servers, topic, records, compression=compression)
+
+
+def _append_to_fake(backend: Backend, topic: str, records: Sequence[TestRecord], compression: str
+                    ) -> list[tuple[int, int]]:
+    """The fake speaks no Produce: one batch per record keeps input order exact per partition."""
+    out: list[tuple[int, int]] = []
+    for r in records:
+        assert r.partition is not None, "the fake needs each record's partition"
+        row: tuple[Any, ...] = (r.key, r.value, list(r.headers or []))
+        if r.timestamp_ms is not None:
+            row += (r.timestamp_ms,)
+        [offset] = backend.handle.produce(TopicPartition(topic, r.partition), [row], codec=compression)
+        out.append((r.partition, offset))
+    return out
+
+
 @dataclass
 class Backend:
     """A broker a scenario runs on: its name, address, capabilities, and how to make a topic
@@ -52,6 +74,8 @@ class Backend:
     bootstrap_servers: str
     capabilities: frozenset[str]
     handle: Any = field(repr=False)
+    #: how records get in: confluent-kafka's Produce, or the fake's own append
+    writer: Writer = field(repr=False)
     #: settings a consumer on this backend needs (a group forming fast enough, ...)
     consumer_settings: dict[str, Any] = field(default_factory=dict)
 
@@ -66,18 +90,7 @@ class Backend:
     def produce(self, topic: str, records: Sequence[TestRecord], *, compression: str = "none"
                 ) -> list[tuple[int, int]]:
         """Write ``records`` (each with its partition); (partition, offset) per record, in order."""
-        if self.name != "fake":
-            return produce(self.bootstrap_servers, topic, records, compression=compression)
-        out: list[tuple[int, int]] = []
-        for r in records:     # one batch per record keeps input order exact per partition
-            assert r.partition is not None, "the fake needs each record's partition"
-            row: tuple[Any, ...] = (r.key, r.value, list(r.headers or []))
-            if r.timestamp_ms is not None:
-                row += (r.timestamp_ms,)
-            [offset] = self.handle.produce(TopicPartition(topic, r.partition), [row],
-                                           codec=compression)
-            out.append((r.partition, offset))
-        return out
+        return self.writer(self, topic, records, compression)
 
 
 KAFKA = "kafka"
@@ -95,13 +108,9 @@ CAPABILITIES: dict[str, frozenset[str]] = {
                      "groups_consumer", "fetch_sessions", "fetch_limits"}),
 }
 
-# how long a classic group takes to form differs: Tansu waits about half the session timeout
-_CONSUMER_SETTINGS: dict[str, dict[str, Any]] = {
-    KAFKA: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
-    TANSU: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
-    MOCK: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
-    FAKE: {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300},
-}
+# short group timers: a classic group forms in seconds on every backend (Tansu waits about
+# half the session timeout)
+_GROUP_SETTINGS: dict[str, Any] = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 300}
 
 
 def backends_for(required: Iterable[str]) -> list[str]:
@@ -113,7 +122,8 @@ def backends_for(required: Iterable[str]) -> list[str]:
 
 
 def make_backend(name: str, handle: Any) -> Backend:
-    return Backend(name, handle.bootstrap, CAPABILITIES[name], handle, dict(_CONSUMER_SETTINGS[name]))
+    writer = _append_to_fake if name == FAKE else _produce
+    return Backend(name, handle.bootstrap, CAPABILITIES[name], handle, writer, dict(_GROUP_SETTINGS))
 
 
 def start_or_skip(cluster: KafkaCluster) -> KafkaCluster:

@@ -19,7 +19,7 @@ import pytest
 
 from pyconsumer.testing import CODECS, KafkaCluster, TestRecord, produce, produce_transactions, sample_records
 
-from tests.spark.sparkdata import Row, _ms, expected_rows
+from tests.spark.sparkdata import Row, expected_rows, table_rows
 
 pytestmark = pytest.mark.spark
 
@@ -38,22 +38,9 @@ def _read(spark: Any, bootstrap: str, **options: str) -> Any:
     return reader.load()
 
 
-def _table_rows(table: Any) -> list[Row]:
-    """Rows of an Arrow table in its own order (not sorted)."""
-    headers = "headers" in table.column_names
-    out: list[Row] = []
-    for r in table.to_pylist():
-        hdrs = None
-        if headers and r["headers"] is not None:
-            hdrs = [(h["key"], h["value"]) for h in r["headers"]]
-        out.append((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
-                    _ms(r["timestamp"]), r["timestampType"], hdrs))
-    return out
-
-
 def rows(df: Any) -> list[Row]:
     """The DataFrame's rows in the order Spark returns them (tasks in topic-partition order)."""
-    return _table_rows(df.toArrow())
+    return table_rows(df.toArrow())
 
 
 def _sorted(rs: Sequence[Row]) -> list[Row]:

@@ -31,16 +31,21 @@ def _ms(ts: dt.datetime) -> int:
     return (ts - _EPOCH) // dt.timedelta(milliseconds=1)
 
 
-def _rows(table: Any) -> list[Row]:
+def table_rows(table: Any) -> list[Row]:
+    """Rows of an Arrow table in Spark's Kafka schema, in the table's own order."""
     headers = "headers" in table.column_names
-    out = []
+    out: list[Row] = []
     for r in table.to_pylist():
         hdrs = None
         if headers and r["headers"] is not None:
             hdrs = [(h["key"], h["value"]) for h in r["headers"]]
         out.append((r["topic"], r["partition"], r["offset"], r["key"], r["value"],
                     _ms(r["timestamp"]), r["timestampType"], hdrs))
-    return sorted(out, key=lambda r: (r[0], r[1], r[2]))
+    return out
+
+
+def _rows(table: Any) -> list[Row]:
+    return sorted(table_rows(table), key=lambda r: (r[0], r[1], r[2]))
 
 
 def df_rows(df: Any) -> list[Row]:
