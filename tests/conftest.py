@@ -43,6 +43,7 @@ import pytest
 
 from tests.backends import Backend, backends_for, make_backend, start_or_skip
 from pyconsumer.testing import ExternalKafka, KafkaCluster, NotOurCluster, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
+from pyconsumer.testing import BrokerStartError, spark_kafka_jars
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
 _MOCK_FIXTURES = {"mock_cluster"}
@@ -237,10 +238,30 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip("the Spark tier needs Java 17 on PATH")
     from pyconsumer.spark.session import local_session
 
+    conf = {"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2"}
+    global _SPARK_KAFKA_MISSING
+    try:
+        # Spark's own format("kafka") beside ours; spark.jars is read only when the JVM starts
+        conf["spark.jars"] = ",".join(spark_kafka_jars())
+    except BrokerStartError as exc:
+        if os.environ.get("CI"):
+            raise
+        _SPARK_KAFKA_MISSING = f"Spark's own Kafka source is not available: {exc}"
     session = local_session("local[2]", app_name="pyconsumer-tests", fast_jvm=True,
-                            local_dir=str(tmp_path_factory.mktemp("spark-local")),
-                            conf={"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2"})
+                            local_dir=str(tmp_path_factory.mktemp("spark-local")), conf=conf)
     try:
         yield session
     finally:
         session.stop()
+
+
+#: why format("kafka") is missing from the session (None: it is there)
+_SPARK_KAFKA_MISSING: str | None = None
+
+
+@pytest.fixture
+def spark_kafka(spark: Any) -> Any:
+    """The session, known to have Spark's own Kafka source (``format("kafka")``) as well."""
+    if _SPARK_KAFKA_MISSING is not None:
+        pytest.skip(_SPARK_KAFKA_MISSING)
+    return spark

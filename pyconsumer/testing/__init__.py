@@ -10,6 +10,8 @@
 - :class:`SaslProxy`: a FaultProxy that terminates SASL (PLAIN, SCRAM via scramp's server
   side, pluggable OAUTHBEARER/GSSAPI server sides, KIP-368 session lifetimes) in front of a
   broker that has none.
+- :func:`spark_kafka_jars`, :func:`spark_kafka_session`: Spark's own Kafka source (the JVM
+  connector) from Maven Central, for comparisons with ``format("pyconsumer")``.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
 - :class:`FakeCluster`: an in-process scripted Kafka cluster (in the spirit of franz-go's kfake)
   for testing code built on pyconsumer without a broker; :class:`RawClient`, :class:`Request`,
@@ -28,6 +30,7 @@ from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, TlsFiles, kafka_jars
 from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
+from ._spark_kafka import SPARK_KAFKA_FALLBACK, spark_kafka_jars, spark_kafka_session, spark_kafka_version
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._proxy import FaultInjector, FaultProxy, ProxyStats
 from ._sasl_proxy import SaslProxy, SaslStats
@@ -100,5 +103,9 @@ __all__ = [
     "produce",
     "produce_transactions",
     "sample_records",
+    "SPARK_KAFKA_FALLBACK",
+    "spark_kafka_jars",
+    "spark_kafka_session",
+    "spark_kafka_version",
     "wait_for_topic",
 ]

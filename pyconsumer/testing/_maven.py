@@ -70,11 +70,13 @@ def _pom(name: str, dependencies: Sequence[str]) -> str:
 
 
 def fetch_jars(name: str, dependencies: Sequence[str], *, user: str = "fetch_jars",
-               exclude_artifacts: Sequence[str] = (), timeout: float = 900.0) -> Path:
+               exclude_artifacts: Sequence[str] = (), include_artifacts: Sequence[str] = (),
+               timeout: float = 900.0) -> Path:
     """The folder holding ``dependencies`` (``group:artifact:version``) and their runtime
     dependencies as jars, fetched with Maven the first time under ``<cache>/<name>/libs``.
 
-    ``exclude_artifacts`` are artifact ids left out (what the caller's runtime already has).
+    ``exclude_artifacts`` are artifact ids left out (what the caller's runtime already has);
+    ``include_artifacts``, when given, are the only artifact ids kept.
     Raises MissingToolError without Maven, BrokerStartError naming the artifacts and showing
     Maven's output when the fetch fails.
     """
@@ -96,6 +98,8 @@ def fetch_jars(name: str, dependencies: Sequence[str], *, user: str = "fetch_jar
                    f"-DoutputDirectory={staging}"]
             if exclude_artifacts:
                 cmd.append(f"-DexcludeArtifactIds={','.join(exclude_artifacts)}")
+            if include_artifacts:
+                cmd.append(f"-DincludeArtifactIds={','.join(include_artifacts)}")
             try:
                 run = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=timeout)
             except subprocess.TimeoutExpired:
