@@ -12,6 +12,8 @@
   broker that has none.
 - :func:`spark_kafka_jars`, :func:`spark_kafka_session`: Spark's own Kafka source (the JVM
   connector) from Maven Central, for comparisons with ``format("pyconsumer")``.
+- :class:`SparkStandaloneCluster`: a Spark standalone master and workers (PySpark's own launch
+  classes), each its own JVM, for running the Spark source on a cluster.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
 - :class:`FakeCluster`: an in-process scripted Kafka cluster (in the spirit of franz-go's kfake)
   for testing code built on pyconsumer without a broker; :class:`RawClient`, :class:`Request`,
@@ -30,6 +32,7 @@ from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, TlsFiles, kafka_jars
 from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
+from ._spark_cluster import SparkClusterError, SparkStandaloneCluster
 from ._spark_kafka import SPARK_KAFKA_FALLBACK, spark_kafka_jars, spark_kafka_session, spark_kafka_version
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._proxy import FaultInjector, FaultProxy, ProxyStats
@@ -103,6 +106,8 @@ __all__ = [
     "produce",
     "produce_transactions",
     "sample_records",
+    "SparkClusterError",
+    "SparkStandaloneCluster",
     "SPARK_KAFKA_FALLBACK",
     "spark_kafka_jars",
     "spark_kafka_session",
