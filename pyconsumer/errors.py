@@ -104,6 +104,12 @@ class SaslAuthenticationError(AuthenticationError):
     broker's message), a bad server answer, an illegal SASL state. Never carries a secret."""
 
 
+class SslAuthenticationError(AuthenticationError):
+    """A TLS handshake failed (Java ``SslAuthenticationException``): the broker's certificate
+    was refused, the broker refused ours, or no protocol or cipher suite is common. Retrying
+    cannot help, so the call that needed the connection fails with it at once."""
+
+
 class KafkaTimeoutError(KafkaClientError):
     """An operation did not finish within its timeout (request.timeout.ms, a poll...)."""
 
@@ -665,6 +671,7 @@ __all__ = [
     "KafkaConnectionError",
     "AuthenticationError",
     "SaslAuthenticationError",
+    "SslAuthenticationError",
     "KafkaTimeoutError",
     "NoBrokersAvailable",
     "UnsupportedVersionError",

@@ -10,8 +10,9 @@ State machine (Java ``ConnectionState`` + ``ClusterConnectionStates``)::
 CONNECTING and NEGOTIATING, and, with ``SASL_PLAINTEXT``/``SASL_SSL``, the SASL exchange after
 ApiVersions: SaslHandshake (v1; v0 makes the tokens raw length-prefixed frames), then
 SaslAuthenticate rounds driven by a :class:`~pyconsumer.net.sasl.SaslMechanism`, then READY.
-A SASL failure closes the connection with a :class:`~pyconsumer.errors.SaslAuthenticationError`
-(not retriable: the requests waiting for the connection fail with it, and the next attempt
+A SASL failure closes the connection with a :class:`~pyconsumer.errors.SaslAuthenticationError`,
+a TLS handshake refused (a certificate, a protocol, an alert) with a
+:class:`~pyconsumer.errors.SslAuthenticationError` (both not retriable: the requests waiting for the connection fail with it, and the next attempt
 waits for the reconnect backoff). KIP-368: when the broker gives a session lifetime, a READY
 connection re-authenticates at 85-95 % of it: new requests are held, the ones in flight are
 answered, the exchange runs on the same connection, then the held requests go.
@@ -46,6 +47,7 @@ from typing import Any, NamedTuple
 
 from pyconsumer import protocol
 from pyconsumer.errors import (
+    AuthenticationError,
     ConfigurationError,
     ErrorCode,
     KafkaConnectionError,
@@ -53,6 +55,7 @@ from pyconsumer.errors import (
     KafkaProtocolError,
     KafkaTimeoutError,
     SaslAuthenticationError,
+    SslAuthenticationError,
     UnsupportedVersionError,
     error_for_code,
 )
@@ -483,7 +486,7 @@ class BrokerConnection:
             self._hs_wants_write = True
             return
         except ssl.SSLCertVerificationError as e:
-            self._fail(KafkaConnectionError(
+            self._fail(SslAuthenticationError(
                 f"TLS handshake with {self.describe} failed: the broker's certificate was "
                 f"refused ({e.verify_message}); check ssl.truststore.* and "
                 f"ssl.endpoint.identification.algorithm"), now)
@@ -503,7 +506,9 @@ class BrokerConnection:
                     f"{self._address_text()} answered in plaintext to a TLS handshake: is "
                     f"security.protocol=SSL right for this listener? ({e})"), now, refused=True)
                 return
-            self._fail(KafkaConnectionError(f"TLS handshake with {self.describe} failed: {e}"),
+            # an alert (bad certificate, no common protocol or cipher): Java makes every
+            # SSLException of the handshake an SslAuthenticationException, fatal at once
+            self._fail(SslAuthenticationError(f"TLS handshake with {self.describe} failed: {e}"),
                        now)
             return
         except OSError as e:
@@ -700,7 +705,7 @@ class BrokerConnection:
                 # TLS 1.3: the client's handshake ends before the broker checks the client's
                 # certificate, so a refusal is the first read's alert (Java: POST_HANDSHAKE,
                 # an SslAuthenticationException); say it is the handshake that failed
-                self._fail(KafkaConnectionError(
+                self._fail(SslAuthenticationError(
                     f"TLS handshake with {self.describe} failed: the broker refused the "
                     f"connection at the end of the handshake ({e.reason or e}): does the "
                     f"listener require a client certificate (ssl.client.auth=required)? give "
@@ -1092,7 +1097,7 @@ class BrokerConnection:
         # an authentication error is final for what waited on this connection (Java fails
         # those requests with the AuthenticationException): never a retriable wrapper
         self.fail_pending(error if isinstance(error, (KafkaConnectionError,
-                                                      SaslAuthenticationError)) else
+                                                      AuthenticationError)) else
                           KafkaConnectionError(f"{self.describe} disconnected: {error}"))
         if self.on_failure is not None:
             self.on_failure(self)

@@ -13,6 +13,7 @@ import pytest
 from pyconsumer import KafkaConsumer
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import (
+    SslAuthenticationError,
     KafkaConnectionError,
     NoBrokersAvailable,
 )
@@ -62,17 +63,22 @@ def test_tls_with_a_trusted_ca(host: str) -> None:
 
 
 def test_unknown_ca_is_refused_clearly() -> None:
+    """A refused certificate is an authentication failure (Java: SslAuthenticationException):
+    the call fails with it after the first handshake, not after retrying until its timeout."""
     with ScriptedPeer([good], tls=server_context()) as peer:
         client = NetworkClient(ConsumerConfig(
             bootstrap_servers=peer.bootstrap,
             **tls_settings(ssl_truststore_location=os.path.join(CERTS, "other-ca.pem"))))
         try:
-            with pytest.raises(NoBrokersAvailable) as info:
-                client.update_metadata(["secure"], timeout_ms=1500)
-            assert "the broker's certificate was refused" in str(info.value)
-            assert "certificate verify failed" in str(info.value) or "unable to get local issuer" in str(info.value)
+            with pytest.raises(SslAuthenticationError) as info:
+                client.update_metadata(["secure"], timeout_ms=60_000)
+            assert str(info.value) == (
+                f"TLS handshake with node -1 ({peer.bootstrap}) failed: the broker's certificate "
+                f"was refused (unable to get local issuer certificate); check ssl.truststore.* "
+                f"and ssl.endpoint.identification.algorithm")
             conn = client.connection(-1)
-            assert conn is not None and isinstance(conn.last_error, KafkaConnectionError)
+            assert conn is not None and conn.last_error is info.value
+            assert conn.failures == 1               # one handshake, no retries
         finally:
             client.close()
 
@@ -88,8 +94,8 @@ def test_host_name_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(connection_module.socket, "getaddrinfo", resolve)
     with ScriptedPeer([good], tls=server_context()) as peer:
         with KafkaConsumer(bootstrap_servers=f"kafka.example:{peer.port}", **tls_settings()) as c:
-            with pytest.raises(NoBrokersAvailable, match="Hostname mismatch|doesn't match"):
-                c.topics(timeout_ms=1500)
+            with pytest.raises(SslAuthenticationError, match="Hostname mismatch|doesn't match"):
+                c.topics(timeout_ms=60_000)
         # Java's ssl.endpoint.identification.algorithm="" turns the check off
         with KafkaConsumer(bootstrap_servers=f"kafka.example:{peer.port}",
                            **tls_settings(ssl_endpoint_identification_algorithm="")) as c:
