@@ -1,0 +1,316 @@
+"""The batch differential: Spark's own Kafka source (``format("kafka")``) and ours
+(``format("pyconsumer")``) read the same Apache Kafka topics with the same options and must give
+the same DataFrame: an equal schema (names, types, nullability) and the same rows, every column
+(topic, partition, offset, key, value, timestamp, timestampType, headers).
+
+The data is written once per module by confluent-kafka: every codec, headers (repeated keys,
+null values), null keys and values, explicit CreateTime timestamps (one partition zig-zags), a
+LogAppendTime topic, committed and aborted transactions (markers and aborted records take
+offsets), a compacted topic with gaps and a topic whose log start was moved by DeleteRecords.
+
+Spark does not define the order of its input partitions (its ranges come from a Set), so rows
+are compared sorted by (topic, partition, offset), after checking that within each side every
+partition's offsets ascend. Each case also checks its row count against what was produced, so
+two equally wrong sources cannot pass. Spark's connector is taken at
+``pyconsumer.testing.spark_kafka_version()`` (4.2.0 while PySpark is 4.3.0: Maven Central
+serves no 4.3.0 connector).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pyconsumer.testing import (
+    CODECS,
+    KafkaCluster,
+    TestRecord,
+    produce,
+    produce_transactions,
+    sample_records,
+)
+
+from tests.conftest import unique_topic_name
+from tests.kafka.test_spark_on_kafka import KEEP, oracle_rows
+from tests.spark.sparkdata import Row, table_rows
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+BASE = 1_700_000_000_000
+#: records per partition of the codecs topic
+N = 40
+
+
+@dataclass(frozen=True)
+class Data:
+    """The module's topics and what they hold."""
+
+    prefix: str
+    codecs: str            # len(CODECS) partitions, N records each, partition p in CODECS[p]
+    ts: list[list[int]]    # codecs topic: the timestamp of offset i of partition p is ts[p][i]
+    log_append: str        # 2 partitions x 25, LogAppendTime
+    txn: str               # 2 partitions, per partition: 0-9 committed, 10 marker,
+                           # 11-20 aborted, 21 marker, 22-31 committed, 32 marker
+    compact: str           # 1 partition, compacted: survivors at `survivors`
+    survivors: list[int]
+    deleted: str           # 2 partitions x 50, log start 25 (p0) and 10 (p1)
+
+    def first_at(self, p: int, t: int) -> int:
+        """Kafka's ListOffsets by timestamp on the codecs topic: the first offset in log
+        order whose timestamp is at or after ``t``; the log end when there is none."""
+        return next((i for i, ts in enumerate(self.ts[p]) if ts >= t), N)
+
+
+def _wait_compacted(bootstrap: str, topic: str, survivors: list[int]) -> None:
+    deadline = time.monotonic() + 90
+    while [r[2] for r in oracle_rows(bootstrap, topic, 1)] != survivors:
+        assert time.monotonic() < deadline, f"the cleaner did not compact {topic}"
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def data(kafka: KafkaCluster) -> Data:
+    bootstrap = kafka.bootstrap_servers
+    prefix = unique_topic_name("diff")
+
+    # compaction first: the cleaner works while the other topics are written
+    compact = kafka.create_topic(f"{prefix}-compact", 1, config={
+        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+        "min.compaction.lag.ms": "0"})
+    recs = [TestRecord(f"u{i}".encode() if i % 4 == 0 else f"dup{i % 3}".encode(),
+                       f"v{i}".encode(), [("i", str(i).encode())], 0, BASE + i)
+            for i in range(40)]
+    recs.append(TestRecord(b"u8", None, None, 0, BASE + 40))         # a tombstone for u8
+    # Kafka rolls a segment by record time: this one closes the segment the rest is in
+    recs.append(TestRecord(b"roll", b"r", None, 0, BASE + 60_000))
+    delivered = produce(bootstrap, compact, recs[:-1], linger_ms=20)
+    delivered += produce(bootstrap, compact, recs[-1:])
+    last = {rec.key: off for rec, (_, off) in zip(recs, delivered)}
+    survivors = sorted(last.values())
+
+    codecs = kafka.create_topic(f"{prefix}-codecs", len(CODECS), config=KEEP)
+    ts = [[BASE + i * 10 + p * 3 + (55 if p == 1 and i % 2 else 0) for i in range(N)]
+          for p in range(len(CODECS))]
+    for p, codec in enumerate(CODECS):
+        part = [dataclasses.replace(r, timestamp_ms=ts[p][i])
+                for i, r in enumerate(sample_records(N, partitions=[p], seed=p))]
+        # batches of 8: ranges start and end inside compressed batches
+        produce(bootstrap, codecs, part, compression=codec, linger_ms=50, batch_num_messages=8)
+
+    log_append = kafka.create_topic(f"{prefix}-logappend", 2,
+                                    config={"message.timestamp.type": "LogAppendTime", **KEEP})
+    produce(bootstrap, log_append, sample_records(50, partitions=2, seed=9), compression="lz4")
+
+    txn = kafka.create_topic(f"{prefix}-txn", 2, config=KEEP)
+    batches = [sample_records(20, partitions=2, seed=s) for s in (1, 2, 3)]
+    done = produce_transactions(bootstrap, txn, [(batches[0], True), (batches[1], False),
+                                                 (batches[2], True)], compression="gzip")
+    for p in (0, 1):
+        assert [sorted(o for q, o in d if q == p) for d in done] == [
+            list(range(0, 10)), list(range(11, 21)), list(range(22, 32))]
+
+    deleted = kafka.create_topic(f"{prefix}-deleted", 2, config=KEEP)
+    produce(bootstrap, deleted, sample_records(100, partitions=2, seed=4), compression="snappy",
+            linger_ms=50, batch_num_messages=10)
+    kafka.delete_records([(deleted, 0, 25), (deleted, 1, 10)])
+
+    _wait_compacted(bootstrap, compact, survivors)
+    return Data(prefix, codecs, ts, log_append, txn, compact, survivors, deleted)
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def _load(spark: Any, fmt: str, bootstrap: str, options: dict[str, str]) -> Any:
+    reader = spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def _ascending(rows: Sequence[Row], who: str) -> None:
+    """Within the DataFrame's own order, each topic-partition's offsets ascend."""
+    last: dict[tuple[str, int], int] = {}
+    for r in rows:
+        tp = (r[0], r[1])
+        assert r[2] > last.get(tp, -1), f"{who}: {tp} offset {r[2]} after {last[tp]}"
+        last[tp] = r[2]
+
+
+def _sorted(rows: Sequence[Row]) -> list[Row]:
+    return sorted(rows, key=lambda r: (r[0], r[1], r[2]))
+
+
+def same_rows(spark: Any, bootstrap: str, options: dict[str, str]) -> tuple[list[Row], Any, Any]:
+    """Both sources read with ``options``: equal schemas and rows. (The rows, sorted; Spark's
+    DataFrame; ours.)"""
+    theirs = _load(spark, "kafka", bootstrap, options)
+    ours = _load(spark, "pyconsumer", bootstrap, options)
+    assert ours.schema == theirs.schema
+    their_rows = table_rows(theirs.toArrow())
+    our_rows = table_rows(ours.toArrow())
+    _ascending(their_rows, "format(kafka)")
+    _ascending(our_rows, "format(pyconsumer)")
+    assert _sorted(our_rows) == _sorted(their_rows)
+    return _sorted(our_rows), theirs, ours
+
+
+def _per_partition(topic: str, values: dict[int, int]) -> str:
+    return json.dumps({topic: {str(p): v for p, v in values.items()}})
+
+
+Case = Callable[[Data], tuple[dict[str, str], int]]
+
+
+def _codecs_total() -> int:
+    return N * len(CODECS)
+
+
+def _between(d: Data, start: dict[int, int], end: dict[int, int]) -> int:
+    return sum(max(0, end[p] - start[p]) for p in start)
+
+
+# ------------------------------------------------------------------------------- the matrix
+
+#: each case: the options (besides kafka.bootstrap.servers) and how many rows they must give
+CASES = [
+    pytest.param(lambda d: ({"subscribe": d.codecs, "includeHeaders": "true"}, _codecs_total()),
+                 id="subscribe-one-topic-with-headers"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "includeHeaders": "false"}, _codecs_total()),
+                 id="subscribe-one-topic-without-headers"),
+    pytest.param(lambda d: ({"subscribe": f"{d.codecs},{d.log_append},{d.deleted}",
+                             "includeHeaders": "true"}, _codecs_total() + 50 + 65),
+                 id="subscribe-several-topics"),
+    pytest.param(lambda d: ({"subscribePattern": f"{d.prefix}-.*", "includeHeaders": "true"},
+                            _codecs_total() + 50 + 60 + len(d.survivors) + 65),
+                 id="subscribePattern-every-topic"),
+    pytest.param(lambda d: ({"assign": json.dumps({d.codecs: [0, 2, 4], d.deleted: [1]}),
+                             "includeHeaders": "true"}, 3 * N + 40),
+                 id="assign"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "startingOffsets": "earliest",
+                             "endingOffsets": "latest"}, _codecs_total()),
+                 id="earliest-to-latest"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "includeHeaders": "true",
+                             "startingOffsets": _per_partition(
+                                 d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
+                             "endingOffsets": _per_partition(
+                                 d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})},
+                            25 + N + 1 + 1 + 0),
+                 id="offsets-json-with-minus-2-and-minus-1"),
+    pytest.param(lambda d: ({"subscribe": d.codecs,
+                             "startingOffsets": _per_partition(
+                                 d.codecs, {0: 13, 1: 8, 2: -2, 3: 39, 4: 40})},
+                            27 + 32 + N + 1 + 0),
+                 id="starting-json-to-latest"),
+    pytest.param(lambda d: ({"subscribe": d.codecs,
+                             "endingOffsets": _per_partition(
+                                 d.codecs, {0: 3, 1: 0, 2: -1, 3: 39, 4: 8})},
+                            3 + 0 + N + 39 + 8),
+                 id="earliest-to-ending-json"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "startingTimestamp": str(BASE + 155)},
+                            _between(d, {p: d.first_at(p, BASE + 155) for p in range(5)},
+                                     {p: N for p in range(5)})),
+                 id="startingTimestamp-between"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "startingTimestamp": str(BASE - 1000)},
+                            _codecs_total()),
+                 id="startingTimestamp-before-all"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "startingTimestamp": str(BASE + 10_000),
+                             "startingOffsetsByTimestampStrategy": "latest"}, 0),
+                 id="startingTimestamp-after-all-strategy-latest"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "endingTimestamp": str(BASE + 201)},
+                            sum(d.first_at(p, BASE + 201) for p in range(5))),
+                 id="endingTimestamp-between"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "endingTimestamp": str(BASE - 1000)}, 0),
+                 id="endingTimestamp-before-all"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "endingTimestamp": str(BASE + 10_000)},
+                            _codecs_total()),
+                 id="endingTimestamp-after-all-is-latest"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "includeHeaders": "true",
+                             "startingTimestamp": str(BASE + 95),
+                             "endingTimestamp": str(BASE + 301)},
+                            _between(d, {p: d.first_at(p, BASE + 95) for p in range(5)},
+                                     {p: d.first_at(p, BASE + 301) for p in range(5)})),
+                 id="starting-and-endingTimestamp"),
+    pytest.param(lambda d: ({"subscribe": d.codecs,
+                             "startingOffsetsByTimestamp": _per_partition(d.codecs, {
+                                 0: BASE - 5, 1: BASE + 100, 2: BASE + 392, 3: BASE + 10_000,
+                                 4: BASE + 250}),
+                             "startingOffsetsByTimestampStrategy": "latest"},
+                            _between(d, {0: 0, 1: d.first_at(1, BASE + 100),
+                                         2: d.first_at(2, BASE + 392), 3: N,
+                                         4: d.first_at(4, BASE + 250)},
+                                     {p: N for p in range(5)})),
+                 id="startingOffsetsByTimestamp-strategy-latest"),
+    pytest.param(lambda d: ({"subscribe": d.codecs,
+                             "endingOffsetsByTimestamp": _per_partition(d.codecs, {
+                                 0: BASE - 5, 1: BASE + 100, 2: BASE + 392, 3: BASE + 10_000,
+                                 4: BASE + 250})},
+                            0 + d.first_at(1, BASE + 100) + d.first_at(2, BASE + 392) + N
+                            + d.first_at(4, BASE + 250)),
+                 id="endingOffsetsByTimestamp"),
+    pytest.param(lambda d: ({"subscribe": d.log_append, "includeHeaders": "true"}, 50),
+                 id="log-append-time"),
+    pytest.param(lambda d: ({"subscribe": d.txn, "includeHeaders": "true",
+                             "kafka.isolation.level": "read_committed"}, 40),
+                 id="read_committed"),
+    pytest.param(lambda d: ({"subscribe": d.txn, "includeHeaders": "true",
+                             "kafka.isolation.level": "read_uncommitted"}, 60),
+                 id="read_uncommitted"),
+    pytest.param(lambda d: ({"subscribe": d.txn, "kafka.isolation.level": "read_committed",
+                             "startingOffsets": _per_partition(d.txn, {0: 10, 1: 5}),
+                             "endingOffsets": _per_partition(d.txn, {0: 24, 1: 15})}, 2 + 5),
+                 id="read_committed-ranges-from-marker-and-into-aborted"),
+    pytest.param(lambda d: ({"subscribe": d.txn, "kafka.isolation.level": "read_uncommitted",
+                             "startingOffsets": _per_partition(d.txn, {0: 10, 1: 5}),
+                             "endingOffsets": _per_partition(d.txn, {0: 24, 1: 15})},
+                            12 + 9),
+                 id="read_uncommitted-ranges-from-marker-and-into-aborted"),
+    pytest.param(lambda d: ({"subscribe": d.compact, "includeHeaders": "true"},
+                            len(d.survivors)),
+                 id="compacted"),
+    pytest.param(lambda d: ({"subscribe": d.compact, "includeHeaders": "true",
+                             "startingOffsets": _per_partition(d.compact, {0: 1}),
+                             "endingOffsets": _per_partition(d.compact, {0: 35})},
+                            len([o for o in d.survivors if 1 <= o < 35])),
+                 id="compacted-range-between-gaps"),
+    pytest.param(lambda d: ({"subscribe": d.deleted}, 65), id="deleted-records-earliest"),
+    pytest.param(lambda d: ({"subscribe": d.deleted, "failOnDataLoss": "false",
+                             "startingOffsets": _per_partition(d.deleted, {0: 5, 1: 2})}, 65),
+                 id="deleted-records-failOnDataLoss-false"),
+    pytest.param(lambda d: ({"subscribe": d.deleted, "failOnDataLoss": "false",
+                             "startingOffsets": _per_partition(d.deleted, {0: 5, 1: 2}),
+                             "endingOffsets": _per_partition(d.deleted, {0: 20, 1: 30})},
+                            0 + 20),
+                 id="deleted-records-failOnDataLoss-false-range-wholly-deleted"),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_same_rows(spark_kafka: Any, kafka: KafkaCluster, data: Data, case: Case) -> None:
+    """format("kafka") and format("pyconsumer") give equal schemas and equal rows."""
+    options, count = case(data)
+    rows, _, _ = same_rows(spark_kafka, kafka.bootstrap_servers, options)
+    assert len(rows) == count
+
+
+SPLIT_CASES = [
+    pytest.param(lambda d: {"subscribe": d.codecs, "minPartitions": "12"}, 10, 10,
+                 id="minPartitions-12-over-5-partitions"),
+]
+
+
+@pytest.mark.parametrize(("case", "their_tasks", "our_tasks"), SPLIT_CASES)
+def test_same_rows_when_ranges_are_split(spark_kafka: Any, kafka: KafkaCluster, data: Data,
+                                         case: Callable[[Data], dict[str, str]],
+                                         their_tasks: int, our_tasks: int) -> None:
+    """minPartitions / maxRecordsPerPartition split ranges into more tasks: the rows stay
+    equal, and the number of input partitions is compared."""
+    options = case(data)
+    _, theirs, ours = same_rows(spark_kafka, kafka.bootstrap_servers, options)
+    assert (theirs.rdd.getNumPartitions(), ours.rdd.getNumPartitions()) == (their_tasks,
+                                                                            our_tasks)
