@@ -81,6 +81,7 @@ class MemberState(enum.Enum):
     STABLE = "stable"              # a member with an epoch (reconciliations happen here)
     FENCED = "fenced"              # the broker dropped the member: release, then rejoin
     STALE = "stale"                # left after max.poll.interval.ms: release, then rejoin
+    LEAVING = "leaving"            # the leave heartbeat is on its way: no more heartbeats
     FATAL = "fatal"
 
 
@@ -441,6 +442,11 @@ class ConsumerProtocolMembership(MembershipBase):
         log.info("group %s: member %s leaves: %s", self.coordinator.group_id, self.member_id,
                  reason)
         if self.state in (MemberState.JOINING, MemberState.STABLE):
+            # Java's LEAVING: the heartbeat thread sends no more, and the answer to one it
+            # sent before (UNKNOWN_MEMBER_ID once the leave is through) is for a membership
+            # that ended, not a fencing to warn about
+            self.state = MemberState.LEAVING
+            self._incarnation += 1
             self._send_leave(deadline)
         self._start_over(MemberState.UNSUBSCRIBED)
         self._owned_ids = {}

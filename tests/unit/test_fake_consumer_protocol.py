@@ -5,6 +5,7 @@ mock cannot produce (UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR), member epoch
 subscription changes. The fake's coordinator is tests/fake_consumer_group.py."""
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -287,6 +288,42 @@ def test_a_member_fenced_while_joining_backs_off(
         joins = [r.at for r in cluster.requests_of(HB) if r.body["member_epoch"] == 0]
         assert len(joins) == 4
         assert all(b - a >= 0.15 for a, b in zip(joins, joins[1:])), joins
+
+
+def test_a_heartbeat_answered_after_the_leave_is_not_a_fencing(
+        make_cluster: Callable[..., FakeCluster], caplog: pytest.LogCaptureFixture) -> None:
+    """A regular heartbeat in flight when the member leaves is answered UNKNOWN_MEMBER_ID
+    after the leave: that answer belongs to the membership that ended (no WARNING "fenced",
+    no rejoin); the member ends UNSUBSCRIBED."""
+    cluster = make_cluster(1, topics={"t": 1})
+    cluster.consumer_group("g").heartbeat_interval_ms = 100
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g", **SETTINGS) as c:
+        poll_until([c], lambda: len(c.assignment()) == 1)
+        member_id = c.group_metadata().member_id
+        late = threading.Event()
+
+        def answer_late(req: Request) -> dict[str, Any] | None:
+            if req.body["member_epoch"] <= 0 or late.is_set():
+                return None                          # the leave (-1) and later: the default
+            late.set()
+            time.sleep(0.5)                          # the leave is sent meanwhile
+            return {"throttle_time_ms": 0, "error_code": int(ErrorCode.UNKNOWN_MEMBER_ID),
+                    "error_message": "member left", "member_id": None, "member_epoch": -1,
+                    "heartbeat_interval_ms": 0, "assignment": None}
+
+        cluster.control(HB, answer_late)
+        assert late.wait(5.0)                        # a regular heartbeat is in flight
+        with caplog.at_level("INFO", logger="pyconsumer"):
+            c.unsubscribe()          # waits for the leave's answer, which follows the late one
+        membership = c._membership
+        assert isinstance(membership, ConsumerProtocolMembership)
+        assert membership.state.value == "unsubscribed"
+        assert [r.levelname for r in caplog.records if r.levelno >= 30] == []
+        assert not [r for r in caplog.records if "fenced" in r.getMessage()]
+        leaves = [r for r in heartbeats(cluster, member_id) if r.body["member_epoch"] == -1]
+        assert len(leaves) == 1
+        assert not [r for r in cluster.requests_of(HB) if r.body["member_epoch"] == 0
+                    and r.at > leaves[0].at]      # no rejoin
 
 
 def test_an_assignment_naming_a_topic_no_longer_subscribed(
