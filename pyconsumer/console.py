@@ -16,6 +16,7 @@ The helpers at the end (:func:`format_table`, :class:`StatusLine`) are shared wi
 from __future__ import annotations
 
 import base64
+import difflib
 import json
 import os
 import re
@@ -120,11 +121,29 @@ def _consumer_settings(opts: ConsumeOptions) -> dict[str, Any]:
         "bootstrap.servers": opts.bootstrap_server,
         "client.id": "pyconsumer-console",
         "auto.offset.reset": "earliest" if opts.from_beginning else "latest",
+        # a misspelt --topic must be an error, not a new empty topic to wait on
+        "allow.auto.create.topics": False,
     }
     if opts.group:
         settings["group.id"] = opts.group
     settings.update(opts.settings)          # -X wins
     return settings
+
+
+def missing_topic_message(topic: str, known: Sequence[str]) -> str:
+    """``topic 'x' does not exist`` with the cluster's topics closest to it, if any."""
+    close = difflib.get_close_matches(topic, [t for t in known if not t.startswith("__")],
+                                      n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(repr(t) for t in close)}?)" if close else ""
+    return f"topic {topic!r} does not exist{hint}"
+
+
+def _check_topics(consumer: Any, topics: Sequence[str]) -> None:
+    """LookupError naming the first of ``topics`` the cluster does not have."""
+    known = consumer.topics()
+    for topic in topics:
+        if topic not in known:
+            raise LookupError(missing_topic_message(topic, sorted(known)))
 
 
 def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
@@ -138,6 +157,7 @@ def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
             raise LookupError(f"no topic matches --pattern {opts.pattern!r}")
     else:
         topics = opts.topics
+        _check_topics(consumer, topics)
     tps: list[TopicPartition] = []
     for topic in topics:
         parts = consumer.partitions_for_topic(topic)
@@ -190,6 +210,7 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
             if opts.pattern is not None:
                 consumer.subscribe(pattern=opts.pattern)
             else:
+                _check_topics(consumer, opts.topics)
                 consumer.subscribe(opts.topics)
         else:
             _assign(consumer, opts)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pyconsumer import KafkaConsumer
 from pyconsumer.cli import main, version
 from pyconsumer.console import encode_bytes
 from pyconsumer.testing import TansuBroker, TestRecord, produce
@@ -149,6 +150,25 @@ def test_consume_with_a_group_continues_where_it_committed(
             assert r == expected_line(records_topic, r["partition"], r["offset"])
             seen.append((r["partition"], r["offset"]))
     assert len(set(seen)) == 4        # the second run did not repeat the first run's records
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["assign", "group"])
+def test_a_misspelt_topic_is_named_with_close_matches(
+        capsys: pytest.CaptureFixture[str], tansu: TansuBroker,
+        make_tansu_topic: Callable[..., str], group: bool) -> None:
+    """Not created (no auto-create from the CLI), not waited on: exit 1 and one line naming
+    the topic and the cluster's topics closest to it."""
+    name, typo = (("lighthouse-keeper", "lighthouse-keper") if group else
+                  ("zebra-crossing", "zebra-crosing"))      # the two runs share the broker
+    real = make_tansu_topic(1, name=f"{name}-{os.getpid()}")
+    typo = f"{typo}-{os.getpid()}"
+    extra = ["--group", f"g-{typo}", *FAST_GROUP] if group else []
+    code, lines, err = consume(capsys, "-b", tansu.bootstrap, "-t", typo, *extra,
+                               "--timeout-ms", "60000")
+    assert (code, lines) == (1, [])
+    assert err == f"pyconsumer consume: topic {typo!r} does not exist (did you mean {real!r}?)\n"
+    with KafkaConsumer(bootstrap_servers=tansu.bootstrap) as c:
+        assert typo not in c.topics()
 
 
 def test_consume_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
