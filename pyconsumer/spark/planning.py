@@ -118,7 +118,9 @@ def _prorate(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, i
         if size is None:
             out[tp] = e
             continue
-        share = budget * size / total / cost(tp)
+        # Spark's order of operations, limit * (size / total): 50 * (58 / 100) is
+        # 28.999999999999996 there, so 28 offsets, where 50 * 58 / 100 would give 29
+        share = budget * (size / total) / cost(tp)
         take = math.ceil(share) if share < 1 else math.floor(share)
         out[tp] = min(e, start[tp] + take)
     return out
