@@ -84,6 +84,12 @@ class ConsumeOptions:
     settings: dict[str, str] = field(default_factory=dict)   # -X key=value
 
 
+#: session.timeout.ms of ``consume --group`` unless -X sets it (Kafka's minimum is 6000)
+CLI_SESSION_TIMEOUT_MS = 10_000
+#: an unassigned --group member says what it waits for after this long
+JOIN_NOTICE_S = 2.0
+
+
 class UsageError(ValueError):
     """Options that do not go together (exit 2, message to stderr)."""
 
@@ -126,6 +132,10 @@ def _consumer_settings(opts: ConsumeOptions) -> dict[str, Any]:
     }
     if opts.group:
         settings["group.id"] = opts.group
+        # shorter than the library's 45 s: a broker may hold the first join for part of the
+        # session timeout (Tansu about half of it), which a person at a terminal waits through
+        settings["session.timeout.ms"] = CLI_SESSION_TIMEOUT_MS
+        settings["heartbeat.interval.ms"] = CLI_SESSION_TIMEOUT_MS // 4
     settings.update(opts.settings)          # -X wins
     return settings
 
@@ -215,6 +225,7 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
         else:
             _assign(consumer, opts)
         last_record = time.monotonic()
+        join = _JoinReport(opts.group, last_record) if opts.group else None
         while opts.max_messages is None or count < opts.max_messages:
             wait = 1000.0
             if opts.timeout_ms is not None:
@@ -224,6 +235,8 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
                 wait = min(wait, left)
             limit = None if opts.max_messages is None else opts.max_messages - count
             polled = consumer.poll(timeout_ms=int(wait), max_records=limit)
+            if join is not None and not join.joined:
+                join.update(consumer, err)
             if not polled:
                 if _reader_gone(out):      # `| head` exited while no record came
                     raise BrokenPipeError
@@ -258,6 +271,30 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
         except (BrokenPipeError, ValueError):
             pass
     return status
+
+
+@dataclass
+class _JoinReport:
+    """What an unassigned ``--group`` member has told the user so far."""
+
+    group: str
+    started: float
+    noticed: bool = False
+    joined: bool = False
+
+    def update(self, consumer: Any, err: IO[str]) -> None:
+        """Say once what the member waits for, and once that it joined."""
+        assignment = consumer.assignment()
+        if assignment:
+            self.joined = True
+            topics = sorted({tp.topic for tp in assignment})
+            print(f"pyconsumer consume: joined group {self.group!r}: {len(assignment)} "
+                  f"partition{'s' if len(assignment) != 1 else ''} of {', '.join(topics)}",
+                  file=err)
+        elif not self.noticed and time.monotonic() - self.started >= JOIN_NOTICE_S:
+            self.noticed = True
+            print(f"pyconsumer consume: waiting to join group {self.group!r} (the group "
+                  f"coordinator forms the group first; Ctrl-C or --timeout-ms stop)", file=err)
 
 
 def _reader_gone(out: IO[str]) -> bool:

@@ -364,7 +364,12 @@ class GroupMembership(MembershipBase):
                                                     remaining_ms(deadline)))
                 continue
             except BaseException:
-                self._join_fut = self._sync_fut = None
+                # an interrupt (Ctrl-C, wakeup()) while waiting leaves the request in flight:
+                # keep it, so the next call resumes the round and close() knows it is pending
+                if self._join_fut is not None and self._join_fut.done:
+                    self._join_fut = None
+                if self._sync_fut is not None and self._sync_fut.done:
+                    self._sync_fut = None
                 raise
             self._on_join_complete(assignment)
             return self.state is MemberState.STABLE
@@ -564,7 +569,11 @@ class GroupMembership(MembershipBase):
                                                            "group_instance_id": None,
                                                            "reason": reason}]})
             fut.add_callback(lambda f: None, any_thread=True)
-            if deadline is not None:
+            # a JoinGroup/SyncGroup in flight is answered first (a broker serves a connection
+            # one request at a time), which may take the whole rebalance: a member that was
+            # never assigned has nothing to hand over, so it does not wait that long
+            joining = any(f is not None and not f.done for f in (self._join_fut, self._sync_fut))
+            if deadline is not None and not joining:
                 self.client.poll(timeout_ms=remaining_ms(deadline), future=fut, wakeup=False)
         self.reset_generation(reason)
 

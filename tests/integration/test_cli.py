@@ -275,6 +275,67 @@ def test_ctrl_c_exits_130_without_a_traceback(tansu: TansuBroker, records_topic:
     assert err.strip() == "processed 5 messages"
 
 
+def _consume_process(tansu: TansuBroker, topic: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "pyconsumer", "consume", "-b", tansu.bootstrap,
+                             "-t", topic, *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _join_lines(group: str) -> tuple[str, str]:
+    return (f"pyconsumer consume: waiting to join group {group!r} (the group coordinator forms "
+            f"the group first; Ctrl-C or --timeout-ms stop)",
+            f"pyconsumer consume: joined group {group!r}: 2 partitions of ")
+
+
+def test_consume_group_says_what_it_waits_for_and_joins_in_seconds(
+        tansu: TansuBroker, records_topic: str) -> None:
+    """The CLI's defaults (session.timeout.ms=10000) on the bundled broker: Tansu forms the
+    group after about half the session timeout, so the first record comes within seconds (it
+    took ~23 s with the library's 45 s), and the wait is announced."""
+    group = f"join-{records_topic}"
+    start = time.monotonic()
+    proc = _consume_process(tansu, records_topic, "--group", group, "--from-beginning",
+                            "--max-messages", "5")
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 0, err
+    assert len(out.splitlines()) == 5
+    waiting, joined = _join_lines(group)
+    assert err.splitlines() == [waiting, joined + records_topic, "processed 5 messages"]
+    assert took < 15, took                       # generous: about 5 s of join
+
+
+@pytest.mark.parametrize("stop", ["timeout", "ctrl-c"])
+def test_timeout_and_ctrl_c_end_a_join(tansu: TansuBroker, records_topic: str, stop: str) -> None:
+    """A join in progress does not hold the user: --timeout-ms ends it, and so does the first
+    Ctrl-C; closing does not wait for the broker to finish forming the group."""
+    group = f"stop-{stop}-{records_topic}"
+    args = ["--group", group, "-X", "session.timeout.ms=60000"]     # a 30 s join on Tansu
+    if stop == "timeout":
+        args += ["--timeout-ms", "3000"]
+    start = time.monotonic()
+    proc = _consume_process(tansu, records_topic, *args)
+    assert proc.stderr is not None
+    try:
+        if stop == "ctrl-c":
+            assert proc.stderr.readline().rstrip("\n") == _join_lines(group)[0]
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    took = time.monotonic() - start
+    assert out == ""
+    if stop == "timeout":
+        assert proc.returncode == 0
+        assert err.splitlines() == [_join_lines(group)[0], "processed 0 messages"]
+    else:
+        assert proc.returncode == 130
+        assert err.splitlines() == ["processed 0 messages"]
+    assert took < 12, took                       # the join alone would take ~30 s
+
+
 def test_closed_pipe_ends_quietly(tansu: TansuBroker, records_topic: str) -> None:
     # `| head -1`: consume notices the reader is gone even while no record arrives
     proc = subprocess.run(
