@@ -14,6 +14,7 @@ A missing optional dependency is reported in one sentence naming the extra that 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
@@ -78,7 +79,9 @@ def _require_java(command: str) -> None:
 
 
 def _err(message: str) -> None:
-    print(f"{PROG}: {message}", file=sys.stderr)
+    """``message`` is ``<command>: <text>``: every error line reads ``pyconsumer <command>: ...``
+    (as consume's own messages and argparse's do)."""
+    print(f"{PROG} {message}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- consume
@@ -508,7 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "trigger until Ctrl-C (exit 130). Progress goes to stderr, the summary "
                     "(counted by Spark over the files this run wrote) to stdout. Needs the "
                     "spark extra and Java 17.")
-    ingest.add_argument("-b", "--bootstrap-server", required=True, metavar="HOST:PORT")
+    ingest.add_argument("-b", "--bootstrap-server", required=True, metavar="HOST:PORT",
+                        help="broker(s) to start from, comma-separated")
     ingest.add_argument("-t", "--topic", action="append", default=[], metavar="TOPIC",
                         help="topic to read (repeat it, or a comma-separated list)")
     ingest.add_argument("--pattern", metavar="REGEX",
@@ -541,9 +545,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
+    raise KeyError(command)
+
+
+def _unknown_arguments(sub: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """argparse's complaint about ``extras``, with the closest option of the command."""
+    options = sorted(o for a in sub._actions for o in a.option_strings if o.startswith("--"))
+    first = extras[0]
+    if first.startswith("-"):
+        close = difflib.get_close_matches(first.split("=", 1)[0], options, n=1, cutoff=0.6)
+        if close:
+            return f"unrecognized argument {first} (did you mean {close[0]}?)"
+    return f"unrecognized arguments: {' '.join(extras)}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:                                   # a bare `pyconsumer`: what can it do?
+        parser.print_help()
+        return 0
+    args, extras = parser.parse_known_args(argv)
+    if extras:                                     # the command's usage, and a suggestion
+        _subparser(parser, args.command).error(_unknown_arguments(
+            _subparser(parser, args.command), extras))
     try:
         if args.command == "consume":
             return _consume(args)
@@ -552,7 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return _demo(args)
     except MissingExtra as exc:
-        _err(str(exc))
+        print(exc, file=sys.stderr)                # it begins "pyconsumer <command> needs"
         return 2
     parser.error(f"unknown command {args.command!r}")
     return 2

@@ -225,6 +225,41 @@ def test_missing_extra_is_one_sentence(capsys: pytest.CaptureFixture[str],
     assert len(lines) == 1 and "Traceback" not in captured.err
     assert f"pip install 'pyconsumer[{extra}]'" in lines[0]
     assert module.replace("_", "-") in lines[0]
+    assert lines[0].startswith(f"pyconsumer {command[0]} needs ")
+
+
+@pytest.mark.parametrize("command, wrong, right", [
+    (["consume", "-b", "h:1", "-t", "a"], "--from-begining", "--from-beginning"),
+    (["ingest", "-b", "h:1", "--output", "o"], "--chekpoint=c", "--checkpoint"),
+    (["demo"], "--recrds", "--records"),
+])
+def test_a_misspelt_option_gets_the_command_usage_and_a_suggestion(
+        capsys: pytest.CaptureFixture[str], command: list[str], wrong: str, right: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*command, wrong])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"usage: pyconsumer {command[0]} ")
+    assert err[-1] == (f"pyconsumer {command[0]}: error: unrecognized argument {wrong} "
+                       f"(did you mean {right}?)")
+
+
+def test_every_error_line_names_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["consume", "-b", "h:1", "-t", "a", "-p", "0", "--group", "g"]) == 2
+    assert capsys.readouterr().err.startswith("pyconsumer consume: --partition reads ")
+    assert main(["ingest", "-b", "h:1", "--output", "o", "--once"]) == 2
+    assert capsys.readouterr().err == ("pyconsumer ingest: --once needs --checkpoint DIR "
+                                       "(it is a streaming run)\n")
+    assert main(["demo", "--records", "0"]) == 2
+    assert capsys.readouterr().err == ("pyconsumer demo: --records and --partitions must be at "
+                                       "least 1\n")
+
+
+def test_a_bare_pyconsumer_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: pyconsumer ")
+    assert all(command in out for command in ("demo", "consume", "ingest"))
 
 
 def test_ingest_usage_errors_before_spark_starts(capsys: pytest.CaptureFixture[str]) -> None:
