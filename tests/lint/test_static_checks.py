@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+
+from tests.devtools import missing_dev_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def need(module: str) -> None:
     if importlib.util.find_spec(module) is None:
-        pytest.skip(f"needs {module} (pip install -e '.[test]')")
+        missing_dev_tool("the lint tier", module)
 
 
 def test_ruff_clean() -> None:

