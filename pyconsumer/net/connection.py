@@ -14,8 +14,9 @@ A SASL failure closes the connection with a :class:`~pyconsumer.errors.SaslAuthe
 a TLS handshake refused (a certificate, a protocol, an alert) with a
 :class:`~pyconsumer.errors.SslAuthenticationError` (both not retriable: the requests waiting
 for the connection fail with it, and the next attempt waits for the reconnect backoff).
-KIP-368: when the broker gives a session lifetime, a READY connection re-authenticates at 85-95 % of it: new requests are held, the ones in flight are
-answered, the exchange runs on the same connection, then the held requests go.
+KIP-368: when the broker gives a session lifetime, a READY connection re-authenticates at
+85-95 % of it: new requests are held, the ones in flight are answered, the exchange runs on
+the same connection, then the held requests go.
 
 A connection tries every address its host name resolves to, in turn, re-resolving once all
 were tried (``client.dns.lookup=use_all_dns_ips``). The setup (TCP connect, TLS handshake,
