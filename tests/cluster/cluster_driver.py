@@ -1,18 +1,19 @@
 """The Spark driver of tests/cluster/test_spark_cluster.py, run as its own process.
 
 One JVM holds one SparkContext and the test process may already have the local[2] session, so
-a query on the cluster runs here: ``python cluster_driver.py '<json>'``. It prints one JSON
-object per line on stdout (``batch`` events of a stream, then ``done``); the rows themselves
-go to files the test reads back with pyarrow. Each row carries ``where``, the working directory
-of the executor whose task made it (``<worker work dir>/<app id>/<executor id>``).
+the queries on the cluster run here: ``python cluster_driver.py MASTER SCRATCH`` starts one
+application (kept for the whole test module: executors start once) and runs the jobs it reads
+from stdin, one JSON object a line. For each it prints JSON events on stdout, each with the
+job's ``job`` number (``batch`` events of a stream, then ``done`` or ``failed``); the rows
+themselves go to files the test reads back with pyarrow. Each row carries ``where``, the
+working directory of the executor whose task made it (``<worker work dir>/<app>/<executor>``).
 
-JSON keys: ``master``, ``bootstrap``, ``topic``, ``scratch`` (the driver's scratch folder), and
-``mode``:
+A job's keys: ``job``, ``bootstrap``, ``topic`` and ``mode``:
 
 * ``batch``: ``spark.read`` of the topic with headers and ``spark_partition_id``, written as an
   Arrow IPC file to ``out``;
 * ``stream``: ``spark.readStream`` into a parquet file sink at ``output`` with ``checkpoint``
-  and ``maxOffsetsPerTrigger``; ``availableNow`` stops by itself, otherwise it runs until the
+  and ``maxOffsetsPerTrigger`` (and the trap of :func:`where`); ``availableNow`` stops by itself, otherwise it runs until the
   file ``stop_file`` exists, then processes what is available and stops. ``done`` lists the
   sink's committed files (its ``_spark_metadata`` log, not the directory listing: a task lost
   with its executor may have left a partial file there).
@@ -35,26 +36,41 @@ def say(**event: Any) -> None:
     print(json.dumps(event), flush=True)
 
 
-def session(job: dict[str, Any]) -> Any:
+def session(master: str, scratch: str) -> Any:
     conf = {
         "spark.driver.memory": "512m",
         "spark.executor.memory": "512m",
         "spark.executor.extraJavaOptions": FAST_JVM,
         # one executor per worker, and no task before both registered: the spread is exact
-        "spark.cores.max": str(job.get("cores", 2)),
+        "spark.cores.max": "2",
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
         "spark.sql.shuffle.partitions": "2",
         "spark.driver.host": "127.0.0.1",
     }
-    return local_session(job["master"], app_name=f"pyconsumer-cluster-{job['mode']}", fast_jvm=True,
-                         local_dir=job["scratch"], conf=conf)
+    return local_session(master, app_name="pyconsumer-cluster-tests", fast_jvm=True,
+                         local_dir=scratch, conf=conf)
 
 
-def where() -> Any:
+def where(job: dict[str, Any]) -> Any:
+    """The ``where`` column. With ``trap_dir``, ``trap_armed`` and ``trap_sprung``: while the
+    file ``trap_armed`` exists, a task on an executor under ``trap_dir`` writes its working
+    directory to ``trap_sprung`` and stops in the middle of its rows, until its executor is
+    killed (so a test kills a worker with a task surely running there)."""
     from pyspark.sql import functions as F
 
-    return F.udf(lambda: os.getcwd(), "string").asNondeterministic()()
+    trap_dir, armed, sprung = job.get("trap_dir"), job.get("trap_armed"), job.get("trap_sprung")
+
+    def cwd() -> str:
+        here = os.getcwd()
+        if trap_dir and here.startswith(trap_dir) and os.path.exists(armed):
+            with open(sprung, "w") as f:
+                f.write(here)
+            while True:
+                time.sleep(1)
+        return here
+
+    return F.udf(cwd, "string").asNondeterministic()()
 
 
 def batch(spark: Any, job: dict[str, Any]) -> None:
@@ -63,11 +79,11 @@ def batch(spark: Any, job: dict[str, Any]) -> None:
 
     df = (spark.read.format("pyconsumer").option("kafka.bootstrap.servers", job["bootstrap"])
           .option("subscribe", job["topic"]).option("includeHeaders", "true").load()
-          .withColumn("spark_partition", F.spark_partition_id()).withColumn("where", where()))
+          .withColumn("spark_partition", F.spark_partition_id()).withColumn("where", where(job)))
     table = df.toArrow()
     with pa.OSFile(job["out"], "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    say(event="done", rows=table.num_rows)
+    say(job=job["job"], event="done", rows=table.num_rows)
 
 
 def stream(spark: Any, job: dict[str, Any]) -> None:
@@ -75,7 +91,7 @@ def stream(spark: Any, job: dict[str, Any]) -> None:
           .option("subscribe", job["topic"]).option("includeHeaders", "true")
           .option("startingOffsets", "earliest")
           .option("maxOffsetsPerTrigger", str(job["max_offsets"])).load()
-          .withColumn("where", where()))
+          .withColumn("where", where(job)))
     writer = (df.writeStream.format("parquet").option("path", job["output"])
               .option("checkpointLocation", job["checkpoint"]))
     available_now = bool(job.get("available_now"))
@@ -88,7 +104,7 @@ def stream(spark: Any, job: dict[str, Any]) -> None:
         for p in query.recentProgress:
             if p.batchId not in seen and p.numInputRows > 0:
                 seen.add(p.batchId)
-                say(event="batch", id=p.batchId, rows=p.numInputRows)
+                say(job=job["job"], event="batch", id=p.batchId, rows=p.numInputRows)
 
     while not query.awaitTermination(0.2):
         report()
@@ -101,17 +117,23 @@ def stream(spark: Any, job: dict[str, Any]) -> None:
     if query.exception() is not None:
         raise RuntimeError(f"the streaming query failed: {query.exception()}")
     files = sorted(spark.read.parquet(job["output"]).inputFiles())
-    say(event="done", batches=sorted(seen), files=files)
+    say(job=job["job"], event="done", batches=sorted(seen), files=files)
 
 
 def main() -> None:
-    job = json.loads(sys.argv[1])
     started = time.monotonic()
-    spark = session(job)
+    spark = session(sys.argv[1], sys.argv[2])
     say(event="started", seconds=round(time.monotonic() - started, 1),
         app=spark.sparkContext.applicationId)
     try:
-        {"batch": batch, "stream": stream}[job["mode"]](spark, job)
+        for line in sys.stdin:
+            job = json.loads(line)
+            t0 = time.monotonic()
+            try:
+                {"batch": batch, "stream": stream}[job["mode"]](spark, job)
+            except Exception as exc:  # noqa: BLE001 - the test shows it, the driver goes on
+                say(job=job["job"], event="failed", error=f"{type(exc).__name__}: {exc}"[-3000:])
+            say(job=job["job"], event="time", seconds=round(time.monotonic() - t0, 1))
     finally:
         spark.stop()
 

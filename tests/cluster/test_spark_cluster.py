@@ -40,7 +40,9 @@ def cluster() -> Iterator[SparkStandaloneCluster]:
         pytest.skip("the cluster tier needs pyspark (pip install -e '.[test]')")
     if shutil.which("java") is None:
         pytest.skip("the cluster tier needs Java 17 on PATH")
-    with SparkStandaloneCluster(workers=2) as c:
+    # two cores a worker: the module's driver application holds one on each (spark.cores.max
+    # 2), the ingest CLI's application gets the other
+    with SparkStandaloneCluster(workers=2, cores=2) as c:
         yield c
 
 
@@ -48,18 +50,17 @@ def cluster() -> Iterator[SparkStandaloneCluster]:
 
 
 class Driver:
-    """One cluster_driver.py process; its JSON events read on a thread as they come."""
+    """The cluster_driver.py process of the module: one application on the cluster (its
+    executors start once), jobs sent on stdin, JSON events read on a thread as they come."""
 
-    def __init__(self, cluster: SparkStandaloneCluster, tmp: Path, **job: Any) -> None:
-        scratch = tmp / f"driver-{job['mode']}-{time.monotonic_ns()}"
-        scratch.mkdir()
-        job = {"master": cluster.master_url, "scratch": str(scratch), **job}
-        self.stderr_path = scratch / "stderr.log"
+    def __init__(self, cluster: SparkStandaloneCluster, scratch: Path) -> None:
+        self.stderr_path = scratch / "driver-stderr.log"
         self._stderr: IO[bytes] = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, str(DRIVER), json.dumps(job)],
-                                     stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                                     cwd=scratch)
+        self.proc = subprocess.Popen([sys.executable, str(DRIVER), cluster.master_url, str(scratch)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr, text=True, cwd=scratch)
         self.events: list[dict[str, Any]] = []
+        self._jobs = 0
         self._changed = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -74,29 +75,60 @@ class Driver:
         with self._changed:
             self._changed.notify_all()
 
+    def submit(self, **job: Any) -> int:
+        """Send a job (see cluster_driver.py); its number."""
+        self._jobs += 1
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"job": self._jobs, **job}) + "\n")
+        self.proc.stdin.flush()
+        return self._jobs
+
     def wait_for(self, accept: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """The first event ``accept`` takes; fails with the driver's log if it exits first."""
+        """The first event ``accept`` takes; fails with the driver's log if the driver exits
+        first, or a job fails."""
         deadline = time.monotonic() + DRIVER_TIMEOUT
         with self._changed:
             while True:
                 for event in self.events:
+                    if event["event"] == "failed":
+                        raise AssertionError(f"job {event['job']} failed: {event['error']}")
                     if accept(event):
                         return event
                 if not self._reader.is_alive() or time.monotonic() > deadline:
-                    self.proc.kill()
-                    raise AssertionError(f"the cluster driver ended (exit {self.proc.poll()}) "
-                                         f"without the event; events {self.events}; "
+                    raise AssertionError(f"the cluster driver ended (exit {self.proc.poll()}) or "
+                                         f"hung without the event; events {self.events}; "
                                          f"stderr:\n{self.log_tail()}")
                 self._changed.wait(1.0)
 
-    def done(self) -> dict[str, Any]:
-        event = self.wait_for(lambda e: e["event"] == "done")
-        assert self.proc.wait(timeout=60) == 0, self.log_tail()
+    def job_events(self, job: int, kind: str) -> list[dict[str, Any]]:
+        with self._changed:
+            return [e for e in self.events if e.get("job") == job and e["event"] == kind]
+
+    def done(self, job: int) -> dict[str, Any]:
+        return self.wait_for(lambda e: e.get("job") == job and e["event"] == "done")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         self._stderr.close()
-        return event
 
     def log_tail(self) -> str:
         return self.stderr_path.read_text(errors="replace")[-6000:]
+
+
+@pytest.fixture(scope="module")
+def driver(cluster: SparkStandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
+    d = Driver(cluster, tmp_path_factory.mktemp("cluster-driver"))
+    try:
+        d.wait_for(lambda e: e["event"] == "started")
+        yield d
+    finally:
+        d.close()
 
 
 def executor_of(cluster: SparkStandaloneCluster, cwd: str) -> tuple[int, str]:
@@ -132,7 +164,7 @@ def produced(bootstrap: str, topic: str, records: list[TestRecord]) -> list[Row]
 
 
 def test_batch_read_on_the_cluster_runs_on_both_workers(
-        cluster: SparkStandaloneCluster, kafka: KafkaCluster,
+        cluster: SparkStandaloneCluster, driver: Driver, kafka: KafkaCluster,
         make_kafka_topic: Callable[..., str], tmp_path: Path) -> None:
     """A batch read of a 4-partition topic on the cluster: the rows are exactly what was
     produced, Spark partition i is Kafka partition i in offset order, each made by one
@@ -140,8 +172,8 @@ def test_batch_read_on_the_cluster_runs_on_both_workers(
     topic = make_kafka_topic(4)
     want = produced(kafka.bootstrap_servers, topic, sample_records(200, partitions=4, seed=11))
     out = tmp_path / "rows.arrow"
-    Driver(cluster, tmp_path, mode="batch", bootstrap=kafka.bootstrap_servers, topic=topic,
-           out=str(out)).done()
+    driver.done(driver.submit(mode="batch", bootstrap=kafka.bootstrap_servers, topic=topic,
+                              out=str(out)))
     import pyarrow as pa
 
     table = pa.ipc.open_file(str(out)).read_all()
@@ -160,7 +192,7 @@ def test_batch_read_on_the_cluster_runs_on_both_workers(
 
 
 def test_stream_with_checkpoint_is_exactly_once_across_runs(
-        cluster: SparkStandaloneCluster, kafka: KafkaCluster,
+        cluster: SparkStandaloneCluster, driver: Driver, kafka: KafkaCluster,
         make_kafka_topic: Callable[..., str], tmp_path: Path) -> None:
     """AvailableNow into a parquet sink with a checkpoint and maxOffsetsPerTrigger 40, on the
     cluster: the first run reads 120 records in three micro-batches of 40 (20 a partition);
@@ -171,49 +203,55 @@ def test_stream_with_checkpoint_is_exactly_once_across_runs(
     job = dict(mode="stream", bootstrap=bootstrap, topic=topic, max_offsets=40,
                available_now=True, output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"))
     want = produced(bootstrap, topic, sample_records(120, partitions=2, seed=21))
-    first = Driver(cluster, tmp_path, **job)
-    assert first.done()["batches"] == [0, 1, 2]
-    assert [e["rows"] for e in first.events if e["event"] == "batch"] == [40, 40, 40]
+    first = driver.submit(**job)
+    assert driver.done(first)["batches"] == [0, 1, 2]
+    assert [e["rows"] for e in driver.job_events(first, "batch")] == [40, 40, 40]
     want = sorted(want + produced(bootstrap, topic, sample_records(60, partitions=2, seed=22)),
                   key=lambda r: (r[1], r[2]))
-    second = Driver(cluster, tmp_path, **job)
-    files = second.done()["files"]
-    assert [(e["id"], e["rows"]) for e in second.events if e["event"] == "batch"] == [(3, 40), (4, 20)]
+    second = driver.submit(**job)
+    files = driver.done(second)["files"]
+    assert [(e["id"], e["rows"]) for e in driver.job_events(second, "batch")] == [(3, 40), (4, 20)]
     rows, _ = sink_rows(files)
     assert rows == want
     assert_contiguous(rows, 2, [90, 90])
 
 
 def test_stream_survives_a_killed_worker_exactly_once(
-        cluster: SparkStandaloneCluster, kafka: KafkaCluster,
+        cluster: SparkStandaloneCluster, driver: Driver, kafka: KafkaCluster,
         make_kafka_topic: Callable[..., str], tmp_path: Path) -> None:
-    """A continuous stream (maxOffsetsPerTrigger 30) on the cluster; after its third committed
-    micro-batch worker 0 is SIGKILLed with its executor, 300 more records arrive, the worker
-    comes back. The query goes on and the sink holds each of the 600 records exactly once:
-    offsets 0..299 in both partitions, no duplicate, no gap; the killed executor had made
-    rows, and others made rows too."""
+    """A continuous stream (maxOffsetsPerTrigger 30) on the cluster. After its third committed
+    micro-batch a task on worker 0 is held in the middle of its rows and worker 0 is SIGKILLed
+    with its executor; 300 more records arrive and the worker comes back. The query goes on:
+    the sink holds each of the 600 records exactly once (offsets 0..299 in both partitions,
+    no duplicate, no gap), and executors other than the killed one made rows."""
     topic = make_kafka_topic(2)
     bootstrap = kafka.bootstrap_servers
-    stop_file = tmp_path / "stop"
+    stop_file, armed, sprung = tmp_path / "stop", tmp_path / "armed", tmp_path / "sprung"
     want = produced(bootstrap, topic, sample_records(300, partitions=2, seed=31))
-    driver = Driver(cluster, tmp_path, mode="stream", bootstrap=bootstrap, topic=topic,
-                    max_offsets=30, output=str(tmp_path / "out"),
-                    checkpoint=str(tmp_path / "ck"), stop_file=str(stop_file))
+    job = driver.submit(mode="stream", bootstrap=bootstrap, topic=topic, max_offsets=30,
+                        output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"),
+                        stop_file=str(stop_file), trap_dir=str(cluster.worker_dir(0)),
+                        trap_armed=str(armed), trap_sprung=str(sprung))
     try:
-        driver.wait_for(lambda e: e["event"] == "batch" and e["id"] >= 2)
+        driver.wait_for(lambda e: e.get("job") == job and e["event"] == "batch" and e["id"] >= 2)
+        armed.touch()
+        deadline = time.monotonic() + DRIVER_TIMEOUT       # a safety net, not a timed assertion
+        while not sprung.exists() or not sprung.read_text():
+            assert time.monotonic() < deadline, f"no task reached worker 0; {driver.log_tail()}"
+            time.sleep(0.1)
         cluster.kill_worker(0)
+        armed.unlink()
+        killed = executor_of(cluster, sprung.read_text())
+        assert killed[0] == 0
         want += produced(bootstrap, topic, sample_records(300, partitions=2, seed=32))
         cluster.restart_worker(0)
     finally:
         stop_file.touch()
-    files = driver.done()["files"]
+    files = driver.done(job)["files"]
     rows, where = sink_rows(files)
     assert rows == sorted(want, key=lambda r: (r[1], r[2]))
     assert_contiguous(rows, 2, [300, 300])
-    executors = {executor_of(cluster, cwd) for cwd in where}
-    workers = sorted({w for w, _ in executors})
-    assert 0 in workers, executors                 # worker 0's first executor made rows ...
-    assert len(executors) >= 2, executors          # ... and another executor carried on
+    assert {executor_of(cluster, cwd) for cwd in where} - {killed}, where
 
 
 # ------------------------------------------------------------------------------- the CLI
@@ -229,13 +267,14 @@ def test_ingest_command_on_the_cluster(cluster: SparkStandaloneCluster, kafka: K
     out = tmp_path / "dataset"
     done = subprocess.run(
         [sys.executable, "-m", "pyconsumer", "ingest", "-b", kafka.bootstrap_servers,
-         "--topic", topic, "--output", str(out), "--master", cluster.master_url,
+         "--topic", topic, "-o", "includeHeaders=true", "--output", str(out),
+         "--master", cluster.master_url,
          "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.memory=512m"],
         capture_output=True, text=True, timeout=DRIVER_TIMEOUT, cwd=tmp_path,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     assert done.returncode == 0, done.stderr[-6000:]
     assert parquet_rows(str(out)) == want
-    lines = done.stdout.splitlines()
-    assert [line.split() for line in lines if line.startswith(topic)] == [
+    table = [line.split() for line in done.stdout.splitlines()]
+    assert [cells for cells in table if cells[:1] == [topic]] == [
         [topic, str(p), "0-49", "50", f"{sum(len(r[3] or b'') + len(r[4] or b'') for r in want if r[1] == p):,}"]
         for p in range(3)]
