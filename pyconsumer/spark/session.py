@@ -29,7 +29,10 @@ def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
     ``java_options`` are more driver JVM flags."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master.startswith("local"):
+        # loopback only for a local master: on a cluster the executors must reach the driver
+        # at an address of this machine they can route to
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
