@@ -181,8 +181,11 @@ cdef class _Walker:
             if self.batch_next_offset > self.next_fetch_offset:
                 self.next_fetch_offset = self.batch_next_offset
             return 0
-        if h.count == 0 or last_offset < self.next_fetch_offset:
-            return 0                           # empty, or entirely below the fetch offset
+        if h.count == 0:
+            return 0
+        # a batch is not skipped on its header's word (lastOffsetDelta) that it lies below the
+        # fetch offset: its records are read and those below skipped one by one, as Java does,
+        # so a batch whose records run past lastOffsetDelta loses none of them
         self._load_region(b, h.count, codec)
         return 1
 

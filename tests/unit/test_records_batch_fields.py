@@ -42,3 +42,21 @@ def test_compaction_gap_next_fetch_offset() -> None:
     empty = _patch(rs.aio_v2([(0, 1, b"a", b"1", [])], "none", 200), last_delta=4)
     f = CompletedFetch(empty, "t", 0, 201)
     assert f.take_records(5) == [] and f.next_fetch_offset == 205
+
+
+def test_records_past_last_offset_delta_are_delivered_from_any_fetch_offset() -> None:
+    """A batch (valid CRC) whose records run past its lastOffsetDelta: its records are what
+    counts, as in Java (which reads a batch's records whatever lastOffsetDelta says). A fetch
+    from inside the tail (offset 14, past the header's last offset 13) got nothing, silently,
+    and the position never moved past the batch."""
+    data = _patch(rs.aio_v2(rs.sample_records(20), "none", 0), last_delta=13)
+    data += rs.aio_v2(rs.sample_records(2), "none", 20)
+    assert [r.offset for r in decode_records(data, "t", 0, fetch_offset=14)] == list(range(14, 22))
+    assert decode_arrow(data, "t", 0, fetch_offset=16).column("offset").to_pylist() == list(range(16, 22))
+    f = CompletedFetch(data, "t", 0, 14)
+    assert [r.offset for r in f.take_records(6)] == list(range(14, 20))
+    assert [r.offset for r in f.take_records(6)] == [20, 21]
+    assert f.next_fetch_offset == 22
+    # compressed alike
+    zdata = _patch(rs.aio_v2(rs.sample_records(20), "gzip", 0), last_delta=13)
+    assert [r.offset for r in decode_records(zdata, "t", 0, fetch_offset=18)] == [18, 19]
