@@ -42,7 +42,8 @@ cdef int v2_careful(Reader* src, const V2Batch* b, RecView* v) except -1 nogil:
     rd_varint(r, &odelta)
     # unsigned arithmetic: a hostile delta wraps instead of being undefined
     v.offset = <int64_t>(<uint64_t>base + <uint64_t><int64_t>odelta)
-    r.offset = v.offset
+    # errors name the record's offset, or the batch's when a hostile delta put it below
+    r.offset = v.offset if v.offset >= base else base
     rd_varint(r, &klen)
     if klen >= 0:
         v.key = rd_bytes(r, klen)

@@ -60,3 +60,25 @@ def test_records_past_last_offset_delta_are_delivered_from_any_fetch_offset() ->
     # compressed alike
     zdata = _patch(rs.aio_v2(rs.sample_records(20), "gzip", 0), last_delta=13)
     assert [r.offset for r in decode_records(zdata, "t", 0, fetch_offset=18)] == [18, 19]
+
+
+def test_a_record_fault_names_the_batch_offset_when_its_delta_is_hostile() -> None:
+    """A record whose offset delta points below its batch and whose key length is invalid:
+    the error names topic, partition and the batch's offset (it named no offset)."""
+    import pytest
+
+    from pyconsumer.errors import CorruptRecordError
+
+    buf = bytearray(rs.aio_v2([(0, 1, b"key", b"value", [])], "none", 500))
+    pos = 61
+    while buf[pos] & 0x80:          # the record's length varint
+        pos += 1
+    pos += 3                         # past its last byte, the attributes, the timestamp delta
+    buf[pos] = 9                     # offset delta: zigzag(-5), offset 495
+    buf[pos + 1] = 107               # key length: zigzag(-54)
+    data = _patch(bytes(buf))
+    for decode in (decode_records, decode_arrow):
+        with pytest.raises(CorruptRecordError) as info:
+            decode(data, "t", 3)
+        assert (info.value.topic, info.value.partition, info.value.offset) == ("t", 3, 500)
+        assert str(info.value).startswith("Invalid length -54 at byte ")
