@@ -704,9 +704,9 @@ class KafkaConsumer:
             # a leader in reconnect backoff: come back when it may be fetched again
             left = min(left, fetcher.retry_in_ms)
             resets, completions = offsets.resets_completed, fetcher.completions
-            # positions to find wait for the metadata (the leaders): its answer is news too
-            metadata = (client.metadata.update_version
-                        if not self._subscriptions.has_all_fetch_positions() else None)
+            # positions to find and fetches to send wait for the metadata (the leaders): its
+            # answer is news too (a seek() leaves no position to find, only a leader to learn)
+            metadata = client.metadata.update_version
             # wake for data, a finished reset (fetches can start then) or a fetch that ended
             # without data (failed: send it again at once, as Java); a wakeup() raises
             client.poll(timeout_ms=max(0.0, left),

@@ -91,6 +91,21 @@ def test_first_position_lookup_goes_as_soon_as_the_metadata_names_the_leader(
     assert len(lists) == 1 and lists[0].at - metadata[0].at < 1.0
 
 
+def test_first_fetch_after_seek_goes_as_soon_as_the_metadata_names_the_leader(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    """assign() + seek() leave no position to look up, only a leader to learn: the first
+    poll wakes for the metadata answer and fetches (it had waited out its whole timeout and
+    returned nothing, so every Spark task's first read on a new consumer lost 500 ms)."""
+    cluster = make_cluster(1, topics={"t": 1})
+    data = produce(cluster, "t", 0, 4)
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
+        c.assign([TP("t", 0)])
+        c.seek(TP("t", 0), 1)
+        got = c.poll(timeout_ms=10_000)
+        assert rows(got[TP("t", 0)]) == data[1:]
+    assert cluster.requests_of(ApiKey.LIST_OFFSETS) == []
+
+
 def test_seek_inside_a_batch_back_and_to_the_ends(make_cluster: Callable[..., FakeCluster]
                                                   ) -> None:
     cluster = make_cluster(1, topics={"t": 1})
