@@ -59,7 +59,9 @@ def where(job: dict[str, Any]) -> Any:
     killed (so a test kills a worker with a task surely running there)."""
     from pyspark.sql import functions as F
 
-    trap_dir, armed, sprung = job.get("trap_dir"), job.get("trap_armed"), job.get("trap_sprung")
+    trap_dir: str = job.get("trap_dir", "")
+    armed: str = job.get("trap_armed", "")
+    sprung: str = job.get("trap_sprung", "")
 
     def cwd() -> str:
         here = os.getcwd()

@@ -30,6 +30,7 @@ from tests.spark.sparkdata import Row, expected_rows, parquet_rows, table_rows
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
 #: a safety net for a hung driver, not a timed assertion
 DRIVER_TIMEOUT = 240.0
 
@@ -58,7 +59,9 @@ class Driver:
         self._stderr: IO[bytes] = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen([sys.executable, str(DRIVER), cluster.master_url, str(scratch)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, text=True, cwd=scratch)
+                                     stderr=self._stderr, text=True, cwd=scratch,
+                                     # the cluster listens on loopback only: so does the driver
+                                     env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
         self.events: list[dict[str, Any]] = []
         self._jobs = 0
         self._changed = threading.Condition()
@@ -123,9 +126,9 @@ class Driver:
 
 @pytest.fixture(scope="module")
 def driver(cluster: SparkStandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
+    # not waiting for it here: its JVM and executors start while the Kafka fixture starts
     d = Driver(cluster, tmp_path_factory.mktemp("cluster-driver"))
     try:
-        d.wait_for(lambda e: e["event"] == "started")
         yield d
     finally:
         d.close()
@@ -269,7 +272,10 @@ def test_ingest_command_on_the_cluster(cluster: SparkStandaloneCluster, kafka: K
         [sys.executable, "-m", "pyconsumer", "ingest", "-b", kafka.bootstrap_servers,
          "--topic", topic, "-o", "includeHeaders=true", "--output", str(out),
          "--master", cluster.master_url,
-         "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.memory=512m"],
+         "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.memory=512m",
+         # tests only: executors that start fast, few shuffle tasks for the summary
+         "--conf", f"spark.executor.extraJavaOptions={FAST_JVM}",
+         "--conf", "spark.sql.shuffle.partitions=2"],
         capture_output=True, text=True, timeout=DRIVER_TIMEOUT, cwd=tmp_path,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     assert done.returncode == 0, done.stderr[-6000:]
