@@ -24,6 +24,7 @@ from typing import IO, Any
 import pytest
 
 from pyconsumer.testing import KafkaCluster, SparkStandaloneCluster, TestRecord, produce, sample_records
+from pyconsumer.testing._process import _die_with_parent
 
 from tests.spark.sparkdata import Row, expected_rows, parquet_rows, table_rows
 
@@ -60,6 +61,7 @@ class Driver:
         self.proc = subprocess.Popen([sys.executable, str(DRIVER), cluster.master_url, str(scratch)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._stderr, text=True, cwd=scratch,
+                                     preexec_fn=_die_with_parent,      # its JVM follows it
                                      # the cluster listens on loopback only: so does the driver
                                      env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
         self.events: list[dict[str, Any]] = []
@@ -277,6 +279,7 @@ def test_ingest_command_on_the_cluster(cluster: SparkStandaloneCluster, kafka: K
          "--conf", f"spark.executor.extraJavaOptions={FAST_JVM}",
          "--conf", "spark.sql.shuffle.partitions=2"],
         capture_output=True, text=True, timeout=DRIVER_TIMEOUT, cwd=tmp_path,
+        preexec_fn=_die_with_parent,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
     assert done.returncode == 0, done.stderr[-6000:]
     assert parquet_rows(str(out)) == want
@@ -284,3 +287,24 @@ def test_ingest_command_on_the_cluster(cluster: SparkStandaloneCluster, kafka: K
     assert [cells for cells in table if cells[:1] == [topic]] == [
         [topic, str(p), "0-49", "50", f"{sum(len(r[3] or b'') + len(r[4] or b'') for r in want if r[1] == p):,}"]
         for p in range(3)]
+
+
+# ------------------------------------------------------------------------------- the helper
+
+
+def test_a_worker_that_cannot_start_is_named_with_its_log(tmp_path: Path) -> None:
+    """A worker JVM that exits while starting (an unreadable --memory) fails the start with
+    SparkClusterError naming that worker and showing its log's tail; nothing is left behind."""
+    if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
+        pytest.skip("the cluster tier needs pyspark and Java 17")
+    from pyconsumer.testing import SparkClusterError
+
+    cluster = SparkStandaloneCluster(workers=1, memory="lots")
+    with pytest.raises(SparkClusterError) as caught:
+        cluster.start()
+    message = str(caught.value)
+    assert message.startswith("the Spark worker 0 exited with code 1 while starting; log "), message
+    assert "--memory lots" in message and "Usage: Worker [options] <master>" in message, message
+    log = Path(message.split("; log ", 1)[1].split(":\n", 1)[0])
+    assert log.name == "worker0.log" and not log.parent.parent.exists()   # the cluster's folder
+    assert cluster.folder is None and repr(cluster) == "SparkStandaloneCluster(workers=1, stopped)"
