@@ -188,6 +188,7 @@ SPARK_DESCRIPTIONS = {
     "kafka": "Spark's own source, spark.read.format('kafka')",
     "pyconsumer": "spark.read.format('pyconsumer')",
     "tuple": "a tuple-yielding Python data source over confluent-kafka consume()",
+    "arrow_mem": "ready Arrow batches from memory, no Kafka: Spark's Python-source path alone",
 }
 SPARK_WORKLOADS = {
     "noop": "write.format('noop')",

@@ -20,6 +20,9 @@ Contenders, each with Spark's Kafka schema:
                   confluent-kafka's ``consume()`` (what users write today; librdkafka's
                   fetch.queue.backoff.ms at 10 ms and ``consume(min(10000, left))``, the tuned
                   reader of earlier runs, so its 1 s stalls do not dominate)
+* ``arrow_mem``   ready Arrow batches of the bytes set's shape from memory, no Kafka at all
+                  (noop, count, agg): what Spark's Python data source path alone costs, the
+                  ceiling of any Python source, pyconsumer's included
 * ``poll_arrow``  pyconsumer's ``KafkaConsumer.poll_arrow(max_records=100_000)`` over all
                   partitions in this (the driver's) process, no Spark: the ceiling the source is
                   held to
@@ -87,7 +90,9 @@ KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset long
 JSON_DDL = ("id long, user string, amount double, qty int, active boolean, ts timestamp, "
             "score double, country string")
 COUNTRIES = ("DE", "FR", "US", "JP", "BR", "IN", "NG", "CA")
-CONTENDERS = ("kafka", "pyconsumer", "tuple")
+CONTENDERS = ("kafka", "pyconsumer", "tuple", "arrow_mem")
+#: arrow_mem (no Kafka) only where its rows can stand in for the topic's
+ARROW_MEM_WORKLOADS = {"bytes": ("noop", "count", "agg")}
 WORKLOADS = {"bytes": ("noop", "count", "agg", "parquet"),
              "json": ("noop", "count", "json", "parquet")}
 
@@ -333,8 +338,9 @@ class ArrowMemPartition(InputPartition):
 
 class ArrowMemSource(DataSource):
     """Ready Arrow batches in Spark's Kafka schema, no Kafka: what Spark's Python data source
-    path (worker -> JVM, Arrow -> rows) costs on its own. Options: ``rows`` per partition,
-    ``partitions``, ``valueSize``, ``batchRows``."""
+    path (worker -> JVM, Arrow -> rows) costs on its own, the ceiling of any Python source.
+    Options: ``rows`` (a JSON list, rows per partition), ``topic``, ``valueSize``,
+    ``batchRows``."""
 
     @classmethod
     def name(cls) -> str:
@@ -344,34 +350,36 @@ class ArrowMemSource(DataSource):
         return KAFKA_DDL
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return ArrowMemReader(dict(self.options))
+        return ArrowMemReader(self.options)
 
 
 class ArrowMemReader(DataSourceReader):
-    def __init__(self, options: dict[str, str]) -> None:
-        self.rows = int(options["rows"])
-        self.parts = int(options["partitions"])
+    def __init__(self, options: Any) -> None:         # Spark's case-insensitive options
+        self.rows = [int(r) for r in json.loads(options["rows"])]
+        self.topic = options["topic"]
         self.value_size = int(options["valueSize"])
         self.batch_rows = int(options["batchRows"])
 
     def partitions(self) -> list[InputPartition]:
-        return [ArrowMemPartition(i, self.rows) for i in range(self.parts)]
+        return [ArrowMemPartition(i, rows) for i, rows in enumerate(self.rows)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         import pyarrow as pa
-        from pyconsumer.spark.source import kafka_schema
-        from pyspark.sql.pandas.types import to_arrow_schema
+        import pyarrow.compute as pc
+
+        from pyconsumer.records import kafka_arrow_schema
         assert isinstance(partition, ArrowMemPartition)
         k = self.batch_rows
-        schema = to_arrow_schema(kafka_schema())
+        # built with vectorised calls (a few ms), so the worker's time is Spark's, not ours
+        offsets = pa.array(range(k), pa.int64())
+        digits = pc.utf8_lpad(pc.cast(offsets, pa.string()), 9, "0")
+        keys = pc.cast(pc.binary_join_element_wise(pa.scalar("k"), digits, ""), pa.binary())
         batch = pa.RecordBatch.from_arrays([
-            pa.array([b"k%09d" % i for i in range(k)], pa.binary()),
-            pa.array([b"v" * self.value_size] * k, pa.binary()),
-            pa.array(["t"] * k, pa.string()),
-            pa.array([partition.index] * k, pa.int32()),
-            pa.array(range(k), pa.int64()),
-            pa.array([1_700_000_000_000_000] * k, pa.timestamp("us", tz="UTC")),
-            pa.array([0] * k, pa.int32())], schema=schema)
+            keys, pa.array([b"v" * self.value_size] * k, pa.binary()),
+            pa.repeat(pa.scalar(self.topic, pa.string()), k),
+            pa.repeat(pa.scalar(partition.index, pa.int32()), k), offsets,
+            pa.repeat(pa.scalar(1_700_000_000_000_000, pa.timestamp("us", tz="UTC")), k),
+            pa.repeat(pa.scalar(0, pa.int32()), k)], schema=kafka_arrow_schema(False))
         left = partition.rows
         while left > 0:
             take = min(k, left)
@@ -409,7 +417,18 @@ def reader_of(spark: Any, contender: str, bootstrap: str, ds: Dataset,
     ends = None if per is None else {p: min(e, per) for p, e in ds.log_end.items()}
     if contender == "tuple":
         return tuple_source(spark, bootstrap, ds, per)
+    if contender == "arrow_mem":
+        return arrow_mem(spark, ds, ends or ds.log_end)
     return spark_source(spark, contender, bootstrap, ds, ends)
+
+
+def arrow_mem(spark: Any, ds: Dataset, ends: dict[int, int], batch_rows: int = 100_000) -> Any:
+    """The in-memory Arrow source with the dataset's shape: rows per partition, topic, value
+    size (the bytes set's), batches of the pyconsumer reader's size."""
+    return (spark.read.format(ArrowMemSource.name())
+            .option("rows", json.dumps([ends[p] for p in sorted(ends)]))
+            .option("topic", ds.topic).option("valueSize", str(ds.value_bytes // ds.n))
+            .option("batchRows", str(batch_rows)).load())
 
 
 # ------------------------------------------------------------------------------ workloads
@@ -620,7 +639,6 @@ def profile(spark: Any, broker: Any, ds: Dataset, work: str, idle_s: float,
     os.makedirs(pdir, exist_ok=True)
     print(f"\nprofile on the {ds.name} set ({ds.n:,} records; one run each; pyconsumer's tasks "
           f"timed from inside the Python workers)")
-    per_part = -(-ds.n // ds.partitions)
 
     def measure(what: str, make_df: Callable[[], Any], workload: str, timed: bool) -> None:
         _clear(pdir)
@@ -655,10 +673,7 @@ def profile(spark: Any, broker: Any, ds: Dataset, work: str, idle_s: float,
                 lambda: spark_source(spark, TimedKafkaSource.name(), bootstrap, ds, **opt),
                 workload, True)
         measure("kafka", lambda: spark_source(spark, "kafka", bootstrap, ds), workload, False)
-        measure("arrow in memory (no Kafka)",
-                lambda: (spark.read.format(ArrowMemSource.name())
-                         .option("rows", str(per_part)).option("partitions", str(ds.partitions))
-                         .option("valueSize", "100").option("batchRows", "100000").load()),
+        measure("arrow in memory (no Kafka)", lambda: arrow_mem(spark, ds, ds.log_end),
                 workload, False)
     if idle_s > 0:
         wait_idle(idle_s)
@@ -802,6 +817,8 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
             if args.workloads is not None and workload not in args.workloads:
                 continue
             for contender in args.contenders:
+                if contender == "arrow_mem" and workload not in ARROW_MEM_WORKLOADS.get(ds.name, ()):
+                    continue
                 plan.append((f"{ds.name} {contender} {workload}", ds, contender, workload))
         if not args.no_poll_arrow:
             plan.append((f"{ds.name} poll_arrow", ds, "poll_arrow", ""))
@@ -860,6 +877,8 @@ def report(rates: dict[str, list[float]], sets: list[Dataset]) -> None:
     for ds in sets:
         for w in WORKLOADS[ds.name]:
             p = f"{ds.name} pyconsumer {w}"
+            if p not in rates:
+                continue
             print(f"  {ds.name:5s} {w:8s} pyconsumer / kafka {ratio(p, f'{ds.name} kafka {w}')}"
                   f"   target >= {want[w]}x;  / tuple {ratio(p, f'{ds.name} tuple {w}')};"
                   f"  / poll_arrow {ratio(p, f'{ds.name} poll_arrow')}")
