@@ -1,7 +1,7 @@
 """The Spark driver of tests/cluster/test_spark_cluster.py, run as its own process.
 
 One JVM holds one SparkContext and the test process may already have the local[2] session, so
-the queries on the cluster run here: ``python cluster_driver.py MASTER SCRATCH`` starts one
+the queries on the cluster run here: ``python cluster_driver.py MASTER SCRATCH [JARS]`` starts one
 application (kept for the whole test module: executors start once) and runs the jobs it reads
 from stdin, one JSON object a line. For each it prints JSON events on stdout, each with the
 job's ``job`` number (``batch`` events of a stream, then ``done`` or ``failed``); the rows
@@ -11,7 +11,8 @@ working directory of the executor whose task made it (``<worker work dir>/<app>/
 A job's keys: ``job``, ``bootstrap``, ``topic`` and ``mode``:
 
 * ``batch``: ``spark.read`` of the topic with headers and ``spark_partition_id``, written as an
-  Arrow IPC file to ``out``;
+  Arrow IPC file to ``out``; ``source`` ``kafka`` reads with Spark's own Kafka source (its jars
+  given as JARS, comma-separated) instead of ``pyconsumer``;
 * ``stream``: ``spark.readStream`` into a parquet file sink at ``output`` with ``checkpoint``
   and ``maxOffsetsPerTrigger`` (and the trap of :func:`where`); ``availableNow`` stops by itself, otherwise it runs until the
   file ``stop_file`` exists, then processes what is available and stops. ``done`` lists the
@@ -36,7 +37,7 @@ def say(**event: Any) -> None:
     print(json.dumps(event), flush=True)
 
 
-def session(master: str, scratch: str) -> Any:
+def session(master: str, scratch: str, jars: str) -> Any:
     conf = {
         "spark.driver.memory": "512m",
         "spark.executor.memory": "512m",
@@ -48,6 +49,9 @@ def session(master: str, scratch: str) -> Any:
         "spark.sql.shuffle.partitions": "2",
         "spark.driver.host": "127.0.0.1",
     }
+    if jars:
+        # Spark's own Kafka source, for format("kafka"): the executors fetch them from the driver
+        conf["spark.jars"] = jars
     return local_session(master, app_name="pyconsumer-cluster-tests", fast_jvm=True,
                          local_dir=scratch, conf=conf)
 
@@ -79,7 +83,8 @@ def batch(spark: Any, job: dict[str, Any]) -> None:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    df = (spark.read.format("pyconsumer").option("kafka.bootstrap.servers", job["bootstrap"])
+    df = (spark.read.format(job.get("source", "pyconsumer"))
+          .option("kafka.bootstrap.servers", job["bootstrap"])
           .option("subscribe", job["topic"]).option("includeHeaders", "true").load()
           .withColumn("spark_partition", F.spark_partition_id()).withColumn("where", where(job)))
     table = df.toArrow()
@@ -124,7 +129,7 @@ def stream(spark: Any, job: dict[str, Any]) -> None:
 
 def main() -> None:
     started = time.monotonic()
-    spark = session(sys.argv[1], sys.argv[2])
+    spark = session(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
     say(event="started", seconds=round(time.monotonic() - started, 1),
         app=spark.sparkContext.applicationId)
     try:

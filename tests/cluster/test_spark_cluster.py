@@ -23,9 +23,11 @@ from typing import IO, Any
 
 import pytest
 
-from pyconsumer.testing import KafkaCluster, SparkStandaloneCluster, TestRecord, produce, sample_records
+from pyconsumer.testing import (BrokerStartError, KafkaCluster, SparkStandaloneCluster, TestRecord,
+                                produce, sample_records, spark_kafka_jars)
 from pyconsumer.testing._process import _die_with_parent
 
+from tests.conftest import unique_topic_name
 from tests.spark.sparkdata import Row, expected_rows, parquet_rows, table_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -55,10 +57,11 @@ class Driver:
     """The cluster_driver.py process of the module: one application on the cluster (its
     executors start once), jobs sent on stdin, JSON events read on a thread as they come."""
 
-    def __init__(self, cluster: SparkStandaloneCluster, scratch: Path) -> None:
+    def __init__(self, cluster: SparkStandaloneCluster, scratch: Path, jars: list[str]) -> None:
         self.stderr_path = scratch / "driver-stderr.log"
         self._stderr: IO[bytes] = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, str(DRIVER), cluster.master_url, str(scratch)],
+        self.proc = subprocess.Popen([sys.executable, str(DRIVER), cluster.master_url, str(scratch),
+                                      ",".join(jars)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._stderr, text=True, cwd=scratch,
                                      preexec_fn=_die_with_parent,      # its JVM follows it
@@ -126,10 +129,22 @@ class Driver:
         return self.stderr_path.read_text(errors="replace")[-6000:]
 
 
+#: why the driver has no format("kafka") (None: it has)
+_SPARK_KAFKA_MISSING: str | None = None
+
+
 @pytest.fixture(scope="module")
 def driver(cluster: SparkStandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
+    global _SPARK_KAFKA_MISSING
+    jars: list[str] = []
+    try:
+        jars = spark_kafka_jars()
+    except BrokerStartError as exc:
+        if os.environ.get("CI"):
+            raise
+        _SPARK_KAFKA_MISSING = f"Spark's own Kafka source is not available: {exc}"
     # not waiting for it here: its JVM and executors start while the Kafka fixture starts
-    d = Driver(cluster, tmp_path_factory.mktemp("cluster-driver"))
+    d = Driver(cluster, tmp_path_factory.mktemp("cluster-driver"), jars)
     try:
         yield d
     finally:
@@ -168,20 +183,29 @@ def produced(bootstrap: str, topic: str, records: list[TestRecord]) -> list[Row]
 # ------------------------------------------------------------------------------- batch
 
 
+@pytest.fixture(scope="module")
+def four_partitions(kafka: KafkaCluster) -> tuple[str, list[Row]]:
+    """A 4-partition topic of 200 varied records (null keys and values, headers) and its rows."""
+    topic = kafka.create_topic(unique_topic_name("cluster"), 4)
+    return topic, produced(kafka.bootstrap_servers, topic, sample_records(200, partitions=4, seed=11))
+
+
+def read_batch(driver: Driver, kafka: KafkaCluster, topic: str, out: Path, source: str) -> Any:
+    import pyarrow as pa
+
+    driver.done(driver.submit(mode="batch", source=source, bootstrap=kafka.bootstrap_servers,
+                              topic=topic, out=str(out)))
+    return pa.ipc.open_file(str(out)).read_all()
+
+
 def test_batch_read_on_the_cluster_runs_on_both_workers(
         cluster: SparkStandaloneCluster, driver: Driver, kafka: KafkaCluster,
-        make_kafka_topic: Callable[..., str], tmp_path: Path) -> None:
+        four_partitions: tuple[str, list[Row]], tmp_path: Path) -> None:
     """A batch read of a 4-partition topic on the cluster: the rows are exactly what was
     produced, Spark partition i is Kafka partition i in offset order, each made by one
     executor, and the executors of both workers made some."""
-    topic = make_kafka_topic(4)
-    want = produced(kafka.bootstrap_servers, topic, sample_records(200, partitions=4, seed=11))
-    out = tmp_path / "rows.arrow"
-    driver.done(driver.submit(mode="batch", bootstrap=kafka.bootstrap_servers, topic=topic,
-                              out=str(out)))
-    import pyarrow as pa
-
-    table = pa.ipc.open_file(str(out)).read_all()
+    topic, want = four_partitions
+    table = read_batch(driver, kafka, topic, tmp_path / "rows.arrow", "pyconsumer")
     assert table_rows(table) == want
     partitions = table.column("partition").to_pylist()
     assert table.column("spark_partition").to_pylist() == partitions
@@ -191,6 +215,21 @@ def test_batch_read_on_the_cluster_runs_on_both_workers(
     assert sorted(made_by) == [0, 1, 2, 3]
     assert all(len(e) == 1 for e in made_by.values()), made_by
     assert {worker for (worker, _), in made_by.values()} == {0, 1}, made_by
+
+
+def test_spark_kafka_source_reads_the_same_rows_on_the_cluster(
+        driver: Driver, kafka: KafkaCluster, four_partitions: tuple[str, list[Row]],
+        tmp_path: Path) -> None:
+    """Spark's own format("kafka") in the same application (its jars shipped to the executors
+    with spark.jars; pyconsumer needs none) reads the same rows: every column, each partition
+    in offset order."""
+    if _SPARK_KAFKA_MISSING is not None:
+        pytest.skip(_SPARK_KAFKA_MISSING)
+    topic, want = four_partitions
+    got = table_rows(read_batch(driver, kafka, topic, tmp_path / "kafka.arrow", "kafka"))
+    assert sorted(got, key=lambda r: (r[1], r[2])) == want
+    for p in range(4):
+        assert [r for r in got if r[1] == p] == [r for r in want if r[1] == p], f"partition {p}"
 
 
 # ------------------------------------------------------------------------------- streaming
