@@ -639,10 +639,12 @@ def _kill_children_mentioning(marker: str, timeout: float = 5.0) -> None:
 def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
                       conf: Mapping[str, str] | None = None, fast_jvm: bool = False,
                       log_level: str = "fatal") -> Iterator[Any]:
-    """A local SparkSession whose scratch files (spark.local.dir, the JVM's and the Python
+    """A SparkSession whose scratch files (spark.local.dir, the JVM's and the Python
     workers' temp files, the SQL warehouse) live in one temporary directory that is removed,
     with the session, on exit: nothing is left in /tmp or in the working directory. Spark
     logs to stderr at ``log_level`` (fatal by default: the caller reports failures).
+    ``master`` may be a cluster's (``spark://host:7077``): then these settings are the
+    driver's, and the executors keep the scratch space and logs their cluster manager gives.
 
     When this process already has an active SparkSession (a test suite's, a notebook's), that
     one is used as it is (the arguments are ignored) and left running."""
