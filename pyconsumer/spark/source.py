@@ -227,21 +227,24 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin = {**begin, **self._offsets.earliest(new)}
         end = dict(latest)
         now = time.monotonic()
-        if (o.min_offsets_per_trigger is not None and self._target is None
-                and total_offsets(begin, end) < o.min_offsets_per_trigger):
-            # too little for a batch: wait, unless maxTriggerDelay passed since the last one
-            if self._last_trigger is None:
-                self._last_trigger = now
-            if (now - self._last_trigger) * 1000 < o.max_trigger_delay_ms:
+        # minOffsetsPerTrigger: too little for a batch, wait unless maxTriggerDelay passed
+        # since the last trigger. As in Spark, a reader's first trigger counts as late
+        # (Spark's clock starts at 0: a (re)started query reads what is there at once) and
+        # every trigger that is not held back restarts the clock, even with nothing to read.
+        # AvailableNow ignores it: Spark's source applies it there too and so ends the query
+        # with data unread.
+        if o.min_offsets_per_trigger is not None and self._target is None:
+            late = (self._last_trigger is None
+                    or (now - self._last_trigger) * 1000 >= o.max_trigger_delay_ms)
+            if not late and total_offsets(begin, end) < o.min_offsets_per_trigger:
                 return start
+            self._last_trigger = now
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else o.max_offsets_per_trigger
         if max_rows is not None:
             end = rate_limit(begin, end, max_rows)
         if o.max_bytes_per_trigger is not None:
             end = limit_by_bytes(begin, end, o.max_bytes_per_trigger,
                                  self._estimate_bytes(begin, end))
-        if total_offsets(begin, end) > 0:
-            self._last_trigger = now
         return offsets_to_json(end)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:

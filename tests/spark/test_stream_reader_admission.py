@@ -39,12 +39,16 @@ def test_min_offsets_wait_for_max_trigger_delay(tansu: TansuBroker,
     r = _reader(tansu.bootstrap, topic, minOffsetsPerTrigger="100", maxTriggerDelay="1s")
     start = r.initialOffset()
     assert start == {topic: {"0": 0}}
-    assert r.latestOffset(start, ReadAllAvailable()) == start        # 30 < 100: wait
-    assert r.reportLatestOffset() == {topic: {"0": 30}}               # lag is still visible
+    # the first trigger is never held back (Spark's clock starts at 0)
+    assert r.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 30}}
+    produce(tansu.bootstrap, topic, [TestRecord(value=b"v", partition=0)] * 10)
+    at_30 = {topic: {"0": 30}}
+    assert r.latestOffset(at_30, ReadAllAvailable()) == at_30         # 10 < 100: wait
+    assert r.reportLatestOffset() == {topic: {"0": 40}}               # lag is still visible
     time.sleep(1.1)
-    assert r.latestOffset(start, ReadAllAvailable()) == {topic: {"0": 30}}   # delay passed
+    assert r.latestOffset(at_30, ReadAllAvailable()) == {topic: {"0": 40}}   # delay passed
     produce(tansu.bootstrap, topic, [TestRecord(value=b"v", partition=0)] * 100)
-    assert r.latestOffset({topic: {"0": 30}}, ReadAllAvailable()) == {topic: {"0": 130}}
+    assert r.latestOffset({topic: {"0": 40}}, ReadAllAvailable()) == {topic: {"0": 140}}
 
 
 def test_max_bytes_per_trigger_shares_a_byte_budget(tansu: TansuBroker,
