@@ -10,8 +10,13 @@ options are consumer settings, passed on with the prefix stripped. Unknown optio
 ignored, as Spark does.
 
 Where Spark's checks are loose this module is a little stricter, always failing early with the
-option's name rather than later inside a query: counts must be positive, offsets in JSON must
-be >= -2, timestamps >= 0, and in batch queries starting offsets must not pass ending offsets.
+option's name rather than later inside a query: counts must be positive (minOffsetsPerTrigger
+may be 0, as in Spark), offsets in JSON must be >= -2, timestamps >= 0, and in batch queries
+starting offsets must not pass ending offsets. It refuses where Spark silently does something
+else than asked (tests/kafka/test_spark_vs_kafka_options.py lists each case beside Spark's
+answer): maxOffsetsPerTrigger=0 (Spark admits nothing), endingTimestamp in a streaming query
+(Spark ignores it), an empty ``assign`` (Spark reads nothing) and unknown ``kafka.*`` settings
+(Spark's Java consumer only logs them).
 """
 from __future__ import annotations
 
@@ -150,13 +155,10 @@ class SourceOptions:
 
     def consumer_settings(self) -> dict[str, str]:
         """Settings (Java names) for a pyconsumer ``KafkaConsumer``: the ``kafka.*`` options,
-        with ``group.id`` only when the user gave it, and ``enable.auto.commit`` forced off.
+        with ``group.id`` only when the user gave a non-blank one (Spark's Java consumer
+        reads with a blank one as with none), and ``enable.auto.commit`` forced off.
         ``auto.offset.reset`` is left to the caller."""
-        settings = dict(self.kafka_params)
-        if self.group_id is None:
-            settings.pop("group.id", None)
-        settings["enable.auto.commit"] = "false"
-        return settings
+        return _consumer_settings(self.kafka_params)
 
 
 # --------------------------------------------------------------------------------- option keys
@@ -482,6 +484,30 @@ def _kafka_params(opts: Mapping[str, str]) -> dict[str, str]:
     return params
 
 
+def _consumer_settings(params: Mapping[str, str]) -> dict[str, str]:
+    settings = dict(params)
+    if not settings.get("group.id", "").strip():
+        settings.pop("group.id", None)
+    settings["enable.auto.commit"] = "false"
+    return settings
+
+
+def _check_consumer_settings(params: Mapping[str, str]) -> None:
+    """The ``kafka.*`` options as pyconsumer's consumer takes them, checked now so that a bad
+    one fails with its option name instead of later in a driver or task. Unknown settings
+    are refused: Spark's Java consumer only logs a warning for them, so a misspelled
+    setting silently does nothing there."""
+    from pyconsumer.config import ConsumerConfig
+
+    try:
+        ConsumerConfig(**_consumer_settings(params))
+    except ConfigurationError as e:
+        text = str(e)
+        named = [k for k in params if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w.])", text)]
+        where = ", ".join(f"'kafka.{k}'" for k in named) or "kafka.*"
+        raise ConfigurationError(f"Option {where}: {text}") from None
+
+
 def _ignored(opts: Mapping[str, str], keys: tuple[str, ...], chosen: str) -> None:
     for key in keys:
         if key in opts and key != chosen:
@@ -627,7 +653,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     max_trigger_delay_ms = parse_duration_ms(DEFAULT_MAX_TRIGGER_DELAY, "maxTriggerDelay")
     if streaming:
         max_offsets = _optional(opts, "maxoffsetspertrigger", _positive_long)
-        min_offsets = _optional(opts, "minoffsetspertrigger", _positive_long)
+        # 0 means no minimum, as in Spark
+        min_offsets = _optional(opts, "minoffsetspertrigger", lambda text, key: _int(
+            text, key, minimum=0, what="a non-negative integer"))
         max_bytes = _optional(opts, "maxbytespertrigger",
                               lambda text, key: parse_size_bytes(text, _name(key)))
         if "maxtriggerdelay" in opts:
@@ -637,9 +665,11 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             if key in opts:
                 log.warning("Option %s is ignored in batch queries", _name(key))
         if "maxoffsetspertrigger" in opts and "minoffsetspertrigger" in opts:
-            # Spark still compares them in batch queries
-            max_offsets = _positive_long(opts["maxoffsetspertrigger"], "maxoffsetspertrigger")
-            min_offsets = _positive_long(opts["minoffsetspertrigger"], "minoffsetspertrigger")
+            # Spark still compares them in batch queries (as any two longs)
+            max_offsets = _int(opts["maxoffsetspertrigger"], "maxoffsetspertrigger",
+                               minimum=_INT64_MIN)
+            min_offsets = _int(opts["minoffsetspertrigger"], "minoffsetspertrigger",
+                               minimum=_INT64_MIN)
     if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
         raise ConfigurationError(
             f"Options 'minOffsetsPerTrigger' and 'maxOffsetsPerTrigger': the value of "
@@ -654,6 +684,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         raise _fail("commitoffsetstokafka",
                     "committing offsets to Kafka needs a consumer group: set option "
                     "'kafka.group.id'")
+
+    _check_consumer_settings(kafka_params)
 
     return SourceOptions(
         strategy=strategy,

@@ -542,7 +542,6 @@ def test_commit_offsets_false_needs_nothing() -> None:
 
 @pytest.mark.parametrize("key, field", [
     ("maxOffsetsPerTrigger", "max_offsets_per_trigger"),
-    ("minOffsetsPerTrigger", "min_offsets_per_trigger"),
     ("maxRecordsPerPartition", "max_records_per_partition"),
     ("minPartitions", "min_partitions"),
 ])
@@ -552,6 +551,15 @@ def test_positive_counts(key: str, field: str) -> None:
     assert getattr(with_base({key: "+12345"}), field) == 12345
     for bad in ("0", "-1", "abc", "1.5", "", " 5", "1e3", "1_000", "١٢"):
         rejects({key: bad}, key, match="positive")
+
+
+def test_min_offsets_per_trigger_may_be_zero() -> None:
+    """0 is no minimum, as in Spark; a negative count is refused."""
+    assert parse().min_offsets_per_trigger is None
+    assert with_base({"minOffsetsPerTrigger": "0"}).min_offsets_per_trigger == 0
+    assert with_base({"minOffsetsPerTrigger": "7"}).min_offsets_per_trigger == 7
+    for bad in ("-1", "abc", "1.5", ""):
+        rejects({"minOffsetsPerTrigger": bad}, "minOffsetsPerTrigger", match="non-negative")
 
 
 def test_count_ranges() -> None:
