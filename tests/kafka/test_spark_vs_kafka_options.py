@@ -120,6 +120,11 @@ CASES: list[Case] = [
                          "queries on Kafka"),
          Refused("options", "ConfigurationError: Option 'startingOffsets': starting offset "
                             "can't be 'latest' for batch queries on Kafka")),
+    Case("option keys in any case", {"STARTINGoffsets": "Latest"},
+         Refused("load", "IllegalArgumentException: starting offset can't be latest for batch "
+                         "queries on Kafka"),
+         Refused("options", "ConfigurationError: Option 'startingOffsets': starting offset "
+                            "can't be 'latest' for batch queries on Kafka")),
     Case("-1 in a batch start", {"startingOffsets": json.dumps({T: {"0": -1, "1": 0}})},
          Refused("load", f"IllegalArgumentException: startingOffsets for {T}-0 can't be latest "
                          "for batch queries on Kafka"),
