@@ -1,9 +1,8 @@
 """Streaming, format("kafka") (Spark's own Kafka source, the reference) vs format("pyconsumer").
 
 Each scenario runs the same query (Trigger.AvailableNow unless it says otherwise) through both
-formats at the same time,
-into a Parquet file sink with a checkpoint each, on one topic with uneven partitions, and
-asserts:
+formats at the same time, into a Parquet file sink with a checkpoint each, on one topic with
+uneven partitions, and asserts:
 
 * the same micro-batches: the source offsets of every batch, read from the checkpoints
   (``<checkpoint>/offsets/<batchId>``: line 1 the version, line 2 the batch metadata, line 3
