@@ -338,6 +338,7 @@ class KafkaCluster:
         start_timeout: float = 120.0,
         stop_timeout: float = 30.0,
         kerberos: Kerberos | None = None,
+        port: int | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster has at least one node, got nodes={nodes}")
@@ -351,6 +352,8 @@ class KafkaCluster:
             n: {k: str(v) for k, v in cfg.items()} for n, cfg in (node_config or {}).items()}
         self.version = version
         self.kerberos = kerberos
+        #: node 1's PLAINTEXT port (None: a free one), e.g. 9092 for examples that expect it
+        self.port = port
         self.listeners: tuple[str, ...] = LISTENERS + ((GSSAPI_LISTENER,) if kerberos else ())
         self.heap = heap
         self.heap_min = heap_min
@@ -415,12 +418,15 @@ class KafkaCluster:
             self.log4j_config.write_text(_LOG4J2)
             self._tls = _make_tls(self.folder / "tls")
             self.controller_port = free_port()
+            while self.controller_port == self.port:
+                self.controller_port = free_port()
             taken = {self.controller_port}
             for node_id in range(1, self.nodes + 1):
                 ports: dict[str, int] = {}
                 for name in self.listeners:
-                    port = free_port()
-                    while port in taken:
+                    fixed = self.port if node_id == 1 and name == "PLAINTEXT" else None
+                    port = fixed if fixed is not None else free_port()
+                    while port in taken and fixed is None:
                         port = free_port()
                     taken.add(port)
                     ports[name] = port
