@@ -153,10 +153,11 @@ def test_fail_on_data_loss_when_start_fell_out_of_retention(
         assert df_rows(df) == want
 
 
-def test_yields_record_batches_of_about_100k_rows(tansu: TansuBroker,
+def test_yields_record_batches_of_up_to_100k_rows(tansu: TansuBroker,
                                                   make_tansu_topic: Callable[..., str]) -> None:
-    """The worker side on its own: read_range yields Arrow batches in Spark's schema, cut at
-    100k rows, stopping exactly at the range's end."""
+    """The worker side on its own: read_range yields Arrow batches in Spark's schema, each as
+    a poll returned it (at most 100k rows; only the last below 12.5k: smaller polls are
+    gathered), stopping exactly at the range's end."""
     from pyconsumer.spark.options import parse_options
     from pyconsumer.spark.planning import OffsetRange
     from pyconsumer.spark.reader import read_range
@@ -167,8 +168,9 @@ def test_yields_record_batches_of_about_100k_rows(tansu: TansuBroker,
     options = parse_options({"kafka.bootstrap.servers": tansu.bootstrap, "subscribe": topic},
                             streaming=False)
     batches = list(read_range(OffsetRange(topic, 0, 1000, 240_000), options))
-    assert [b.num_rows for b in batches][:2] == [100_000, 100_000]
-    assert sum(b.num_rows for b in batches) == 239_000
+    sizes = [b.num_rows for b in batches]
+    assert max(sizes) <= 100_000 and min(sizes[:-1]) >= 12_500, sizes
+    assert sum(sizes) == 239_000
     assert all(b.schema.equals(kafka_arrow_schema(False)) for b in batches)
     offsets = pa.concat_arrays([b.column("offset") for b in batches]).to_pylist()
     assert offsets == list(range(1000, 240_000))
