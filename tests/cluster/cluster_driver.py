@@ -10,8 +10,8 @@ working directory of the executor whose task made it (``<worker work dir>/<app>/
 
 A job's keys: ``job``, ``bootstrap``, ``topic`` and ``mode``:
 
-* ``batch``: ``spark.read`` of the topic with headers and ``spark_partition_id``, written as an
-  Arrow IPC file to ``out``; ``source`` ``kafka`` reads with Spark's own Kafka source (its jars
+* ``batch``: once ``executors`` executors are registered, ``spark.read`` of the topic with
+  headers and ``spark_partition_id``, written as an Arrow IPC file to ``out``; ``source`` ``kafka`` reads with Spark's own Kafka source (its jars
   given as JARS, comma-separated) instead of ``pyconsumer``;
 * ``stream``: ``spark.readStream`` into a parquet file sink at ``output`` with ``checkpoint``
   and ``maxOffsetsPerTrigger`` (and the trap of :func:`where`); ``availableNow`` stops by itself, otherwise it runs until the
@@ -79,10 +79,22 @@ def where(job: dict[str, Any]) -> Any:
     return F.udf(cwd, "string").asNondeterministic()()
 
 
+def wait_for_executors(spark: Any, count: int) -> None:
+    """Until ``count`` executors are registered (a worker that came back gets a new one a
+    moment after it rejoins the master)."""
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 120
+    while len(tracker.getExecutorInfos()) < count + 1:       # the driver is listed too
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fewer than {count} executors after 120 s")
+        time.sleep(0.2)
+
+
 def batch(spark: Any, job: dict[str, Any]) -> None:
     import pyarrow as pa
     from pyspark.sql import functions as F
 
+    wait_for_executors(spark, job.get("executors", 0))
     df = (spark.read.format(job.get("source", "pyconsumer"))
           .option("kafka.bootstrap.servers", job["bootstrap"])
           .option("subscribe", job["topic"]).option("includeHeaders", "true").load()

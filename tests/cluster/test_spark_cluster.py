@@ -44,9 +44,9 @@ def cluster() -> Iterator[SparkStandaloneCluster]:
         pytest.skip("the cluster tier needs pyspark (pip install -e '.[test]')")
     if shutil.which("java") is None:
         pytest.skip("the cluster tier needs Java 17 on PATH")
-    # two cores a worker: the module's driver application holds one on each (spark.cores.max
-    # 2), the ingest CLI's application gets the other
-    with SparkStandaloneCluster(workers=2, cores=2) as c:
+    # one core a worker: an application with an executor on each has the cluster to itself,
+    # and one that loses a worker waits for it to come back (see Drivers)
+    with SparkStandaloneCluster(workers=2, cores=1) as c:
         yield c
 
 
@@ -133,22 +133,48 @@ class Driver:
 _SPARK_KAFKA_MISSING: str | None = None
 
 
+class Drivers:
+    """The module's driver application, started when a test first needs it. Each worker has
+    one core and the driver application takes both (one executor a worker), so a test that
+    runs another application (the ingest CLI) closes it first; the next test starts another."""
+
+    def __init__(self, cluster: SparkStandaloneCluster, tmp: pytest.TempPathFactory) -> None:
+        global _SPARK_KAFKA_MISSING
+        self.cluster = cluster
+        self.tmp = tmp
+        self.jars: list[str] = []
+        try:
+            self.jars = spark_kafka_jars()
+        except BrokerStartError as exc:
+            if os.environ.get("CI"):
+                raise
+            _SPARK_KAFKA_MISSING = f"Spark's own Kafka source is not available: {exc}"
+        self.current: Driver | None = None
+
+    def get(self) -> Driver:
+        if self.current is None:
+            # not waiting for it here: its JVM and executors start while the Kafka fixture starts
+            self.current = Driver(self.cluster, self.tmp.mktemp("cluster-driver"), self.jars)
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+
+
 @pytest.fixture(scope="module")
-def driver(cluster: SparkStandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
-    global _SPARK_KAFKA_MISSING
-    jars: list[str] = []
+def drivers(cluster: SparkStandaloneCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drivers]:
+    pool = Drivers(cluster, tmp_path_factory)
     try:
-        jars = spark_kafka_jars()
-    except BrokerStartError as exc:
-        if os.environ.get("CI"):
-            raise
-        _SPARK_KAFKA_MISSING = f"Spark's own Kafka source is not available: {exc}"
-    # not waiting for it here: its JVM and executors start while the Kafka fixture starts
-    d = Driver(cluster, tmp_path_factory.mktemp("cluster-driver"), jars)
-    try:
-        yield d
+        yield pool
     finally:
-        d.close()
+        pool.close()
+
+
+@pytest.fixture
+def driver(drivers: Drivers) -> Driver:
+    return drivers.get()
 
 
 def executor_of(cluster: SparkStandaloneCluster, cwd: str) -> tuple[int, str]:
@@ -193,8 +219,9 @@ def four_partitions(kafka: KafkaCluster) -> tuple[str, list[Row]]:
 def read_batch(driver: Driver, kafka: KafkaCluster, topic: str, out: Path, source: str) -> Any:
     import pyarrow as pa
 
+    # both executors there, also when this runs after the killed-worker test
     driver.done(driver.submit(mode="batch", source=source, bootstrap=kafka.bootstrap_servers,
-                              topic=topic, out=str(out)))
+                              topic=topic, out=str(out), executors=2))
     return pa.ipc.open_file(str(out)).read_all()
 
 
@@ -301,11 +328,13 @@ def test_stream_survives_a_killed_worker_exactly_once(
 # ------------------------------------------------------------------------------- the CLI
 
 
-def test_ingest_command_on_the_cluster(cluster: SparkStandaloneCluster, kafka: KafkaCluster,
-                                       make_kafka_topic: Callable[..., str], tmp_path: Path) -> None:
+def test_ingest_command_on_the_cluster(cluster: SparkStandaloneCluster, drivers: Drivers,
+                                       kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+                                       tmp_path: Path) -> None:
     """``pyconsumer ingest --master spark://...`` (its own process, as a user runs it) writes
     exactly the produced rows, read back from the Parquet dataset, and sums them up per
     partition."""
+    drivers.close()            # the cluster's cores go to the CLI's application
     topic = make_kafka_topic(3)
     want = produced(kafka.bootstrap_servers, topic, sample_records(150, partitions=3, seed=41))
     out = tmp_path / "dataset"
