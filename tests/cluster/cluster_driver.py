@@ -59,24 +59,26 @@ def session(master: str, scratch: str, jars: str) -> Any:
 def where(job: dict[str, Any]) -> Any:
     """The ``where`` column. With ``trap_dir``, ``trap_armed`` and ``trap_sprung``: while the
     file ``trap_armed`` exists, a task on an executor under ``trap_dir`` writes its working
-    directory to ``trap_sprung`` and stops in the middle of its rows, until its executor is
-    killed (so a test kills a worker with a task surely running there)."""
+    directory and the partition and offset of the row it is at to ``trap_sprung`` (JSON) and
+    stops there, in the middle of its rows, until its executor is killed (so a test kills a
+    worker with a task surely running there, and knows a record that task held)."""
     from pyspark.sql import functions as F
 
     trap_dir: str = job.get("trap_dir", "")
     armed: str = job.get("trap_armed", "")
     sprung: str = job.get("trap_sprung", "")
 
-    def cwd() -> str:
+    def cwd(partition: int, offset: int) -> str:
         here = os.getcwd()
         if trap_dir and here.startswith(trap_dir) and os.path.exists(armed):
-            with open(sprung, "w") as f:
-                f.write(here)
+            with open(sprung + ".tmp", "w") as f:
+                json.dump({"where": here, "partition": partition, "offset": offset}, f)
+            os.replace(sprung + ".tmp", sprung)     # the test sees all of it or nothing
             while True:
                 time.sleep(1)
         return here
 
-    return F.udf(cwd, "string").asNondeterministic()()
+    return F.udf(cwd, "string").asNondeterministic()(F.col("partition"), F.col("offset"))
 
 
 def wait_for_executors(spark: Any, count: int) -> None:
