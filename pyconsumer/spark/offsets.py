@@ -14,7 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from pyconsumer.consumer.consumer import KafkaConsumer
-from pyconsumer.errors import ConfigurationError, DataLossError, KafkaError
+from pyconsumer.errors import (
+    ConfigurationError,
+    DataLossError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
 from pyconsumer.spark.options import (
     EARLIEST,
     LATEST,
@@ -105,18 +110,38 @@ class OffsetReader:
     # ------------------------------------------------------------------ partitions
 
     def partitions(self) -> set[TopicPartition]:
-        """The topic-partitions the query reads now: the subscribed topics' partitions (those
-        that exist), every partition of the topics matching the pattern, or the assigned ones."""
+        """The topic-partitions the query reads now: the subscribed topics' partitions, every
+        partition of the topics whose name the pattern finds (Spark 4's ``findFirstIn``: a
+        match anywhere in the name, not of the whole name), or the assigned ones.
+
+        A batch query fails on a subscribed topic or an assigned partition that does not
+        exist, naming them (Spark fails on the missing topics too); a stream reads the ones
+        that exist and picks the others up when they appear."""
         strategy = self.options.strategy
-        if isinstance(strategy, Assign):
+        if isinstance(strategy, Assign) and self.options.streaming:
             return set(strategy.partitions)
         topics = self._retrying("listing topics", lambda: self.consumer.topics())
+        if isinstance(strategy, Assign):
+            known = {TopicPartition(t, p.partition) for t, ps in topics.items() for p in ps}
+            absent = sorted(set(strategy.partitions) - known)
+            if absent:
+                raise UnknownTopicOrPartitionError(
+                    "Option 'assign': " + ", ".join(f"{t}-{p}" for t, p in absent)
+                    + (" does" if len(absent) == 1 else " do") + " not exist")
+            return set(strategy.partitions)
         if isinstance(strategy, Subscribe):
+            missing = [t for t in strategy.topics if t not in topics]
+            if missing and not self.options.streaming:
+                raise UnknownTopicOrPartitionError(
+                    "Option 'subscribe': " + ("topic " if len(missing) == 1 else "topics ")
+                    + ", ".join(missing) + (" does" if len(missing) == 1 else " do")
+                    + " not exist")
             names: Iterable[str] = [t for t in strategy.topics if t in topics]
         else:
             assert isinstance(strategy, SubscribePattern)
             pattern = re.compile(strategy.pattern)
-            names = [t for t in topics if pattern.fullmatch(t) and not t.startswith("__")]
+            # internal topics (__consumer_offsets, ...) are never read, as Admin's listTopics
+            names = [t for t in topics if pattern.search(t) and not t.startswith("__")]
         return {TopicPartition(t, p.partition) for t in names for p in topics[t]}
 
     # ------------------------------------------------------------------ lookups

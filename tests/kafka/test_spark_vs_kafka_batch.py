@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 BASE = 1_700_000_000_000
 #: records per partition of the codecs topic
 N = 40
+#: reading past the log end, Spark's consumer waits this long (default 120 s, per task) for
+#: records that never come before it reports the loss
+PAST_END_POLL_MS = "5000"
 
 
 @dataclass(frozen=True)
@@ -94,13 +98,18 @@ def data(kafka: KafkaCluster) -> Data:
     survivors = sorted(last.values())
 
     codecs = kafka.create_topic(f"{prefix}-codecs", len(CODECS), config=KEEP)
-    ts = [[BASE + i * 10 + p * 3 + (55 if p == 1 and i % 2 else 0) for i in range(N)]
-          for p in range(len(CODECS))]
+    ts = [[0] * N for _ in CODECS]
     for p, codec in enumerate(CODECS):
-        part = [dataclasses.replace(r, timestamp_ms=ts[p][i])
+        part = [dataclasses.replace(r, timestamp_ms=BASE + i * 10 + p * 3
+                                    + (55 if p == 1 and i % 2 else 0))
                 for i, r in enumerate(sample_records(N, partitions=[p], seed=p))]
         # batches of 8: ranges start and end inside compressed batches
-        produce(bootstrap, codecs, part, compression=codec, linger_ms=50, batch_num_messages=8)
+        at = produce(bootstrap, codecs, part, compression=codec, linger_ms=50,
+                     batch_num_messages=8)
+        # a retried batch may land after a later one: the log order is what produce says
+        for rec, (_, offset) in zip(part, at):
+            assert rec.timestamp_ms is not None
+            ts[p][offset] = rec.timestamp_ms
 
     log_append = kafka.create_topic(f"{prefix}-logappend", 2,
                                     config={"message.timestamp.type": "LogAppendTime", **KEEP})
@@ -287,6 +296,20 @@ CASES = [
                              "endingOffsets": _per_partition(d.deleted, {0: 20, 1: 30})},
                             0 + 20),
                  id="deleted-records-failOnDataLoss-false-range-wholly-deleted"),
+    pytest.param(lambda d: ({"subscribe": d.codecs, "failOnDataLoss": "false",
+                             "kafkaConsumer.pollTimeoutMs": PAST_END_POLL_MS,
+                             "startingOffsets": _all(d, 35),
+                             "endingOffsets": _per_partition(d.codecs, {0: 45, 1: 40, 2: 40,
+                                                                        3: 40, 4: 40})},
+                            5 * 5),
+                 id="ending-json-past-the-log-end-failOnDataLoss-false"),
+    # Spark 4 looks topics up with Admin's listTopics and Scala's findFirstIn: the pattern
+    # may match a part of the name (KafkaConsumer.subscribe(Pattern) matches the whole name)
+    pytest.param(lambda d: ({"subscribePattern": f"{d.prefix}-co"},
+                            _codecs_total() + len(d.survivors)),
+                 id="subscribePattern-matches-inside-the-name"),
+    pytest.param(lambda d: ({"subscribePattern": f"{d.prefix}-nothing.*"}, 0),
+                 id="subscribePattern-matching-nothing"),
 ]
 
 
@@ -298,9 +321,48 @@ def test_same_rows(spark_kafka: Any, kafka: KafkaCluster, data: Data, case: Case
     assert len(rows) == count
 
 
+def _all(d: Data, offset: int) -> str:
+    return _per_partition(d.codecs, {p: offset for p in range(len(CODECS))})
+
+
+#: options, then the input partitions of format("kafka") and of ours
 SPLIT_CASES = [
+    # 5 ranges of 40, minPartitions 12: each gets round(40 / 200 * 12) = 2 tasks
     pytest.param(lambda d: {"subscribe": d.codecs, "minPartitions": "12"}, 10, 10,
-                 id="minPartitions-12-over-5-partitions"),
+                 id="minPartitions-above-the-partition-count"),
+    pytest.param(lambda d: {"subscribe": d.codecs, "minPartitions": "3"}, 5, 5,
+                 id="minPartitions-below-the-partition-count"),
+    # ranges of 25, 40, 1, 1 and an empty one: 1 + 1 tasks for the small ones, the other 6
+    # shared by size (2 + 4); the empty range gets none
+    pytest.param(lambda d: {"subscribe": d.codecs, "minPartitions": "8",
+                            "startingOffsets": _per_partition(
+                                d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
+                            "endingOffsets": _per_partition(
+                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 8, 8,
+                 id="minPartitions-with-an-empty-range"),
+    # ours differs: Spark plans a task for a topic-partition with nothing to read, we don't
+    pytest.param(lambda d: {"subscribe": d.codecs,
+                            "startingOffsets": _per_partition(
+                                d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
+                            "endingOffsets": _per_partition(
+                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 5, 4,
+                 id="an-empty-range-is-no-task-of-ours"),
+    # 40 offsets in pieces of at most 15: 13, 13, 14
+    pytest.param(lambda d: {"subscribe": d.codecs, "maxRecordsPerPartition": "15",
+                            "startingOffsets": _all(d, 0), "endingOffsets": _all(d, N)},
+                 15, 15, id="maxRecordsPerPartition-offsets-json"),
+    # ours differs: Spark 4.2 sizes earliest/latest ranges before resolving them (-2 to -1
+    # is "1 offset"), so maxRecordsPerPartition alone never splits them; we resolve first
+    pytest.param(lambda d: {"subscribe": d.codecs, "maxRecordsPerPartition": "15"}, 5, 15,
+                 id="maxRecordsPerPartition-earliest-to-latest"),
+    pytest.param(lambda d: {"subscribe": d.codecs, "maxRecordsPerPartition": "15",
+                            "startingOffsets": _all(d, 0)}, 5, 15,
+                 id="maxRecordsPerPartition-offsets-json-to-latest"),
+    # minPartitions makes Spark resolve the offsets, and then maxRecordsPerPartition applies:
+    # 15 pieces of 13 or 14, each round(13 / 200 * 20) = 1 task
+    pytest.param(lambda d: {"subscribe": d.codecs, "maxRecordsPerPartition": "15",
+                            "minPartitions": "20"}, 15, 15,
+                 id="maxRecordsPerPartition-and-minPartitions"),
 ]
 
 
@@ -309,8 +371,137 @@ def test_same_rows_when_ranges_are_split(spark_kafka: Any, kafka: KafkaCluster, 
                                          case: Callable[[Data], dict[str, str]],
                                          their_tasks: int, our_tasks: int) -> None:
     """minPartitions / maxRecordsPerPartition split ranges into more tasks: the rows stay
-    equal, and the number of input partitions is compared."""
+    equal, and so does the number of input partitions, except where ours deliberately
+    differs: an empty range is no task of ours (Spark plans one per topic-partition), and
+    maxRecordsPerPartition splits earliest/latest ranges, which Spark 4.2's batch planner
+    sizes before resolving them and so never splits unless minPartitions is set too (its
+    documentation promises no task over maxRecordsPerPartition records)."""
     options = case(data)
-    _, theirs, ours = same_rows(spark_kafka, kafka.bootstrap_servers, options)
+    rows, theirs, ours = same_rows(spark_kafka, kafka.bootstrap_servers, options)
+    assert rows
     assert (theirs.rdd.getNumPartitions(), ours.rdd.getNumPartitions()) == (their_tasks,
                                                                             our_tasks)
+
+
+def _raises(df: Any) -> str:
+    with pytest.raises(Exception) as info:
+        df.collect()
+    return str(info.value)
+
+
+#: options; what Spark's error says (a regex); what ours says (exactly this text)
+FAILING_CASES = [
+    pytest.param(lambda d: {"subscribe": d.deleted,
+                            "startingOffsets": _per_partition(d.deleted, {0: 5, 1: 10})},
+                 lambda d: (rf"Could not read records in offset \[5, 50\) for topic partition "
+                            rf"{d.deleted}-0(?!\d)"),
+                 lambda d: (f"DataLossError: Cannot read {d.deleted}-0 offsets 5 to 24: the log "
+                            f"now starts at 25. "),
+                 id="below-the-log-start-failOnDataLoss-true"),
+    pytest.param(lambda d: {"subscribe": d.codecs, "startingOffsets": _all(d, 35),
+                            "kafkaConsumer.pollTimeoutMs": PAST_END_POLL_MS,
+                            "endingOffsets": _per_partition(d.codecs, {0: 45, 1: 40, 2: 40,
+                                                                       3: 40, 4: 40})},
+                 lambda d: (rf"Could not read records in offset \[40, 45\) for topic partition "
+                            rf"{d.codecs}-0(?!\d)"),
+                 lambda d: (f"DataLossError: Cannot read {d.codecs}-0 offsets 40 to 44: the log "
+                            f"now ends at 40. "),
+                 id="past-the-log-end-failOnDataLoss-true"),
+    pytest.param(lambda d: {"subscribe": d.codecs, "startingOffsets": _per_partition(
+                                d.codecs, {0: 45, 1: 0, 2: 0, 3: 0, 4: 0})},
+                 lambda d: (rf"The resolved start offset 45 is greater than the resolved end "
+                            rf"offset 40 for topic {d.codecs} partition 0\."),
+                 lambda d: (f"DataLossError: Partition {d.codecs}-0's starting offset 45 is "
+                            f"after its ending offset 40. "),
+                 id="start-after-the-log-end-failOnDataLoss-true"),
+    pytest.param(lambda d: {"subscribe": d.codecs, "startingTimestamp": str(BASE + 10_000)},
+                 lambda d: (rf"No offset matched from request of topic-partition {d.codecs}-[0-4] "
+                            rf"and timestamp {BASE + 10_000}\."),
+                 lambda d: ("ConfigurationError: No offset matched the starting timestamp for "
+                            + ", ".join(f"{d.codecs}-{p} (timestamp {BASE + 10_000})"
+                                        for p in range(len(CODECS)))
+                            + ": no record at or after it."),
+                 id="startingTimestamp-after-all-strategy-error"),
+    pytest.param(lambda d: {"subscribe": f"{d.codecs},{d.prefix}-missing"},
+                 lambda d: "UnknownTopicOrPartitionException: This server does not host this "
+                           "topic-partition.",
+                 lambda d: f"Option 'subscribe': topic {d.prefix}-missing does not exist",
+                 id="subscribe-a-missing-topic"),
+    pytest.param(lambda d: {"assign": json.dumps({d.codecs: [0], f"{d.prefix}-missing": [0]})},
+                 lambda d: "UnknownTopicOrPartitionException: This server does not host this "
+                           "topic-partition.",
+                 lambda d: f"Option 'assign': {d.prefix}-missing-0 does not exist",
+                 id="assign-a-missing-topic"),
+]
+
+
+@pytest.mark.parametrize(("case", "theirs", "ours"), FAILING_CASES)
+def test_both_fail(spark_kafka: Any, kafka: KafkaCluster, data: Data,
+                   case: Callable[[Data], dict[str, str]], theirs: Callable[[Data], str],
+                   ours: Callable[[Data], str]) -> None:
+    """Both sources refuse the read; ours names the topic-partition and the offsets (or the
+    timestamp) concerned."""
+    options = case(data)
+    bootstrap = kafka.bootstrap_servers
+    their_error = _raises(_load(spark_kafka, "kafka", bootstrap, options))
+    assert re.search(theirs(data), their_error), their_error
+    our_error = _raises(_load(spark_kafka, "pyconsumer", bootstrap, options))
+    assert ours(data) in our_error, our_error
+
+
+#: options Spark refuses even with failOnDataLoss=false, and the same read without the
+#: partition concerned (an empty range there), which ours must equal
+LENIENT_CASES = [
+    pytest.param(lambda d: ({"subscribe": d.codecs, "failOnDataLoss": "false",
+                             "startingOffsets": _per_partition(
+                                 d.codecs, {0: 45, 1: 0, 2: 0, 3: 0, 4: 0})},
+                            {"subscribe": d.codecs, "startingOffsets": _per_partition(
+                                d.codecs, {0: N, 1: 0, 2: 0, 3: 0, 4: 0})}),
+                 lambda d: (rf"The resolved start offset 45 is greater than the resolved end "
+                            rf"offset 40 for topic {d.codecs} partition 0\."),
+                 id="start-after-the-log-end"),
+    pytest.param(lambda d: ({"subscribe": d.deleted, "failOnDataLoss": "false",
+                             "endingOffsets": _per_partition(d.deleted, {0: 20, 1: 30})},
+                            {"subscribe": d.deleted,
+                             "startingOffsets": _per_partition(d.deleted, {0: 20, 1: -2}),
+                             "endingOffsets": _per_partition(d.deleted, {0: 20, 1: 30})}),
+                 lambda d: (rf"The resolved start offset 25 is greater than the resolved end "
+                            rf"offset 20 for topic {d.deleted} partition 0\."),
+                 id="earliest-after-the-ending-offset"),
+]
+
+
+@pytest.mark.parametrize(("case", "theirs"), LENIENT_CASES)
+def test_ours_skips_a_start_past_the_end_when_failOnDataLoss_is_false(
+        spark_kafka: Any, kafka: KafkaCluster, data: Data,
+        case: Callable[[Data], tuple[dict[str, str], dict[str, str]]],
+        theirs: Callable[[Data], str]) -> None:
+    """Ours deliberately differs: a range whose resolved start is past its resolved end (a
+    start beyond the log end; earliest beyond an ending offset because records were deleted)
+    fails Spark's batch read whatever failOnDataLoss says, while ours treats it as the data
+    loss it is (as Spark's own streaming source does: partitionOffsetChanged): with
+    failOnDataLoss=false that partition gives no rows, with a warning, and the rest is read.
+    (With failOnDataLoss=true both fail: test_both_fail.)"""
+    options, without = case(data)
+    bootstrap = kafka.bootstrap_servers
+    their_error = _raises(_load(spark_kafka, "kafka", bootstrap, options))
+    assert re.search(theirs(data), their_error), their_error
+    ours = table_rows(_load(spark_kafka, "pyconsumer", bootstrap, options).toArrow())
+    expected, _, _ = same_rows(spark_kafka, bootstrap, without)
+    assert expected
+    assert _sorted(ours) == expected
+
+
+def test_assigning_a_missing_partition_fails_ours(spark_kafka: Any, kafka: KafkaCluster,
+                                                  data: Data) -> None:
+    """Ours deliberately differs: Spark drops an assigned partition its topic does not have
+    (AssignStrategy filters the topic's partitions by the assignment) and reads the rest;
+    ours refuses the read, naming it, as it refuses a missing topic (where Spark fails too)."""
+    bootstrap = kafka.bootstrap_servers
+    options = {"assign": json.dumps({data.codecs: [0, 7]})}
+    theirs = table_rows(_load(spark_kafka, "kafka", bootstrap, options).toArrow())
+    alone, _, _ = same_rows(spark_kafka, bootstrap, {"assign": json.dumps({data.codecs: [0]})})
+    assert len(alone) == N
+    assert _sorted(theirs) == alone
+    error = _raises(_load(spark_kafka, "pyconsumer", bootstrap, options))
+    assert f"Option 'assign': {data.codecs}-7 does not exist" in error, error
