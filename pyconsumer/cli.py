@@ -151,10 +151,21 @@ def _ingest(args: argparse.Namespace) -> int:
     _require("ingest", ["pyspark"], "spark")
     _require_java("ingest")
 
-    from pyconsumer.ingest import format_summary, run_ingest, spark_error_message, \
-        temporary_session
+    from pyconsumer.ingest import check_source, claim_folders, format_summary, \
+        release_folders, run_ingest, spark_error_message, temporary_session, \
+        unknown_source_options
 
+    for warning in unknown_source_options(options):
+        _err(f"ingest: warning: {warning}")
+    try:
+        # the brokers, the topics and the folders, before ~10 s of Spark start-up
+        check_source(opts)
+        created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint})
+    except IngestError as exc:
+        _err(f"ingest: {exc}")
+        return 1
     status = StatusLine(sys.stderr)
+    started = time.time()
     mode = ("streaming, available now" if args.once else "streaming") if streaming else "batch"
     status.log(f"ingest ({mode}): {opts.get('subscribe') or opts.get('subscribePattern') or 'assign'}"
                f" from {args.bootstrap_server} into {args.output}; starting Spark ({args.master})")
@@ -168,18 +179,37 @@ def _ingest(args: argparse.Namespace) -> int:
                 status=status)
     except KeyboardInterrupt:
         status.clear()
-        _err("ingest: interrupted")
+        release_folders(created)
+        _err("ingest: interrupted" + _left_behind(args.output, started))
         return 130
     except IngestError as exc:
+        release_folders(created)
         _err(f"ingest: {exc}")
         return 1
     except Exception as exc:
         if not _is_spark_error(exc):
             raise
+        release_folders(created)
         _err(f"ingest: {spark_error_message(exc)}")
         return 1
     print(format_summary(summary))
     return 130 if summary.interrupted else 0
+
+
+def _left_behind(output: str, since: float) -> str:
+    """What an interrupted run wrote into a local ``output``: Parquet files newer than
+    ``since`` (a batch write is committed whole, so files there are readable data)."""
+    from pyconsumer.ingest import _local_path
+
+    local = _local_path(output)
+    if local is None or not os.path.isdir(local):
+        return ""
+    files = [os.path.join(d, f) for d, _, names in os.walk(local) for f in names
+             if f.endswith(".parquet") and not f.startswith(("_", "."))]
+    new = [f for f in files if os.path.getmtime(f) >= since]
+    if not new:
+        return ": nothing was written"
+    return f": {len(new)} Parquet file{'s' if len(new) != 1 else ''} written to {output} stay"
 
 
 def _is_spark_error(exc: BaseException) -> bool:

@@ -161,6 +161,126 @@ def source_options(*, bootstrap: str | None, topics: Sequence[str] = (),
     return opts
 
 
+# --------------------------------------------------------------------------- before Spark
+# (checks that take milliseconds here and 10+ s of Spark start-up to fail inside a query)
+
+
+def _local_path(path: str) -> str | None:
+    """The file-system path of ``path``, or None for a URI Spark resolves (hdfs://, s3a://)."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
+        return None
+    return path
+
+
+def claim_folders(folders: Mapping[str, str | None]) -> list[str]:
+    """Create the local ``{flag: path}`` folders that do not exist yet, so a path Spark could
+    not write fails now, naming its flag; returns the folders created (the top-most of each),
+    for :func:`release_folders` after a failed run."""
+    created: list[str] = []
+    for flag, path in folders.items():
+        local = None if path is None else _local_path(path)
+        if local is None:
+            continue
+        if "\x00" in local:
+            raise IngestError(f"{flag} {path!r}: a path cannot hold a NUL character")
+        target = os.path.abspath(local)
+        if os.path.isdir(target):
+            if not os.access(target, os.W_OK | os.X_OK):
+                raise IngestError(f"{flag} {path}: the folder is not writable")
+            continue
+        if os.path.exists(target):
+            raise IngestError(f"{flag} {path} is a file; give a folder (it will hold "
+                              f"{'the Parquet files' if flag == '--output' else 'offsets'})")
+        top = target
+        while not os.path.exists(os.path.dirname(top)):
+            top = os.path.dirname(top)
+        try:
+            os.makedirs(target)
+        except OSError as exc:
+            raise IngestError(f"{flag} {path}: cannot create the folder: "
+                              f"{exc.strerror or exc}") from None
+        created.append(top)
+    return created
+
+
+def release_folders(created: Sequence[str]) -> list[str]:
+    """After a failed or interrupted run: remove the folders :func:`claim_folders` created
+    when they hold no data files (only Spark's hidden ``_x``/``.x`` entries, or nothing);
+    returns those removed. A folder with data stays: that data was committed."""
+    removed = []
+    for top in created:
+        data = False
+        for _, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+            if any(not f.startswith(("_", ".")) for f in files):
+                data = True
+                break
+        if not data:
+            shutil.rmtree(top, ignore_errors=True)
+            removed.append(top)
+    return removed
+
+
+def check_source(opts: Mapping[str, str], timeout_ms: int = 10_000) -> list[str]:
+    """Ask the cluster, before Spark starts, what the query would: that the brokers answer
+    and the topics exist (not created: the check never auto-creates). Returns the topics
+    read; IngestError naming the broker or the missing topic (with close matches)."""
+    from pyconsumer import KafkaConsumer
+    from pyconsumer.console import missing_topic_message
+    from pyconsumer.errors import ConfigurationError, KafkaError
+
+    settings: dict[str, Any] = {k[len("kafka."):]: v for k, v in opts.items()
+                                if k.lower().startswith("kafka.")}
+    settings.update({"allow.auto.create.topics": False, "default.api.timeout.ms": timeout_ms,
+                     "client.id": "pyconsumer-ingest-check"})
+    settings.pop("group.id", None)
+    lowered = {k.lower(): v for k, v in opts.items()}
+    try:
+        with KafkaConsumer(**settings) as consumer:
+            known = consumer.topics()
+    except ConfigurationError as exc:
+        raise IngestError(str(exc)) from None
+    except KafkaError as exc:
+        raise IngestError(f"the brokers {opts.get('kafka.bootstrap.servers')} did not answer: "
+                          f"{exc}") from None
+    if "subscribe" in lowered:
+        topics = [t.strip() for t in lowered["subscribe"].split(",") if t.strip()]
+        for topic in topics:
+            if topic not in known:
+                raise IngestError(missing_topic_message(topic, sorted(known)))
+        return topics
+    if "subscribepattern" in lowered:
+        regex = re.compile(lowered["subscribepattern"])
+        topics = sorted(t for t in known if regex.fullmatch(t))
+        if not topics:
+            raise IngestError(f"no topic matches --pattern {lowered['subscribepattern']!r}")
+        return topics
+    return []
+
+
+def unknown_source_options(options: Mapping[str, str]) -> list[str]:
+    """A warning for each ``-o`` option the Kafka source does not know (Spark ignores those
+    silently), with the closest known name."""
+    import difflib
+
+    from pyconsumer.spark.options import known_option_names
+
+    known = known_option_names()
+    lowered = {name.lower(): name for name in known}
+    warnings = []
+    for key in options:
+        if key.lower().startswith("kafka.") or key.lower() in lowered:
+            continue
+        close = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=0.6)
+        hint = f" (did you mean {lowered[close[0]]}?)" if close else ""
+        warnings.append(f"-o {key}: not an option of the Kafka source, ignored{hint}")
+    return warnings
+
+
 # --------------------------------------------------------------------------- Spark helpers
 
 
@@ -237,8 +357,18 @@ def spark_error_message(exc: BaseException) -> str:
                 message = _SQLSTATE.sub("", m.group(2) or "")
                 return f"{name}: {message}" if message else name
             break
-    for line in text.splitlines():
-        line = _SQLSTATE.sub("", line.strip())
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("An error occurred while calling"):
+        # py4j's "An error occurred while calling o61.parquet." says nothing: the Java
+        # exception's deepest cause does ("java.io.IOException: Mkdirs failed to create ...")
+        causes = [line[len("Caused by:"):].strip() for line in lines
+                  if line.startswith("Caused by:")]
+        first = next((line.lstrip(": ") for line in lines[1:] if line.startswith(":")), None)
+        cause = causes[-1] if causes else first
+        if cause:
+            return _SQLSTATE.sub("", cause)[:500]
+    for line in lines:
+        line = _SQLSTATE.sub("", line)
         if line:
             return line[:500]
     return type(exc).__name__

@@ -36,7 +36,7 @@ __all__ = [
     "Subscribe", "SubscribePattern", "Assign", "Strategy",
     "SourceOptions",
     "parse_options", "parse_offsets_json", "offsets_to_json", "offsets_from_json",
-    "parse_duration_ms", "parse_size_bytes",
+    "parse_duration_ms", "parse_size_bytes", "known_option_names",
 ]
 
 log = logging.getLogger(__name__)
@@ -200,6 +200,11 @@ _GROUP_ID_WARNING = (
     "of the same consumer group, and a restarted query may be disturbed by its previous run. "
     "Use one query per group id, and/or set 'kafka.session.timeout.ms' small enough that the "
     "previous run's consumers are dead before the query restarts.")
+
+
+def known_option_names() -> list[str]:
+    """The source's option names (``kafka.*`` consumer settings aside), as documented."""
+    return sorted(_NAMES.values())
 
 
 def _name(key: str) -> str:

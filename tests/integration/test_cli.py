@@ -279,6 +279,39 @@ def test_ingest_usage_errors_before_spark_starts(capsys: pytest.CaptureFixture[s
         assert time.monotonic() - start < 5          # no JVM was started
 
 
+def test_ingest_checks_brokers_topics_and_folders_before_spark_starts(
+        capsys: pytest.CaptureFixture[str], tansu: TansuBroker,
+        make_tansu_topic: Callable[..., str], tmp_path: Any) -> None:
+    """A misspelt topic, a broker nobody answers at, a host that does not resolve, a file
+    where the output folder goes: each fails in well under Spark's ~10 s start-up, exit 1,
+    one line naming it, nothing created (the topic included) and nothing left behind."""
+    real = make_tansu_topic(1, name=f"ingest-orders-{os.getpid()}")
+    typo = f"ingest-ordres-{os.getpid()}"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    out = tmp_path / "out"
+    cases = [
+        (["-b", tansu.bootstrap, "-t", typo, "--output", str(out)],
+         f"pyconsumer ingest: topic {typo!r} does not exist (did you mean {real!r}?)\n"),
+        (["-b", tansu.bootstrap, "--pattern", f"nothing-{os.getpid()}-.*", "--output", str(out)],
+         f"pyconsumer ingest: no topic matches --pattern 'nothing-{os.getpid()}-.*'\n"),
+        (["-b", "nosuchhost.invalid:9092", "-t", real, "--output", str(out)],
+         "pyconsumer ingest: no bootstrap.servers entry resolves: nosuchhost.invalid:9092 "),
+        (["-b", tansu.bootstrap, "-t", real, "--output", str(a_file)],
+         f"pyconsumer ingest: --output {a_file} is a file; give a folder (it will hold the "
+         f"Parquet files)\n"),
+    ]
+    for args, message in cases:
+        start = time.monotonic()
+        assert main(["ingest", *args]) == 1, args
+        err = capsys.readouterr().err
+        assert err.startswith(message) if not message.endswith("\n") else err == message, err
+        assert time.monotonic() - start < 8, args          # no JVM was started
+        assert not out.exists()
+    with KafkaConsumer(bootstrap_servers=tansu.bootstrap) as c:
+        assert typo not in c.topics()
+
+
 def _wait_for_lines(proc: subprocess.Popen[str], n: int, timeout: float) -> list[str]:
     assert proc.stdout is not None
     lines: list[str] = []
@@ -436,6 +469,58 @@ def test_spark_error_message_finds_the_python_exception() -> None:
         "[PATH_NOT_FOUND] Path does not exist: x."
     assert spark_error_message(Exception("Traceback (most recent call last):\n  File x\n"
                                          "AssertionError\n")) == "AssertionError"
+
+
+def test_spark_error_message_shows_the_java_cause() -> None:
+    from pyconsumer.ingest import spark_error_message
+
+    text = ("An error occurred while calling o61.parquet.\n"
+            ": org.apache.spark.SparkException: Job aborted.\n"
+            "\tat org.apache.spark.sql.X.y(X.scala:1)\n"
+            "Caused by: java.io.IOException: Mkdirs failed to create file:/ro/out/_temporary\n"
+            "\tat org.apache.hadoop.fs.Z.z(Z.java:2)\n")
+    assert spark_error_message(Exception(text)) == \
+        "java.io.IOException: Mkdirs failed to create file:/ro/out/_temporary"
+    assert spark_error_message(Exception("An error occurred while calling o95.start.\n"
+                                         ": java.lang.IllegalStateException: no\n")) == \
+        "java.lang.IllegalStateException: no"
+
+
+def test_claim_and_release_folders(tmp_path: Any) -> None:
+    from pyconsumer.ingest import IngestError, claim_folders, release_folders
+
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for flag, path, message in [
+        ("--output", str(a_file), f"--output {a_file} is a file; give a folder (it will hold "
+                                  f"the Parquet files)"),
+        ("--checkpoint", f"file:{a_file}/cp", f"--checkpoint file:{a_file}/cp: cannot create "
+                                              f"the folder: Not a directory"),
+    ]:
+        with pytest.raises(IngestError) as info:
+            claim_folders({flag: path})
+        assert str(info.value) == message
+    assert claim_folders({"--output": "s3a://bucket/out", "--checkpoint": None}) == []
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    created = claim_folders({"--output": str(existing), "--checkpoint": str(tmp_path / "a/b/cp")})
+    assert created == [str(tmp_path / "a")] and (tmp_path / "a/b/cp").is_dir()
+    (tmp_path / "a/b/cp/offsets").mkdir()        # what a failed query leaves
+    (tmp_path / "a/b/cp/_spark_metadata").mkdir()
+    assert release_folders(created) == [str(tmp_path / "a")] and not (tmp_path / "a").exists()
+    kept = claim_folders({"--output": str(tmp_path / "out")})
+    (tmp_path / "out" / "part-0.parquet").write_bytes(b"PAR1")
+    assert release_folders(kept) == [] and (tmp_path / "out").is_dir()   # committed data stays
+
+
+def test_unknown_source_options_are_named_with_the_closest() -> None:
+    from pyconsumer.ingest import unknown_source_options
+
+    assert unknown_source_options({"maxOffsetPerTrigger": "5", "includeHeaders": "true",
+                                   "kafka.fetch.min.bytes": "1", "zzz": "1"}) == [
+        "-o maxOffsetPerTrigger: not an option of the Kafka source, ignored (did you mean "
+        "maxOffsetsPerTrigger?)",
+        "-o zzz: not an option of the Kafka source, ignored"]
 
 
 def test_format_summary() -> None:
