@@ -255,7 +255,8 @@ def check_source(opts: Mapping[str, str], timeout_ms: int = 10_000) -> list[str]
         return topics
     if "subscribepattern" in lowered:
         regex = re.compile(lowered["subscribepattern"])
-        topics = sorted(t for t in known if regex.fullmatch(t))
+        # as the source reads it: the pattern found anywhere in the name (Spark 4's findFirstIn)
+        topics = sorted(t for t in known if regex.search(t))
         if not topics:
             raise IngestError(f"no topic matches --pattern {lowered['subscribepattern']!r}")
         return topics
