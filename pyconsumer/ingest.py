@@ -674,9 +674,10 @@ def format_summary(summary: IngestSummary) -> str:
             + (f"; {summary.micro_batches} micro-batch"
                f"{'' if summary.micro_batches == 1 else 'es'}" if summary.mode != "batch" else "")
             + (", stopped by Ctrl-C" if summary.interrupted else "") + "):")
-    rates = (f"  {summary.records:,} records, {summary.bytes / 1e6:,.1f} MB (key + value) in "
+    # one unit system for every size in the run (human_bytes: B, kB, MB ...), never "0.0 MB/s"
+    rates = (f"  {summary.records:,} records, {human_bytes(summary.bytes)} (key + value) in "
              f"{summary.seconds:.2f} s: {summary.records_per_second:,.0f} records/s, "
-             f"{summary.mb_per_second:,.1f} MB/s")
+             f"{human_bytes(summary.bytes / summary.seconds if summary.seconds > 0 else 0)}/s")
     return "\n".join([head, table, rates])
 
 

@@ -354,9 +354,10 @@ def _decode_partition_map(text: str, option: str, *, minimum: int, what: str,
                           example: str) -> dict[TopicPartition, int]:
     try:
         obj = json.loads(text)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise ConfigurationError(
-            f"Option '{option}': expected JSON like {example}, got {text!r} ({e})") from None
+            f"Option '{option}': expected JSON like {example}, got {text!r} (not valid JSON "
+            f"at character {e.pos + 1})") from None
     try:
         return _partition_map(obj, minimum=minimum, what=what)
     except _BadJson as e:
@@ -540,6 +541,9 @@ def _offset_spec(opts: Mapping[str, str], keys: tuple[str, str, str],
             return LatestSpec()
         if value.lower() == "earliest":
             return EarliestSpec()
+        if not value.startswith("{"):
+            raise _fail(offsets_key, f"expected earliest, latest or JSON like "
+                                     f"{_OFFSETS_EXAMPLE}, got {value!r}")
         return SpecificOffsets(parse_offsets_json(value, _name(offsets_key)))
     return default
 

@@ -541,3 +541,17 @@ def test_format_summary() -> None:
         "  total                          110  2,001,500",
         "  110 records, 2.0 MB (key + value) in 2.00 s: 55 records/s, 1.0 MB/s",
     ]
+
+
+def test_a_starting_offsets_typo_lists_what_is_accepted(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """Not the JSON parser's internals: the words it takes, and where malformed JSON breaks."""
+    assert main(["ingest", "-b", "h:1", "-t", "a", "--output", "o",
+                 "--starting-offsets", "earlist"]) == 2
+    assert capsys.readouterr().err == (
+        "pyconsumer ingest: Option 'startingOffsets': expected earliest, latest or JSON like "
+        "{\"topicA\":{\"0\":23,\"1\":-1},\"topicB\":{\"0\":-2}}, got 'earlist'\n")
+    assert main(["ingest", "-b", "h:1", "-t", "a", "--output", "o",
+                 "--starting-offsets", '{"a":{"0":1}']) == 2
+    assert capsys.readouterr().err.endswith(
+        "got '{\"a\":{\"0\":1}' (not valid JSON at character 13)\n")
