@@ -21,7 +21,7 @@ import dataclasses
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,7 @@ class Data:
     compact: str           # 1 partition, compacted: survivors at `survivors`
     survivors: list[int]
     deleted: str           # 2 partitions x 50, log start 25 (p0) and 10 (p1)
+    open_txn: str          # 1 partition: 10 plain records, then a transaction of 5 left open
 
     def first_at(self, p: int, t: int) -> int:
         """Kafka's ListOffsets by timestamp on the codecs topic: the first offset in log
@@ -78,7 +79,7 @@ def _wait_compacted(bootstrap: str, topic: str, survivors: list[int]) -> None:
 
 
 @pytest.fixture(scope="module")
-def data(kafka: KafkaCluster) -> Data:
+def data(kafka: KafkaCluster) -> Iterator[Data]:
     bootstrap = kafka.bootstrap_servers
     prefix = unique_topic_name("diff")
 
@@ -128,8 +129,26 @@ def data(kafka: KafkaCluster) -> Data:
             linger_ms=50, batch_num_messages=10)
     kafka.delete_records([(deleted, 0, 25), (deleted, 1, 10)])
 
-    _wait_compacted(bootstrap, compact, survivors)
-    return Data(prefix, codecs, ts, log_append, txn, compact, survivors, deleted)
+    # a transaction open for the whole module: read_committed ends at its first offset (the
+    # LSO), read_uncommitted reads it too
+    from confluent_kafka import Producer
+
+    open_txn = kafka.create_topic(f"{prefix}-open", 1, config=KEEP)
+    produce(bootstrap, open_txn, sample_records(10, partitions=[0], seed=6))
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{prefix}-open",
+                         "transaction.timeout.ms": 900_000, "linger.ms": 5})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    try:
+        for rec in sample_records(5, partitions=[0], seed=7):
+            producer.produce(open_txn, key=rec.key, value=rec.value, headers=rec.headers,
+                             partition=0, timestamp=rec.timestamp_ms or 0)
+        assert producer.flush(30) == 0
+
+        _wait_compacted(bootstrap, compact, survivors)
+        yield Data(prefix, codecs, ts, log_append, txn, compact, survivors, deleted, open_txn)
+    finally:
+        producer.abort_transaction(30)
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -198,7 +217,7 @@ CASES = [
                              "includeHeaders": "true"}, _codecs_total() + 50 + 65),
                  id="subscribe-several-topics"),
     pytest.param(lambda d: ({"subscribePattern": f"{d.prefix}-.*", "includeHeaders": "true"},
-                            _codecs_total() + 50 + 60 + len(d.survivors) + 65),
+                            _codecs_total() + 50 + 60 + len(d.survivors) + 65 + 15),
                  id="subscribePattern-every-topic"),
     pytest.param(lambda d: ({"assign": json.dumps({d.codecs: [0, 2, 4], d.deleted: [1]}),
                              "includeHeaders": "true"}, 3 * N + 40),
@@ -278,6 +297,12 @@ CASES = [
                              "endingOffsets": _per_partition(d.txn, {0: 24, 1: 15})},
                             12 + 9),
                  id="read_uncommitted-ranges-from-marker-and-into-aborted"),
+    pytest.param(lambda d: ({"subscribe": d.open_txn, "includeHeaders": "true",
+                             "kafka.isolation.level": "read_committed"}, 10),
+                 id="read_committed-ends-at-an-open-transaction"),
+    pytest.param(lambda d: ({"subscribe": d.open_txn, "includeHeaders": "true",
+                             "kafka.isolation.level": "read_uncommitted"}, 15),
+                 id="read_uncommitted-reads-an-open-transaction"),
     pytest.param(lambda d: ({"subscribe": d.compact, "includeHeaders": "true"},
                             len(d.survivors)),
                  id="compacted"),
