@@ -546,8 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("-t", "--topic", action="append", default=[], metavar="TOPIC",
                         help="topic to read (repeat it, or a comma-separated list)")
     ingest.add_argument("--pattern", metavar="REGEX",
-                        help="read every topic whose whole name matches REGEX "
-                             "(subscribePattern)")
+                        help="read every topic whose name REGEX matches, anywhere in the "
+                             "name as Spark does (subscribePattern; ^...$ for the whole name)")
     ingest.add_argument("--output", required=True, metavar="DIR",
                         help="the Parquet dataset (a path or URI Spark can write)")
     ingest.add_argument("--checkpoint", metavar="DIR",
