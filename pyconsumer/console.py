@@ -181,10 +181,16 @@ def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
             parts = set(opts.partitions)
         tps.extend(TopicPartition(topic, p) for p in sorted(parts))
     consumer.assign(tps)
-    if opts.offset == "earliest":
+    if opts.offset == "latest" or (opts.offset is None and not opts.from_beginning):
+        # "from the end" exact on every broker (Tansu's ListOffsets(latest) can be hundreds
+        # of records short, which printed old records as new)
+        from pyconsumer.consumer.log_end import confirm_end_offsets
+
+        ends = confirm_end_offsets(_consumer_settings(opts), consumer.end_offsets(tps))
+        for tp in tps:
+            consumer.seek(tp, ends[tp])
+    elif opts.offset == "earliest":
         consumer.seek_to_beginning()
-    elif opts.offset == "latest":
-        consumer.seek_to_end()
     elif opts.offset is not None:
         for tp in tps:
             consumer.seek(tp, int(opts.offset))

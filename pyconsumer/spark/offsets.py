@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from pyconsumer.consumer.consumer import KafkaConsumer
+from pyconsumer.consumer.log_end import confirm_end_offsets
 from pyconsumer.errors import (
     ConfigurationError,
     DataLossError,
@@ -43,7 +44,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # how long a fetch may take to confirm the log end offsets ListOffsets gave
-_CONFIRM_TIMEOUT_S = 5.0
 
 # driver lookups fetch only to read watermarks: never wait at the broker for data
 _DRIVER_DEFAULTS = {"fetch.max.wait.ms": "1"}   # (Tansu answers 0 with nothing)
@@ -79,13 +79,16 @@ class OffsetReader:
     @property
     def consumer(self) -> KafkaConsumer:
         if self._consumer is None or self._consumer.closed:
-            settings: dict[str, Any] = dict(_DRIVER_DEFAULTS)
-            settings.update(self.options.consumer_settings())
-            settings.setdefault(
-                "client.id", f"{self.options.group_id_prefix}-{uuid.uuid4().hex[:8]}-{self.role}")
-            settings["auto.offset.reset"] = "none"
-            self._consumer = KafkaConsumer(**settings)
+            self._consumer = KafkaConsumer(**self._settings())
         return self._consumer
+
+    def _settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = dict(_DRIVER_DEFAULTS)
+        settings.update(self.options.consumer_settings())
+        settings.setdefault(
+            "client.id", f"{self.options.group_id_prefix}-{uuid.uuid4().hex[:8]}-{self.role}")
+        settings["auto.offset.reset"] = "none"
+        return settings
 
     def close(self) -> None:
         if self._consumer is not None:
@@ -160,45 +163,8 @@ class OffsetReader:
             return {}
         listed = self._retrying("fetching latest offsets",
                                 lambda: self.consumer.end_offsets(parts))
-        return self._confirm_ends(listed)
-
-    def _confirm_ends(self, listed: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """Some brokers (Tansu 0.6) answer ListOffsets(latest) with the last batch's base
-        offset + 1 instead of the log end; their Fetch watermarks are right. One fetch at
-        the listed end settles it: where the log really ends there, no records come back
-        and the watermark equals it.
-
-        The consumer is closed afterwards: its fetch session (KIP-227) would outlive
-        ``assign()``, and the next lookup's fetch, an incremental one asking nothing new,
-        would be answered without these partitions (Kafka leaves unchanged ones out), so
-        their watermarks would never come. A new consumer opens a new session."""
-        c = self.consumer
-        parts = [tp for tp, off in listed.items() if off >= 0]
-        committed = c.config.isolation_level == "read_committed"
-
-        def watermark(tp: TopicPartition) -> int | None:
-            return c.last_stable_offset(tp) if committed else c.highwater(tp)
-
-        c.assign([])          # fresh partition state: no watermark from an earlier fetch
-        c.assign(parts)
-        for tp in parts:
-            c.seek(tp, listed[tp])
-        deadline = time.monotonic() + _CONFIRM_TIMEOUT_S
-        try:
-            while any(watermark(tp) is None for tp in parts) and time.monotonic() < deadline:
-                c.poll_arrow(timeout_ms=50, max_records=1 << 30)
-            out = dict(listed)
-            for tp in parts:
-                mark = watermark(tp)
-                if mark is None:
-                    log.warning("No fetch answered for %s within %.0f s; its end offset %d "
-                                "is ListOffsets' answer, unconfirmed", tp,
-                                _CONFIRM_TIMEOUT_S, listed[tp])
-                elif mark > out[tp]:
-                    out[tp] = mark
-            return out
-        finally:
-            self.close()
+        # ListOffsets(latest) confirmed by a fetch (Tansu's can be hundreds of records short)
+        return confirm_end_offsets(self._settings(), listed)
 
     def by_timestamp(self, timestamps: Mapping[TopicPartition, int], *, is_start: bool
                      ) -> dict[TopicPartition, int]:

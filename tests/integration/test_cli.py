@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pyconsumer import KafkaConsumer
+from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.cli import main, version
 from pyconsumer.console import encode_bytes
 from pyconsumer.testing import TansuBroker, TestRecord, produce
@@ -120,6 +120,33 @@ def test_consume_starts_at_the_end_without_from_beginning(
     code, lines, err = consume(capsys, "-b", tansu.bootstrap, "-t", records_topic,
                                "--timeout-ms", "800")
     assert code == 0 and lines == [] and err.strip() == "processed 0 messages"
+
+
+def test_consume_from_the_end_is_exact_where_list_offsets_is_not(
+        capsys: pytest.CaptureFixture[str], tansu: TansuBroker,
+        make_tansu_topic: Callable[..., str]) -> None:
+    """Tansu answers ListOffsets(latest) with the last batch's base offset + 1: after one
+    batch of 200 records it says 1. From the end, consume printed 199 old records; the end
+    it starts at is now confirmed by a fetch. Then a record produced later is the one shown."""
+    topic = make_tansu_topic(1)
+    produce(tansu.bootstrap, topic, [TestRecord(value=b"old-%d" % i, partition=0)
+                                      for i in range(200)], linger_ms=200)
+    with KafkaConsumer(bootstrap_servers=tansu.bootstrap) as c:
+        listed = c.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
+    assert listed < 200                              # the broker's bug is still there
+    code, lines, err = consume(capsys, "-b", tansu.bootstrap, "-t", topic, "--timeout-ms", "800")
+    assert (code, lines, err) == (0, [], "processed 0 messages\n")
+    proc = subprocess.Popen([sys.executable, "-m", "pyconsumer", "consume", "-b", tansu.bootstrap,
+                             "-t", topic, "--max-messages", "1", "--timeout-ms", "30000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2.0)                              # it has started at the end
+        produce(tansu.bootstrap, topic, [TestRecord(value=b"new", partition=0)])
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert [(r["offset"], r["value"]) for r in map(json.loads, out.splitlines())] == [(200, "new")]
 
 
 def test_consume_pattern_reads_every_matching_topic(
