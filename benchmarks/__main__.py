@@ -32,9 +32,9 @@ Cases
 
 ``--quick`` runs small sets (a minute or two with the Kafka start: 1.6 min measured at load
 14); the full run should take 8-10 minutes on 2 cores without the Spark case (e2e1 and e2e6 on
-both brokers, three rounds: 3.9 min measured at load 15), and the Spark case adds ~15-20 (5M +
-1M records, five contenders, five workloads, three rounds: one round at a fifth of the size took
-2.6 min at load 5-6; ``--cases spark --quick``: 2.1 min).
+both brokers, three rounds: 3.9 min measured at load 15), and the Spark case adds ~20 (5M +
+1M records, six contenders, five workloads, three rounds: one round of five contenders at a fifth
+of the size took 2.6 min at load 5-6; ``--cases spark --quick``: 2.1 min).
 """
 from __future__ import annotations
 
