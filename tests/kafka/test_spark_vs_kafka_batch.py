@@ -14,6 +14,18 @@ partition's offsets ascend. Each case also checks its row count against what was
 two equally wrong sources cannot pass. Spark's connector is taken at
 ``pyconsumer.testing.spark_kafka_version()`` (4.2.0 while PySpark is 4.3.0: Maven Central
 serves no 4.3.0 connector).
+
+Where ours deliberately differs, the test asserts both behaviours and says why:
+
+* tasks: Spark plans one task per topic-partition even when its range is empty, ours none;
+  Spark 4.2 sizes unresolved earliest/latest ranges before resolving them, so
+  maxRecordsPerPartition alone splits only ranges given as offsets, ours always
+  (test_same_rows_when_ranges_are_split);
+* a resolved start past the resolved end fails Spark's batch read even with
+  failOnDataLoss=false; ours skips that partition as lost data
+  (test_ours_skips_a_start_past_the_end_when_failOnDataLoss_is_false);
+* an assigned partition the topic does not have: Spark drops it, ours fails naming it
+  (test_assigning_a_missing_partition_fails_ours).
 """
 from __future__ import annotations
 
