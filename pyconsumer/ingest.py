@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -767,6 +768,43 @@ def _kill_children_mentioning(marker: str, timeout: float = 5.0) -> None:
             time.sleep(0.05)
 
 
+#: what the JVM prints at every start that says nothing to a user: Spark 4 adds
+#: --add-modules=jdk.incubator.vector, and the JVM announces it on stderr (no flag silences it)
+_JVM_NOISE = re.compile(r"WARNING: Using incubator modules: ")
+
+
+@contextmanager
+def _jvm_stderr_without(noise: re.Pattern[str]) -> Iterator[None]:
+    """Processes started inside get, as stderr, a pipe that a thread copies to this process's
+    stderr minus the lines matching ``noise``; this process's own stderr is restored at once.
+    The copy runs until the last process holding the pipe (the JVM, its Python workers)
+    exits."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):          # no real stderr (embedded): nothing to filter
+        yield
+        return
+    read_end, write_end = os.pipe()
+    target = os.dup(saved)                 # the thread's own copy of the real stderr
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def copy() -> None:
+        with os.fdopen(read_end, "rb") as lines, os.fdopen(target, "wb", 0) as out:
+            for line in lines:
+                if not noise.match(line.decode("utf-8", "replace")):
+                    out.write(line)
+
+    thread = threading.Thread(target=copy, name="pyconsumer-jvm-stderr", daemon=True)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)                  # the pipe's write end now lives in the children only
+        os.close(saved)
+        thread.start()
+
+
 @contextmanager
 def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
                       conf: Mapping[str, str] | None = None, fast_jvm: bool = False,
@@ -804,8 +842,10 @@ def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
     spark = None
     try:
         try:
-            spark = local_session(master, app_name=app_name, local_dir=scratch,
-                                  fast_jvm=fast_jvm, java_options=java_opts, conf=settings)
+            with _jvm_stderr_without(_JVM_NOISE):
+                spark = local_session(master, app_name=app_name, local_dir=scratch,
+                                      fast_jvm=fast_jvm, java_options=java_opts,
+                                      conf=settings)
         except BaseException:
             # interrupted (Ctrl-C) or failed while the JVM was starting: PySpark does not stop
             # a JVM it has not connected to yet, and that one would run on (and hold the

@@ -582,3 +582,22 @@ def test_a_starting_offsets_typo_lists_what_is_accepted(capsys: pytest.CaptureFi
                  "--starting-offsets", '{"a":{"0":1}']) == 2
     assert capsys.readouterr().err.endswith(
         "got '{\"a\":{\"0\":1}' (not valid JSON at character 13)\n")
+
+
+def test_the_jvms_incubator_warning_is_filtered(capfd: pytest.CaptureFixture[str]) -> None:
+    """Processes started while the session starts (the JVM, its Python workers) write to a
+    filtered copy of stderr: the JVM's 'Using incubator modules' line (at every Spark start)
+    is dropped, every other line arrives; this process's own stderr is untouched."""
+    from pyconsumer.ingest import _JVM_NOISE, _jvm_stderr_without
+
+    with _jvm_stderr_without(_JVM_NOISE):
+        child = subprocess.Popen(["sh", "-c", "sleep 0.2; echo 'WARNING: Using incubator modules: "
+                                  "jdk.incubator.vector' >&2; echo 'a real error' >&2"])
+    print("ours", file=sys.stderr, flush=True)
+    child.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    err = ""
+    while "a real error" not in err and time.monotonic() < deadline:
+        time.sleep(0.05)
+        err += capfd.readouterr().err
+    assert err.splitlines() == ["ours", "a real error"]
