@@ -84,6 +84,9 @@ class IngestSummary:
     micro_batches: int = 0                      # batches with records (batch mode: 0 or 1)
     files: int = 0                              # Parquet files added to the dataset
     interrupted: bool = False                   # stopped by stop / Ctrl-C
+    #: continuous streaming: the time its micro-batches with records took (the rest of
+    #: ``seconds`` is waiting for records); the rates are over this, not the wall time
+    busy_seconds: float | None = None
 
     @property
     def records(self) -> int:
@@ -94,12 +97,17 @@ class IngestSummary:
         return sum(p.bytes for p in self.partitions)
 
     @property
+    def rate_seconds(self) -> float:
+        """What the rates divide by: the busy time of a continuous run, else the wall time."""
+        return self.seconds if self.busy_seconds is None else self.busy_seconds
+
+    @property
     def records_per_second(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
+        return self.records / self.rate_seconds if self.rate_seconds > 0 else 0.0
 
     @property
     def mb_per_second(self) -> float:
-        return self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+        return self.bytes / 1e6 / self.rate_seconds if self.rate_seconds > 0 else 0.0
 
     def by_partition(self) -> dict[tuple[str, int], PartitionSummary]:
         return {(p.topic, p.partition): p for p in self.partitions}
@@ -422,6 +430,7 @@ class _StreamProgress:
         self.records = 0
         self.bytes = 0
         self.batches = 0
+        self.busy_ms = 0                        # the micro-batches with records, end to end
         self.lag: int | None = None
         self.last_rate: float | None = None
         self.started = time.monotonic()
@@ -445,6 +454,7 @@ class _StreamProgress:
         self.records += rows
         self.bytes += nbytes
         self.batches += 1
+        self.busy_ms += int(progress["batchDuration"] or 0)
         rate = float(progress["processedRowsPerSecond"] or 0.0)
         self.last_rate = rate
         if self.status is not None:
@@ -654,7 +664,9 @@ def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: st
         raise IngestError(f"the streaming query failed: {spark_error_message(error)}")
     seconds = time.monotonic() - started
     return IngestSummary(mode=mode, output=output, seconds=seconds,
-                         micro_batches=progress.batches, interrupted=interrupted)
+                         micro_batches=progress.batches, interrupted=interrupted,
+                         busy_seconds=progress.busy_ms / 1000.0 if mode == "continuous"
+                         else None)
 
 
 # --------------------------------------------------------------------------- output
@@ -676,9 +688,12 @@ def format_summary(summary: IngestSummary) -> str:
                f"{'' if summary.micro_batches == 1 else 'es'}" if summary.mode != "batch" else "")
             + (", stopped by Ctrl-C" if summary.interrupted else "") + "):")
     # one unit system for every size in the run (human_bytes: B, kB, MB ...), never "0.0 MB/s"
+    busy = ("" if summary.busy_seconds is None else
+            f" ({summary.busy_seconds:.2f} s in micro-batches, the rest waiting for records)")
+    rate_s = summary.rate_seconds
     rates = (f"  {summary.records:,} records, {human_bytes(summary.bytes)} (key + value) in "
-             f"{summary.seconds:.2f} s: {summary.records_per_second:,.0f} records/s, "
-             f"{human_bytes(summary.bytes / summary.seconds if summary.seconds > 0 else 0)}/s")
+             f"{summary.seconds:.2f} s{busy}: {summary.records_per_second:,.0f} records/s, "
+             f"{human_bytes(summary.bytes / rate_s if rate_s > 0 else 0)}/s")
     return "\n".join([head, table, rates])
 
 

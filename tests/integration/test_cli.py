@@ -568,6 +568,14 @@ def test_format_summary() -> None:
         "  total                          110  2,001,500",
         "  110 records, 2.0 MB (key + value) in 2.00 s: 55 records/s, 1.0 MB/s",
     ]
+    # a continuous run: mostly waiting for records; the rates are over its micro-batches
+    idle = IngestSummary(mode="continuous", output="out", seconds=60.0, micro_batches=1,
+                         files=1, busy_seconds=0.5,
+                         partitions=[PartitionSummary("t", 0, 0, 999, 1000, 50_000)])
+    assert idle.records_per_second == 2000.0
+    assert format_summary(idle).splitlines()[-1] == (
+        "  1,000 records, 50.0 kB (key + value) in 60.00 s (0.50 s in micro-batches, the rest "
+        "waiting for records): 2,000 records/s, 100.0 kB/s")
 
 
 def test_a_starting_offsets_typo_lists_what_is_accepted(capsys: pytest.CaptureFixture[str]
