@@ -12,25 +12,20 @@ are fetched with Maven once into the per-user cache (see :mod:`._maven`).
 """
 from __future__ import annotations
 
-import atexit
 import base64
 import os
-import shutil
 import subprocess
-import tempfile
-import threading
 import time
 import uuid
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from ._errors import BrokerStartError, require_module
 from ._maven import fetch_jars, require_tool
-from ._process import BrokerProcess, free_port, wait_for_topic
+from ._process import BrokerProcess, ProcessCluster, free_port, wait_for_topic
+from ._process import remove_stale_folders as _remove_stale_folders
 
 __all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaNode", "Kerberos", "kafka_jars"]
 
@@ -117,24 +112,8 @@ _FOLDER_PREFIX = "pyconsumer-kafka-"
 
 
 def remove_stale_folders(parent: Path | None = None) -> list[Path]:
-    """Remove the folders of clusters whose process is gone without closing them (a test run
-    ended by SIGTERM or SIGKILL: its JVMs die with it, its folder would stay); the removed."""
-    removed = []
-    for folder in Path(parent or tempfile.gettempdir()).glob(_FOLDER_PREFIX + "*"):
-        try:
-            pid = int((folder / "owner.pid").read_text())
-        except (OSError, ValueError):
-            continue                      # not ours, or still being made: leave it
-        try:
-            os.kill(pid, 0)
-            continue                      # its process lives
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue                      # another user's live process
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
+    """The folders of Kafka clusters whose process died without closing them, removed."""
+    return _remove_stale_folders(_FOLDER_PREFIX, parent)
 
 
 def kafka_jars(version: str = KAFKA_VERSION) -> Path:
@@ -304,11 +283,7 @@ class KafkaNode(BrokerProcess):
         return None
 
 
-_live_clusters: weakref.WeakSet[KafkaCluster] = weakref.WeakSet()
-_live_lock = threading.Lock()
-
-
-class KafkaCluster:
+class KafkaCluster(ProcessCluster):
     """Real Apache Kafka on loopback: ``nodes`` JVMs, node 1 broker+controller.
 
     >>> with KafkaCluster(nodes=3, users={"alice": "alice-secret"}) as kafka:
@@ -324,6 +299,8 @@ class KafkaCluster:
     Raises MissingToolError (with what to install) without java, mvn or openssl;
     BrokerStartError naming the node, the cause and the log's tail otherwise.
     """
+
+    folder_prefix = _FOLDER_PREFIX
 
     def __init__(
         self,
@@ -408,15 +385,11 @@ class KafkaCluster:
             return self
         t0 = time.monotonic()
         self.libs = kafka_jars(self.version)
-        remove_stale_folders()
-        self.folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX))
-        (self.folder / "owner.pid").write_text(str(os.getpid()))
-        with _live_lock:
-            _live_clusters.add(self)
+        folder = self._make_folder()
         try:
-            self.log4j_config = self.folder / "log4j2.properties"
+            self.log4j_config = folder / "log4j2.properties"
             self.log4j_config.write_text(_LOG4J2)
-            self._tls = _make_tls(self.folder / "tls")
+            self._tls = _make_tls(folder / "tls")
             self.controller_port = free_port()
             while self.controller_port == self.port:
                 self.controller_port = free_port()
@@ -432,7 +405,7 @@ class KafkaCluster:
                     ports[name] = port
                 if node_id == 1:
                     ports["CONTROLLER"] = self.controller_port
-                self.node[node_id] = KafkaNode(self, node_id, ports, self.folder / f"node{node_id}")
+                self.node[node_id] = KafkaNode(self, node_id, ports, folder / f"node{node_id}")
             for node in self.node.values():
                 node.format(self.cluster_id)
             for node in self.node.values():
@@ -484,33 +457,15 @@ class KafkaCluster:
     def is_running(self, node_id: int = 1) -> bool:
         return node_id in self.node and self.node[node_id].is_running()
 
-    def close(self) -> None:
-        """Kill every node (the data is thrown away, so no clean shutdown is owed) and remove
-        the cluster's folder: data, logs and TLS material."""
+    def _kill_processes(self) -> None:
+        """Kill every node (the data is thrown away, so no clean shutdown is owed); close()
+        then removes the folder: data, logs and TLS material."""
         for node in list(self.node.values())[::-1]:
             try:
                 node.kill()
             except Exception:  # noqa: BLE001 - best effort: the others still go
                 pass
         self.node = {}
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-        with _live_lock:
-            _live_clusters.discard(self)
-
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
     def __repr__(self) -> str:
         state = ", ".join(f"{i}:{'up' if n.is_running() else 'down'}" for i, n in self.node.items())
@@ -589,12 +544,3 @@ class KafkaCluster:
             f.result(timeout=timeout)
 
 
-@atexit.register
-def _close_all_clusters() -> None:
-    with _live_lock:
-        clusters = list(_live_clusters)
-    for cluster in clusters:
-        try:
-            cluster.close()
-        except Exception:  # noqa: BLE001
-            pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -24,7 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, ClassVar, TypeVar
 
-__all__ = ["BrokerProcess", "BrokerStartError", "free_port", "probe_api_versions", "wait_for_topic"]
+__all__ = ["BrokerProcess", "BrokerStartError", "ProcessCluster", "free_port", "probe_api_versions",
+           "remove_stale_folders", "wait_for_topic"]
 
 from ._errors import BrokerStartError, require_module
 
@@ -374,4 +376,95 @@ def _stop_all_brokers() -> None:
         try:
             broker.stop()
         except Exception:
+            pass
+
+
+# ------------------------------------------------------------------ clusters of processes
+
+
+def remove_stale_folders(prefix: str, parent: Path | None = None) -> list[Path]:
+    """Remove the ``prefix*`` folders whose owner process (``owner.pid``) is gone without
+    closing them (a run ended by SIGTERM or SIGKILL: its processes die with it through
+    PDEATHSIG, its folder would stay); returns the removed."""
+    removed = []
+    for folder in Path(parent or tempfile.gettempdir()).glob(prefix + "*"):
+        try:
+            pid = int((folder / "owner.pid").read_text())
+        except (OSError, ValueError):
+            continue                      # not ours, or still being made: leave it
+        try:
+            os.kill(pid, 0)
+            continue                      # its process lives
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue                      # another user's live process
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+_C = TypeVar("_C", bound="ProcessCluster")
+_live_clusters: weakref.WeakSet[ProcessCluster] = weakref.WeakSet()
+_live_clusters_lock = threading.Lock()
+
+
+class ProcessCluster:
+    """The life of a helper that runs several processes in a folder of its own
+    (:class:`KafkaCluster`, :class:`SparkStandaloneCluster`): :meth:`_make_folder` first
+    removes the folders of dead runs, then makes one naming its owner process; :meth:`close`
+    kills every process (:meth:`_kill_processes`) and removes the folder; whatever is still
+    open when the interpreter exits is closed."""
+
+    #: the folder name's prefix, one per kind of cluster (the stale-folder sweep keys on it)
+    folder_prefix: ClassVar[str]
+    folder: Path | None = None
+
+    def start(self: _C) -> _C:
+        raise NotImplementedError
+
+    def _kill_processes(self) -> None:
+        """Kill every process; best effort (close() removes the folder afterwards)."""
+        raise NotImplementedError
+
+    def _make_folder(self) -> Path:
+        remove_stale_folders(self.folder_prefix)
+        folder = Path(tempfile.mkdtemp(prefix=self.folder_prefix))
+        (folder / "owner.pid").write_text(str(os.getpid()))
+        self.folder = folder
+        with _live_clusters_lock:
+            _live_clusters.add(self)
+        return folder
+
+    def close(self) -> None:
+        """Kill every process the cluster started and remove its folder. Idempotent."""
+        self._kill_processes()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+        with _live_clusters_lock:
+            _live_clusters.discard(self)
+
+    def __enter__(self: _C) -> _C:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never from a finalizer
+            pass
+
+
+@atexit.register
+def _close_live_clusters() -> None:
+    with _live_clusters_lock:
+        clusters = list(_live_clusters)
+    for cluster in clusters:
+        try:
+            cluster.close()
+        except Exception:  # noqa: BLE001 - the others still go
             pass

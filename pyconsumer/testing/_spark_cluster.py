@@ -9,26 +9,22 @@ temporary folder, removed by :meth:`SparkStandaloneCluster.close`.
 """
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-import weakref
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from ._errors import BrokerStartError
 from ._maven import require_tool
-from ._process import _die_with_parent, free_port
+from ._process import ProcessCluster, _die_with_parent, free_port
+from ._process import remove_stale_folders as _remove_stale_folders
 
 __all__ = ["SparkStandaloneCluster", "SparkClusterError", "pyspark_home"]
 
@@ -56,24 +52,8 @@ def pyspark_home() -> Path:
 
 
 def remove_stale_folders(parent: Path | None = None) -> list[Path]:
-    """Remove the folders of clusters whose owner process is gone without closing them (a test
-    run ended by SIGKILL: its daemons die with it, the folder would stay); the removed."""
-    removed = []
-    for folder in Path(parent or tempfile.gettempdir()).glob(_FOLDER_PREFIX + "*"):
-        try:
-            pid = int((folder / "owner.pid").read_text())
-        except (OSError, ValueError):
-            continue                      # not ours, or still being made
-        try:
-            os.kill(pid, 0)
-            continue                      # its owner lives
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue                      # another user's live process
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
+    """The folders of Spark clusters whose process died without closing them, removed."""
+    return _remove_stale_folders(_FOLDER_PREFIX, parent)
 
 
 def _children(pid: int) -> list[int]:
@@ -166,11 +146,7 @@ class _Daemon:
             self._log = None
 
 
-_live: weakref.WeakSet[SparkStandaloneCluster] = weakref.WeakSet()
-_live_lock = threading.Lock()
-
-
-class SparkStandaloneCluster:
+class SparkStandaloneCluster(ProcessCluster):
     """A Spark standalone master and ``workers`` workers on 127.0.0.1, each its own JVM.
 
     >>> with SparkStandaloneCluster(workers=2) as cluster:
@@ -182,6 +158,8 @@ class SparkStandaloneCluster:
     every worker ALIVE. Raises :class:`SparkClusterError` (a BrokerStartError) naming the
     process that failed, with its log's tail; MissingToolError without Java.
     """
+
+    folder_prefix = _FOLDER_PREFIX
 
     def __init__(self, workers: int = 2, *, cores: int = 1, memory: str = "1g",
                  daemon_memory: str = "256m", start_timeout: float = 120.0) -> None:
@@ -274,13 +252,9 @@ class SparkStandaloneCluster:
         require_tool("SparkStandaloneCluster", "java")
         pyspark_home()
         t0 = time.monotonic()
-        remove_stale_folders()
-        self.folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX))
-        (self.folder / "owner.pid").write_text(str(os.getpid()))
+        folder = self._make_folder()
         for sub in ("conf", "logs", "tmp"):
-            (self.folder / sub).mkdir()
-        with _live_lock:
-            _live.add(self)
+            (folder / sub).mkdir()
         try:
             self.master_port = free_port()
             self.master_webui_port = free_port()
@@ -290,7 +264,7 @@ class SparkStandaloneCluster:
             self._master = _Daemon("master", [
                 self._spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                 "--port", str(self.master_port), "--webui-port", str(self.master_webui_port)],
-                env, self.folder / "logs" / "master.log")
+                env, folder / "logs" / "master.log")
             self._master.spawn()
             self._wait(lambda: self.state().get("status") == "ALIVE", [self._master],
                        "the master to answer on its web UI")
@@ -366,8 +340,7 @@ class SparkStandaloneCluster:
         self._spawn_worker(index)
         self._wait_for_workers()
 
-    def close(self) -> None:
-        """Kill every process the cluster started and remove its folder."""
+    def _kill_processes(self) -> None:
         for daemon in [*self._workers[::-1], self._master]:
             if daemon is not None:
                 try:
@@ -376,24 +349,6 @@ class SparkStandaloneCluster:
                     pass
         self._workers = []
         self._master = None
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder = None
-        with _live_lock:
-            _live.discard(self)
-
-    def __enter__(self) -> SparkStandaloneCluster:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
     def __repr__(self) -> str:
         if self._master is None:
@@ -403,12 +358,3 @@ class SparkStandaloneCluster:
         return f"SparkStandaloneCluster({self.master_url}, [{up}], {self.folder})"
 
 
-@atexit.register
-def _close_all_clusters() -> None:
-    with _live_lock:
-        clusters = list(_live)
-    for cluster in clusters:
-        try:
-            cluster.close()
-        except Exception:  # noqa: BLE001
-            pass
