@@ -111,8 +111,7 @@ def test_the_sasl_examples_build(setup: tuple[dict[str, Any], int], mechanism: s
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     namespace, port = setup
     kafka: KafkaCluster = namespace["kafka"]
-    if mechanism == "GSSAPI":
-        pytest.importorskip("gssapi", reason="the GSSAPI example needs the gssapi extra")
+    # (GSSAPI's gssapi package is needed to connect, not to build: it runs without it)
     monkeypatch.setenv("KAFKA_PASSWORD", "alice-secret")
     code = block(f'sasl_mechanism="{mechanism}"')
     code = re.sub(r'bootstrap_servers="[^"]+"', f'bootstrap_servers="127.0.0.1:{port}"', code)
