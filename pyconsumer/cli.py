@@ -199,9 +199,9 @@ def _ingest(args: argparse.Namespace) -> int:
 def _left_behind(output: str, since: float) -> str:
     """What an interrupted run wrote into a local ``output``: Parquet files newer than
     ``since`` (a batch write is committed whole, so files there are readable data)."""
-    from pyconsumer.ingest import _local_path
+    from pyconsumer.ingest import local_path
 
-    local = _local_path(output)
+    local = local_path(output)
     if local is None or not os.path.isdir(local):
         return ""
     files = [os.path.join(d, f) for d, _, names in os.walk(local) for f in names

@@ -174,7 +174,7 @@ def source_options(*, bootstrap: str | None, topics: Sequence[str] = (),
 # (checks that take milliseconds here and 10+ s of Spark start-up to fail inside a query)
 
 
-def _local_path(path: str) -> str | None:
+def local_path(path: str) -> str | None:
     """The file-system path of ``path``, or None for a URI Spark resolves (hdfs://, s3a://)."""
     if path.startswith("file://"):
         return path[len("file://"):]
@@ -191,7 +191,7 @@ def claim_folders(folders: Mapping[str, str | None]) -> list[str]:
     for :func:`release_folders` after a failed run."""
     created: list[str] = []
     for flag, path in folders.items():
-        local = None if path is None else _local_path(path)
+        local = None if path is None else local_path(path)
         if local is None:
             continue
         if "\x00" in local:
