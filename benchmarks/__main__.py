@@ -30,6 +30,10 @@ Cases
   process); only when pyspark and Java are there, and not with ``--quick`` unless asked for
   with ``--cases``.
 
+``--baseline REV`` also runs the decoder and pyconsumer's end-to-end contenders as built from
+another commit, in the same rounds (benchmarks/baseline.py): how a change moved the hot path,
+with the machine's drift cancelled (an "x the baseline build" column and a target row each).
+
 ``--quick`` runs small sets (a minute or two with the Kafka start: 1.6 min measured at load
 14); the full run should take 8-10 minutes on 2 cores without the Spark case (e2e1 and e2e6 on
 both brokers, three rounds: 3.9 min measured at load 15), and the Spark case adds ~20 (5M +
@@ -75,6 +79,7 @@ class Case:
     notes: list[str] = field(default_factory=list)
     broker: str = ""                            # "kafka" / "tansu" for end-to-end cases, "" otherwise
     peers: dict[str, str] = field(default_factory=dict)   # row -> its same-workload reference row
+    peer_label: str = "x format('kafka'), same workload"   # the peer column's heading
 
     def peer_ratio(self, name: str) -> float | None:
         """The median per-round ratio of a row to its peer (Spark: the same workload on
@@ -91,7 +96,7 @@ class Case:
 
 # ------------------------------------------------------------------ the cases
 
-def run_decode(quick: bool, rounds: int, only: list[str] | None) -> list[Case]:
+def run_decode(quick: bool, rounds: int, only: list[str] | None, base: Path | None = None) -> list[Case]:
     import bench_decode
     import gen_data
 
@@ -106,6 +111,14 @@ def run_decode(quick: bool, rounds: int, only: list[str] | None) -> list[Case]:
         "aio_client": "aiokafka's consumer-side PartitionRecords over its reader",
         "kp_raw": "kafka-python's pure-Python MemoryRecords",
     }
+    peers: dict[str, str] = {}
+    if base is not None:
+        import baseline
+        for k, fn in bench_decode.baseline_contenders(baseline.extension(base)).items():
+            if only is None or "pc_" + k[5:] in contenders:
+                contenders[k] = fn
+                peers["pc_" + k[5:]] = k
+                descriptions[k] = f"the same as pc_{k[5:]}, by the baseline build ({base.name[:12]})"
     cases = []
     for codec in ("none", "lz4"):
         path = gen_data.build("v100", codec, mb)
@@ -125,7 +138,8 @@ def run_decode(quick: bool, rounds: int, only: list[str] | None) -> list[Case]:
             f"decode_{codec}", f"Decode, 100 B values, {codec}, CRC on ({mb} MB record set)",
             per_round, ["aio_c"], descriptions,
             [f"decode_arrow peak extra memory: {extra / 1e6:.1f} MB for a {nbytes / 1e6:.1f} MB "
-             f"batch = {extra / max(nbytes, 1):.2f}x the output"]))
+             f"batch = {extra / max(nbytes, 1):.2f}x the output"],
+            peers=peers, peer_label=BASELINE_LABEL))
     return cases
 
 
@@ -138,7 +152,7 @@ def have_kafkarrow() -> bool:
 
 
 def run_e2e(broker: BenchBroker, partitions: int, quick: bool, rounds: int, only: list[str] | None,
-            records: int | None, codec: str = "none") -> Case:
+            records: int | None, codec: str = "none", base: Path | None = None) -> Case:
     import bench_consume
 
     n = records or (300_000 if quick else 1_000_000)
@@ -169,8 +183,21 @@ def run_e2e(broker: BenchBroker, partitions: int, quick: bool, rounds: int, only
     bench_consume.raw_fetch(broker.bootstrap, topic, partitions, n)
     print(f"  warm-up: one raw Fetch read of the topic in {time.perf_counter() - t0:.2f} s (not counted)", flush=True)
     slow_cap = 50_000 if quick else 200_000
-    rates = bench_consume.measure(broker.bootstrap, topic, partitions, n,
-                                  {k: bench_consume.CONTENDERS[k] for k in names}, rounds,
+    contenders: dict[str, bench_consume.Contender] = {k: bench_consume.CONTENDERS[k] for k in names}
+    descriptions = dict(bench_consume.DESCRIPTIONS)
+    peers: dict[str, str] = {}
+    if base is not None and codec == "none":
+        import baseline
+        for k, fn in baseline.e2e_contenders(base).items():
+            name, build = k.split("@")
+            contenders[k] = fn
+            descriptions[k] = (f"{name}, this tree, in a fresh process" if build == "head" else
+                               f"{name}, the baseline build ({base.name[:12]}), in a fresh process")
+            if build == "head":
+                peers[k] = f"{name}@base"
+        notes.append("@head / @base: the same contender run by this tree and by the baseline commit, "
+                     "each in its own fresh process in the same rounds (the 'x the baseline build' column)")
+    rates = bench_consume.measure(broker.bootstrap, topic, partitions, n, contenders, rounds,
                                   slow_cap=slow_cap, report=show)
     if {"aio", "kp"} & set(names):
         notes.append(f"aiokafka and kafka-python read the first {min(n, slow_cap):,} records only (rates are "
@@ -182,7 +209,7 @@ def run_e2e(broker: BenchBroker, partitions: int, quick: bool, rounds: int, only
                 f"({broker.title}, {storage})", rates,
                 [r for r in ("raw_fetch", "ck_consume", "kr_arrow") + (("pc_arrow_1t",) if codec != "none" else ())
                  if r in names],
-                bench_consume.DESCRIPTIONS, notes, broker.key)
+                descriptions, notes, broker.key, peers, BASELINE_LABEL)
 
 
 #: what the Spark case's rows are (bench_spark.py's contenders and workloads)
@@ -332,6 +359,9 @@ E2E_TARGETS = (
     ("poll_arrow vs kafkarrow", "pc_arrow", "kr_arrow", 5.0),
 )
 BROKER_TITLES = {"kafka": "Apache Kafka", "tansu": "Tansu"}
+#: --baseline: the ratio column's heading, and "not slower" within the machine's per-round noise
+BASELINE_LABEL = "x the baseline build"
+NOT_SLOWER = 0.95
 
 
 def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
@@ -362,6 +392,13 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
             for workload in ("noop", "count"):
                 add(f"Spark {ds}: format('pyconsumer') {workload} vs poll_arrow in the driver",
                     f"spark-{ds}-{broker}", f"pyconsumer {workload}", "poll_arrow", SPARK_POLL_ARROW_TARGET)
+    for c in cases.values():    # --baseline: this tree against the baseline commit, same rounds
+        if c.peer_label == BASELINE_LABEL:
+            for name, base in c.peers.items():
+                r = c.ratio(name, base)
+                if r is not None:
+                    rows.append((f"{name} ({c.name}) vs the baseline build", BROKER_TITLES.get(c.broker, "-"),
+                                 f">= {NOT_SLOWER:g}x", f"{r:.2f}x", "met" if r >= NOT_SLOWER else "missed"))
     return rows
 
 
@@ -434,7 +471,7 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
             lines += [f"# On {BROKER_TITLES.get(c.broker, c.broker)}", ""]
         lines += [f"## {c.title}", ""]
         refs = c.references
-        peer = ["x format('kafka'), same workload"] if c.peers else []
+        peer = [c.peer_label] if c.peers else []
         lines.append("| contender | what | records/s best | records/s median | "
                      + " | ".join(peer + [f"x {r}" for r in refs]) + " |")
         lines.append("|---|---|---:|---:|" + "---:|" * (len(refs) + len(peer)))
@@ -473,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=None, help="rounds per case (default 3, --quick 1)")
     ap.add_argument("--records", type=int, default=None, help="records per end-to-end topic")
     ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md and results/ go")
+    ap.add_argument("--baseline", metavar="REV", default=None,
+                    help="also run the decoder and the pyconsumer end-to-end contenders as built from "
+                         "this commit, in the same rounds (an 'x the baseline build' column)")
     args = ap.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
     chosen = list(args.cases) if args.cases else [c for c in CASES if c != "spark" or not args.quick]
@@ -480,9 +520,13 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
     start = time.perf_counter()
 
+    base = None
+    if args.baseline:
+        import baseline
+        base = baseline.prepare(args.baseline)
     cases: list[Case] = []
     if "decode" in chosen:
-        cases += run_decode(args.quick, rounds, only)
+        cases += run_decode(args.quick, rounds, only, base)
     e2e = [(int(m[1]), m[2] or "none") for m in (re.fullmatch(r"e2e(\d+)(\D*)", c) for c in chosen)
            if m is not None]
     described: list[str] = []
@@ -494,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{broker.title} up in {time.perf_counter() - t0:.1f} s at {broker.bootstrap}", flush=True)
                 described.append(broker.description)
                 for p, codec in e2e:
-                    cases.append(run_e2e(broker, p, args.quick, rounds, only, args.records, codec))
+                    cases.append(run_e2e(broker, p, args.quick, rounds, only, args.records, codec, base))
     if "spark" in chosen:
         # on Apache Kafka whenever it is chosen (format("kafka") needs a true ListOffsets)
         picked = brokers_for_spark(args.broker)

@@ -41,7 +41,9 @@ from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.protocol import ApiKey, decode_response, encode_request
 
 #: a contender reads ``n`` records of ``partitions`` partitions of a topic, returns how many
-Contender = Callable[[str, str, int, int], int]
+#: (bootstrap, topic, partitions, records) -> records read, or (records, seconds) when the
+#: contender times itself (one run in a child process)
+Contender = Callable[[str, str, int, int], int | tuple[int, float]]
 
 #: a read that makes no progress for this long is stuck (raise, never hang the suite)
 STALL_S = 60.0
@@ -406,8 +408,12 @@ def measure(bootstrap: str, topic: str, partitions: int, n: int, contenders: dic
         for name in _rotated(list(contenders), rnd if rotate else 0):
             want = min(n, slow_cap) if name in SLOW else n
             start = time.perf_counter()
-            got = contenders[name](bootstrap, topic, partitions, want)
+            result = contenders[name](bootstrap, topic, partitions, want)
             elapsed = time.perf_counter() - start
+            if isinstance(result, tuple):       # run in a child process, which timed itself
+                got, elapsed = result
+            else:
+                got = result
             # every record exactly once: a contender stopping short, or one handed a record twice
             # (its loop stops at the topic's size, so nothing past it can pad the count)
             if got < want or (got != want and name not in SLOW):
