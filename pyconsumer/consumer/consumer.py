@@ -52,7 +52,8 @@ from pyconsumer.errors import (
     KafkaError,
     KafkaTimeoutError,
 )
-from pyconsumer.metrics import ConsumerMetrics, MetricName
+from pyconsumer.consumer.metrics import ConsumerMetrics
+from pyconsumer.metrics import MetricName
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import (
     canonical_bootstrap_servers,

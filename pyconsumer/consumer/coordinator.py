@@ -36,7 +36,7 @@ from pyconsumer.errors import (
     RebalanceInProgressError,
     error_for_code,
 )
-from pyconsumer.metrics import ConsumerMetrics
+from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.deadline import Retry, remaining_ms, retry_until

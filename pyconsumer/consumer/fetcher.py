@@ -66,7 +66,7 @@ from pyconsumer.errors import (
     OffsetOutOfRangeError,
     error_for_code,
 )
-from pyconsumer.metrics import ConsumerMetrics
+from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future

@@ -1,6 +1,6 @@
 """KafkaConsumer.metrics() against Tansu, with data written by confluent-kafka.
 
-bytes-consumed-total counts record-batch bytes as fetched (see pyconsumer.metrics): the
+bytes-consumed-total counts record-batch bytes as fetched (see pyconsumer.consumer.metrics): the
 test has librdkafka write one record per batch (batch.num.messages=1, uncompressed) and
 computes each batch's size from the v2 format itself (61-byte batch header + the record's
 varint-framed body), independently of pyconsumer's decoder. Lag after a known backlog,
@@ -17,7 +17,8 @@ from collections.abc import Callable
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.metrics import COORDINATOR_GROUP, FETCH_GROUP, find
+from pyconsumer.consumer.metrics import COORDINATOR_GROUP, FETCH_GROUP
+from pyconsumer.metrics import find
 from pyconsumer.testing import TansuBroker, TestRecord, produce
 
 GROUP = dict(session_timeout_ms=2000, heartbeat_interval_ms=300, auto_offset_reset="earliest",

@@ -25,15 +25,14 @@ import pytest
 from pyconsumer import KafkaConsumer
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetcher import Fetcher
-from pyconsumer.metrics import (
+from pyconsumer.consumer.metrics import (
     CONSUMER_GROUP,
     COORDINATOR_GROUP,
     FETCH_GROUP,
     METRICS,
     ConsumerMetrics,
-    MetricName,
-    find,
 )
+from pyconsumer.metrics import MetricName, find
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition

@@ -1,0 +1,447 @@
+"""``KafkaConsumer.metrics()``: the Java consumer's metrics, by the same names and meanings.
+
+Built from the primitives of :mod:`pyconsumer.metrics` (times in ms; ``*-seconds-ago``
+metrics are whole seconds, -1 when the event never happened). The assignment's positions
+and offsets are read through :class:`AssignmentView`, a read-only view this module defines
+(``SubscriptionState`` is one), never through the subscription's own types.
+
+What is recorded, and when (the metric names are Java's; see ``METRICS`` for the list):
+
+* ``consumer-fetch-manager-metrics`` (also per topic, tag ``topic`` with '.' as '_' as in Java):
+  ``records-consumed-total/rate`` count the records (rows) poll() and poll_arrow() hand out,
+  before interceptors, per drained chunk; ``bytes-consumed-total/rate`` count the record-batch
+  bytes of a partition's part of a Fetch response (its ``records`` field, less a trailing
+  batch cut off by the size limit, which is fetched again) once every record in it was handed
+  out; data dropped before that (a seek, a rebalance) is not counted. Java counts the size of
+  each returned record instead (no batch headers): pyconsumer does no per-record work for
+  metrics, so its byte counts include the 61-byte batch headers and whole batches.
+  ``fetch-size-avg/max``: record-batch bytes per Fetch response; ``fetch-latency-avg/max``,
+  ``fetch-rate/total``: Fetch responses without a top-level error, timed from the send.
+  ``records-lag`` / ``records-lead`` (tags topic, partition) are computed when metrics() is
+  called: high watermark (last stable offset under read_committed) minus the position, and
+  the position minus the log start offset, for assigned partitions where both are known.
+  ``records-lag-max/avg`` and ``records-lead-min/avg`` (per partition, and ``records-lag-max``
+  / ``records-lead-min`` over all partitions) are windowed over the values seen each time
+  records were drained from a partition (Java records them there too).
+* ``consumer-metrics``: ``time-between-poll-avg/max`` (ms from one poll's start to the next),
+  ``poll-idle-ratio-avg`` (Java's poll time / (poll time + time since the previous poll)),
+  ``last-poll-seconds-ago``, ``connection-count`` (broker connections open or opening).
+* ``consumer-coordinator-metrics`` (only with a group.id, as in Java): ``commit-latency-avg/max``,
+  ``commit-rate/total`` (OffsetCommit responses, from the send), ``heartbeat-response-time-max``,
+  ``heartbeat-rate/total``, ``last-heartbeat-seconds-ago`` (since the last heartbeat sent),
+  ``rebalance-latency-avg/max/total`` (ms from the first JoinGroup of a rebalance to its
+  SyncGroup answer), ``rebalance-total``, ``rebalance-rate-per-hour``,
+  ``failed-rebalance-total``, ``failed-rebalance-rate-per-hour`` (join rounds that failed),
+  ``last-rebalance-seconds-ago``, ``assigned-partitions``.
+
+Cost: nothing per record. Per poll two sensor updates; per drained chunk the records and lag
+sensors; per Fetch response the latency and size sensors; gauges are computed only when
+metrics() is called. Threads: request latencies are taken when the answer arrives, on
+whichever thread polls (the heartbeat thread too), under the client lock; metrics() reads
+copies of the registries without it, from any thread.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sized
+from typing import TYPE_CHECKING, Protocol
+
+from pyconsumer.errors import IllegalStateError
+from pyconsumer.metrics import (
+    MetricName,
+    Sensor,
+    _Avg,
+    _Max,
+    _Min,
+    _Rate,
+    _Recorders,
+    _Stat,
+    _Total,
+    _Window,
+    _WindowedCount,
+    _WindowedSum,
+)
+from pyconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from pyconsumer.config import ConsumerConfig
+    from pyconsumer.net.connection import Response
+    from pyconsumer.net.future import Future
+    from pyconsumer.records import CompletedFetch
+
+FETCH_GROUP = "consumer-fetch-manager-metrics"
+CONSUMER_GROUP = "consumer-metrics"
+COORDINATOR_GROUP = "consumer-coordinator-metrics"
+
+
+# ---------------------------------------------------------------------------- what it reads
+
+
+class _Offset(Protocol):
+    @property
+    def offset(self) -> int: ...
+
+
+class PartitionView(Protocol):
+    """One assigned partition's offsets as the metrics read them (read-only)."""
+
+    @property
+    def position(self) -> _Offset | None: ...
+
+    @property
+    def has_valid_position(self) -> bool: ...
+
+    @property
+    def high_watermark(self) -> int | None: ...
+
+    @property
+    def last_stable_offset(self) -> int | None: ...
+
+    @property
+    def log_start_offset(self) -> int | None: ...
+
+
+class AssignmentView(Protocol):
+    """The assignment as the metrics read it (read-only): which partitions are assigned and
+    each one's offsets. ``state`` raises IllegalStateError for a partition not assigned."""
+
+    def assigned_partitions(self) -> Iterable[TopicPartition]: ...
+
+    def is_assigned(self, tp: TopicPartition) -> bool: ...
+
+    def state(self, tp: TopicPartition) -> PartitionView: ...
+
+
+# ---------------------------------------------------------------------------- the registry
+
+#: every metric name pyconsumer reports, by group (per-topic and per-partition ones carry
+#: the extra tags ``topic`` / ``topic`` + ``partition``)
+METRICS: dict[str, tuple[str, ...]] = {
+    FETCH_GROUP: (
+        "records-consumed-rate", "records-consumed-total", "bytes-consumed-rate",
+        "bytes-consumed-total", "fetch-size-avg", "fetch-size-max", "fetch-latency-avg",
+        "fetch-latency-max", "fetch-rate", "fetch-total", "records-lag-max", "records-lead-min",
+        "records-lag", "records-lag-avg", "records-lead", "records-lead-avg"),
+    CONSUMER_GROUP: ("time-between-poll-avg", "time-between-poll-max", "poll-idle-ratio-avg",
+                     "last-poll-seconds-ago", "connection-count"),
+    COORDINATOR_GROUP: (
+        "commit-latency-avg", "commit-latency-max", "commit-rate", "commit-total",
+        "heartbeat-response-time-max", "heartbeat-rate", "heartbeat-total",
+        "last-heartbeat-seconds-ago", "rebalance-latency-avg", "rebalance-latency-max",
+        "rebalance-latency-total", "rebalance-total", "rebalance-rate-per-hour",
+        "failed-rebalance-total", "failed-rebalance-rate-per-hour", "last-rebalance-seconds-ago",
+        "assigned-partitions"),
+}
+
+_HOUR_MS = 3_600_000.0
+
+
+def _seconds_ago(then: float | None, now: float) -> float:
+    """Java's ``TimeUnit.SECONDS.convert(now - then, MILLISECONDS)``; -1 when never."""
+    return -1.0 if then is None else float(int((now - then) // 1000))
+
+
+class _PollTimer:
+    __slots__ = ("_metrics",)
+
+    def __init__(self, metrics: ConsumerMetrics) -> None:
+        self._metrics = metrics
+
+    def __enter__(self) -> None:
+        self._metrics.poll_start()
+
+    def __exit__(self, *exc: object) -> None:
+        self._metrics.poll_end()
+
+
+class ConsumerMetrics:
+    """The consumer's sensors and the metrics read from them; one per KafkaConsumer. The
+    fetcher, coordinator and membership call the ``record``-style methods below; the
+    consumer calls :meth:`snapshot` for ``metrics()``."""
+
+    def __init__(self, config: ConsumerConfig, *, clock: Callable[[], float] | None = None
+                 ) -> None:
+        self._clock: Callable[[], float] = clock or (lambda: time.monotonic() * 1000.0)
+        self.client_id = config.client_id
+        self._tags = {"client-id": self.client_id}
+        self._window = _Window(config.metrics_num_samples, float(config.metrics_sample_window_ms))
+        self._read_committed = config.isolation_level == "read_committed"
+        self.has_group = config.group_id is not None
+        #: MetricName -> the stat it reads
+        self._stats: dict[MetricName, _Stat] = {}
+        # fetch manager
+        self._records = self._meter(FETCH_GROUP, "records-consumed", self._tags)
+        self._bytes = self._meter(FETCH_GROUP, "bytes-consumed", self._tags)
+        self._fetch_size = self._sensor(FETCH_GROUP, self._tags, fetch_size_avg=_Avg(),
+                                        fetch_size_max=_Max())
+        self._fetch_latency = self._sensor(
+            FETCH_GROUP, self._tags, fetch_latency_avg=_Avg(), fetch_latency_max=_Max(),
+            fetch_rate=_Rate(_WindowedCount()), fetch_total=_Total(count=True))
+        self._lag = self._sensor(FETCH_GROUP, self._tags, records_lag_max=_Max())
+        self._lead = self._sensor(FETCH_GROUP, self._tags, records_lead_min=_Min())
+        self._topics: dict[str, tuple[Sensor, Sensor, Sensor]] = {}
+        #: (lag, lead) recorders of each partition with sensors (forgotten on unassignment)
+        self._partitions: dict[TopicPartition, tuple[_Recorders, _Recorders]] = {}
+        self._consumed_of: dict[str, tuple[_Recorders, _Recorders]] = {}
+        self._fetch_latency_ms: dict[int, float] = {}     # node -> of the answer not read yet
+        # consumer
+        self._between_polls = self._sensor(CONSUMER_GROUP, self._tags,
+                                           time_between_poll_avg=_Avg(),
+                                           time_between_poll_max=_Max())
+        self._idle = self._sensor(CONSUMER_GROUP, self._tags, poll_idle_ratio_avg=_Avg())
+        self._last_poll: float | None = None
+        self._poll_start = 0.0
+        self._since_last_poll = 0.0
+        #: ``with metrics.poll_timer:`` around a poll() records its start and end
+        self.poll_timer = _PollTimer(self)
+        # coordinator (registered only with a group, as Java creates the coordinator only then)
+        coord = COORDINATOR_GROUP if self.has_group else None
+        self._commit = self._sensor(coord, self._tags, commit_latency_avg=_Avg(),
+                                    commit_latency_max=_Max(), commit_rate=_Rate(_WindowedCount()),
+                                    commit_total=_Total(count=True))
+        self._heartbeat = self._sensor(coord, self._tags, heartbeat_response_time_max=_Max(),
+                                       heartbeat_rate=_Rate(_WindowedCount()),
+                                       heartbeat_total=_Total(count=True))
+        self._rebalance = self._sensor(
+            coord, self._tags, rebalance_latency_avg=_Avg(), rebalance_latency_max=_Max(),
+            rebalance_latency_total=_Total(), rebalance_total=_Total(count=True),
+            rebalance_rate_per_hour=_Rate(_WindowedCount(), _HOUR_MS))
+        self._failed_rebalance = self._sensor(
+            coord, self._tags, failed_rebalance_total=_Total(count=True),
+            failed_rebalance_rate_per_hour=_Rate(_WindowedCount(), _HOUR_MS))
+        self._last_heartbeat: float | None = None
+        self._rebalance_start: float | None = None
+        self._last_rebalance: float | None = None
+
+    # ------------------------------------------------------------------ building
+
+    def _sensor(self, group: str | None, tags: Mapping[str, str], **stats: _Stat) -> Sensor:
+        """A sensor whose stats are the metrics ``name_with_underscores=stat`` of ``group``
+        (None: recorded but not reported)."""
+        sensor = Sensor(self._window, self._clock)
+        for attr, stat in stats.items():
+            sensor.add(stat)
+            if group is not None:
+                self._stats[MetricName(attr.replace("_", "-"), group, tags)] = stat
+        return sensor
+
+    def _meter(self, group: str, prefix: str, tags: Mapping[str, str]) -> Sensor:
+        """Java's Meter: ``<prefix>-rate`` (per second) and ``<prefix>-total``."""
+        sensor = Sensor(self._window, self._clock)
+        self._stats[MetricName(f"{prefix}-rate", group, tags)] = sensor.add(_Rate(_WindowedSum()))
+        self._stats[MetricName(f"{prefix}-total", group, tags)] = sensor.add(_Total())
+        return sensor
+
+    def _topic(self, topic: str) -> tuple[Sensor, Sensor, Sensor]:
+        """(records, bytes, fetch size) sensors of ``topic``, made on first use (topics whose
+        tag is the same, "a.b" and "a_b", share them)."""
+        tag = topic.replace(".", "_")
+        sensors = self._topics.get(tag)
+        if sensors is None:
+            tags = {**self._tags, "topic": tag}
+            sensors = (self._meter(FETCH_GROUP, "records-consumed", tags),
+                       self._meter(FETCH_GROUP, "bytes-consumed", tags),
+                       self._sensor(FETCH_GROUP, tags, fetch_size_avg=_Avg(),
+                                    fetch_size_max=_Max()))
+            self._topics[tag] = sensors
+        return sensors
+
+    def _partition(self, tp: TopicPartition) -> tuple[_Recorders, _Recorders]:
+        """What a drain of ``tp`` records its lag and its lead into (the partition's stats and
+        the consumer's records-lag-max / records-lead-min), the partition's sensors made on
+        first use."""
+        recorders = self._partitions.get(tp)
+        if recorders is None:
+            tags = self._partition_tags(tp)
+            lag = self._sensor(FETCH_GROUP, tags, records_lag_max=_Max(), records_lag_avg=_Avg())
+            lead = self._sensor(FETCH_GROUP, tags, records_lead_min=_Min(),
+                                records_lead_avg=_Avg())
+            recorders = self._partitions[tp] = (self._lag.recorders + lag.recorders,
+                                                self._lead.recorders + lead.recorders)
+        return recorders
+
+    def _consumed(self, topic: str) -> tuple[_Recorders, _Recorders]:
+        """What a drain of ``topic`` records its records and its bytes into: the consumer's
+        meters and the topic's (one flat tuple each: a poll() records them every time)."""
+        recorders = self._consumed_of.get(topic)
+        if recorders is None:
+            sensors = self._topic(topic)
+            recorders = self._consumed_of[topic] = (self._records.recorders + sensors[0].recorders,
+                                                    self._bytes.recorders + sensors[1].recorders)
+        return recorders
+
+    def _partition_tags(self, tp: TopicPartition) -> dict[str, str]:
+        return {**self._tags, "topic": tp.topic.replace(".", "_"), "partition": str(tp.partition)}
+
+    # ------------------------------------------------------------------ recording: poll
+
+    def poll_start(self) -> None:
+        """Java recordPollStart: time since the previous poll's start (0 for the first)."""
+        now = self._clock()
+        self._since_last_poll = 0.0 if self._last_poll is None else now - self._last_poll
+        self._between_polls.record(self._since_last_poll, now)
+        self._last_poll = self._poll_start = now
+
+    def poll_end(self) -> None:
+        """Java recordPollEnd: poll time / (poll time + time since the previous poll)."""
+        spent = self._clock() - self._poll_start
+        if spent + self._since_last_poll > 0:
+            self._idle.record(spent / (spent + self._since_last_poll))
+
+    # ------------------------------------------------------------------ recording: fetches
+
+    def fetch_sent(self, node: int, fut: Future[Response]) -> None:
+        """A Fetch went to ``node`` (one in flight per node). Its latency is taken when the
+        answer arrives, on whichever thread reads it (the fetcher may see it later)."""
+        start = self._clock()
+        self._fetch_latency_ms.pop(node, None)
+
+        def done(f: Future[Response]) -> None:
+            if f.succeeded():
+                self._fetch_latency_ms[node] = self._clock() - start
+        fut.add_callback(done, any_thread=True)
+
+    def fetch_answered(self, node: int, response: Response,
+                       topic_names: Mapping[uuid.UUID, str]) -> None:
+        """A Fetch response without a top-level error: latency, and the record bytes it
+        carried (``topic_names``: topic id -> name, for responses that name topics by id)."""
+        now = self._clock()
+        latency = self._fetch_latency_ms.pop(node, None)
+        if latency is not None:
+            self._fetch_latency.record(latency, now)
+        total = 0
+        for t in response.body["responses"]:
+            size = 0
+            for p in t["partitions"]:
+                records = p.get("records")
+                if records is not None:
+                    size += len(records)
+            name = topic_names.get(t.get("topic_id")) or t.get("topic")
+            if name:
+                self._topic(name)[2].record(size, now)
+            total += size
+        self._fetch_size.record(total, now)
+
+    def taken(self, tp: TopicPartition, count: int, cursor: CompletedFetch,
+              records: Sized | None, subscriptions: AssignmentView) -> None:
+        """``count`` records were drained from ``tp``'s fetched data (``records``, read by
+        ``cursor``): the records, the lag and lead after them and, once the cursor is used
+        up, the data's record-batch bytes (less a trailing incomplete batch)."""
+        now = self._clock()
+        w = self._window
+        records_to, bytes_to = self._consumed(tp.topic)
+        if count:
+            for record in records_to:
+                record(w, count, now)
+        if cursor.is_drained and records is not None:
+            cut = cursor.incomplete_batch
+            size = len(records) - (cut[2] if cut is not None else 0)
+            for record in bytes_to:
+                record(w, size, now)
+        lag, lead = self._lag_lead(subscriptions, tp)
+        if lag is not None or lead is not None:
+            lag_to, lead_to = self._partition(tp)
+            if lag is not None:
+                for record in lag_to:
+                    record(w, lag, now)
+            if lead is not None:
+                for record in lead_to:
+                    record(w, lead, now)
+
+    def _lag_lead(self, subs: AssignmentView, tp: TopicPartition
+                  ) -> tuple[int | None, int | None]:
+        if not subs.is_assigned(tp):
+            return None, None
+        st = subs.state(tp)
+        position = st.position if st.has_valid_position else None
+        if position is None:
+            return None, None
+        end = st.last_stable_offset if self._read_committed else st.high_watermark
+        lag = None if end is None else end - position.offset
+        start = st.log_start_offset
+        lead = None if start is None else position.offset - start
+        return lag, lead
+
+    # ------------------------------------------------------------------ recording: group
+
+    def _timed(self, fut: Future[Response], sensor: Sensor) -> None:
+        """Record the request's latency when its answer arrives (on any thread: it only
+        records, under the client lock)."""
+        start = self._clock()
+
+        def done(f: Future[Response]) -> None:
+            if f.succeeded():                    # an answer, whatever its error codes
+                sensor.record(self._clock() - start)
+        fut.add_callback(done, any_thread=True)
+
+    def commit_sent(self, fut: Future[Response]) -> None:
+        """An OffsetCommit went out: its latency is recorded when it is answered."""
+        self._timed(fut, self._commit)
+
+    def heartbeat_sent(self, fut: Future[Response]) -> None:
+        """A Heartbeat went out (any thread)."""
+        self._last_heartbeat = self._clock()
+        self._timed(fut, self._heartbeat)
+
+    def rebalance_started(self) -> None:
+        """A JoinGroup goes out; the rebalance started with the first one (Java keeps the start
+        of a rebalance across failed rounds)."""
+        if self._rebalance_start is None:
+            self._rebalance_start = self._clock()
+
+    def rebalance_completed(self) -> None:
+        now = self._clock()
+        if self._rebalance_start is not None:
+            self._rebalance.record(now - self._rebalance_start, now)
+        self._rebalance_start = None
+        self._last_rebalance = now
+
+    def rebalance_failed(self) -> None:
+        self._failed_rebalance.record()
+
+    # ------------------------------------------------------------------ reading
+
+    def snapshot(self, subscriptions: AssignmentView, connection_count: int
+                 ) -> dict[MetricName, float]:
+        """Every metric's value now (see the module doc). Any thread: it only reads copies
+        of the registries (one-step dict copies under the GIL) while the consumer's thread
+        may be recording."""
+        now = self._clock()
+        w = self._window
+        assigned = set(subscriptions.assigned_partitions())
+        for tp in [tp for tp in list(self._partitions) if tp not in assigned]:
+            self._forget_partition(tp)           # Java removes them on unassignment
+        out = {name: float(stat.measure(w, now)) for name, stat in list(self._stats.items())}
+        out[MetricName("last-poll-seconds-ago", CONSUMER_GROUP, self._tags)] = \
+            _seconds_ago(self._last_poll, now)
+        out[MetricName("connection-count", CONSUMER_GROUP, self._tags)] = float(connection_count)
+        for tp in sorted(assigned, key=lambda tp: (tp.topic, tp.partition)):
+            try:
+                lag, lead = self._lag_lead(subscriptions, tp)
+            except IllegalStateError:          # unassigned by the polling thread just now
+                continue
+            tags = self._partition_tags(tp)
+            if lag is not None:
+                out[MetricName("records-lag", FETCH_GROUP, tags)] = float(lag)
+            if lead is not None:
+                out[MetricName("records-lead", FETCH_GROUP, tags)] = float(lead)
+        if self.has_group:
+            out[MetricName("last-heartbeat-seconds-ago", COORDINATOR_GROUP, self._tags)] = \
+                _seconds_ago(self._last_heartbeat, now)
+            out[MetricName("last-rebalance-seconds-ago", COORDINATOR_GROUP, self._tags)] = \
+                _seconds_ago(self._last_rebalance, now)
+            out[MetricName("assigned-partitions", COORDINATOR_GROUP, self._tags)] = \
+                float(len(assigned))
+        return out
+
+    def _forget_partition(self, tp: TopicPartition) -> None:
+        self._partitions.pop(tp, None)
+        tags = self._partition_tags(tp)
+        for name in ("records-lag-max", "records-lag-avg", "records-lead-min",
+                     "records-lead-avg"):
+            self._stats.pop(MetricName(name, FETCH_GROUP, tags), None)
+
+
+__all__ = ["AssignmentView", "ConsumerMetrics", "METRICS", "PartitionView",
+           "FETCH_GROUP", "CONSUMER_GROUP", "COORDINATOR_GROUP"]
