@@ -36,7 +36,7 @@ def version() -> str:
 
         return dist_version("pyconsumer")
     except PackageNotFoundError:
-        from pyconsumer import __version__
+        from pyconsumer._version import __version__
 
         return __version__
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pyconsumer import _version
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import (
     AuthenticationError,
@@ -57,9 +58,7 @@ def _software_version() -> str:
     """``pyconsumer.__version__`` as KIP-511 lets a client name it (letters, digits, '.' and
     '-', alphanumeric at both ends; brokers refuse ApiVersions otherwise): a local version
     such as ``0.2.0+g1a2b`` is sent as ``0.2.0-g1a2b``."""
-    from pyconsumer import __version__  # at call time: pyconsumer/__init__ imports this module
-
-    return re.sub(r"[^a-zA-Z0-9.-]", "-", __version__).strip(".-") or "0"
+    return re.sub(r"[^a-zA-Z0-9.-]", "-", _version.__version__).strip(".-") or "0"
 
 
 def metadata_request_body(version: int, topics: Iterable[str] | None,

@@ -47,10 +47,10 @@ def test_version_is_single_sourced_from_the_package() -> None:
     project = PYPROJECT["project"]
     assert "version" not in project and "version" in project["dynamic"]
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "pyconsumer.__version__"}
+        "attr": "pyconsumer._version.__version__"}
     # setuptools reads the attribute without importing the package: it must be a literal
     literal = re.findall(r'^__version__ = "([^"]+)"$',
-                         (ROOT / "pyconsumer" / "__init__.py").read_text(), re.M)
+                         (ROOT / "pyconsumer" / "_version.py").read_text(), re.M)
     assert literal == [pyconsumer.__version__]
 
 
@@ -71,7 +71,7 @@ def test_software_version_is_the_package_version() -> None:
 ])
 def test_software_version_is_made_valid_for_kip_511(monkeypatch: pytest.MonkeyPatch,
                                                     version: str, sent: str) -> None:
-    monkeypatch.setattr(pyconsumer, "__version__", version)
+    monkeypatch.setattr(pyconsumer._version, "__version__", version)
     assert _software_version() == sent
     assert KIP_511.fullmatch(sent)
 
