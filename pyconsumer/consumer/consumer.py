@@ -55,7 +55,7 @@ from pyconsumer.errors import (
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.metrics import MetricName
 from pyconsumer.net.client import NetworkClient
-from pyconsumer.net.connection import (
+from pyconsumer.net.transport import (
     canonical_bootstrap_servers,
     resolve_bootstrap_servers,
     unresolved_text,

@@ -33,18 +33,20 @@ from pyconsumer.net.connection import (
     BrokerConnection,
     ConnectionSettings,
     ConnectionState,
-    NO_TLS_ANSWER,
     RequestBody,
     Response,
-    canonical_bootstrap_servers,
-    resolve_bootstrap_servers,
-    unresolved_text,
 )
 from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.net.future import Callback, Future, defer_callbacks
 from pyconsumer.net.metadata import ClusterMetadata
 from pyconsumer.net.sasl import SaslSettings
-from pyconsumer.net.security import build_ssl_context
+from pyconsumer.config.ssl import build_ssl_context
+from pyconsumer.net.transport import (
+    NO_TLS_ANSWER,
+    canonical_bootstrap_servers,
+    resolve_bootstrap_servers,
+    unresolved_text,
+)
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
 from pyconsumer.threads import ClientLock

@@ -28,18 +28,17 @@ The connection owns framing (4-byte length prefix; a length above ``max.response
 refused before anything is allocated), correlation ids (responses must come back in the
 order sent, as Kafka guarantees per connection), the in-flight limit, request deadlines
 (``request.timeout.ms``; an expired in-flight request closes the connection, as in Java, since
-the stream can no longer be trusted) and version negotiation. It does no I/O of its own
-accord: :class:`~pyconsumer.net.client.NetworkClient` calls :meth:`on_writable`,
-:meth:`on_readable` and :meth:`check_timeouts` from its selector loop.
+the stream can no longer be trusted), version negotiation and the connection state. Socket
+set-up (DNS, connect, TLS) is :mod:`pyconsumer.net.transport`; the SASL exchange is
+:mod:`pyconsumer.net.sasl.authenticator`. It does no I/O of its own accord:
+:class:`~pyconsumer.net.client.NetworkClient` calls :meth:`on_writable`, :meth:`on_readable`
+and :meth:`check_timeouts` from its selector loop.
 """
 from __future__ import annotations
 
 import collections
 import enum
-import errno
 import logging
-import os
-import random
 import socket
 import ssl
 import time
@@ -49,27 +48,25 @@ from typing import Any, NamedTuple
 from pyconsumer import protocol
 from pyconsumer.errors import (
     AuthenticationError,
-    ConfigurationError,
     ErrorCode,
     KafkaConnectionError,
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
     SaslAuthenticationError,
-    SslAuthenticationError,
     UnsupportedVersionError,
     error_for_code,
 )
+from pyconsumer.net import transport
 from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.net.future import Future
-from pyconsumer.net.sasl import SaslMechanism, SaslSettings, build_mechanism
+from pyconsumer.net.sasl import SaslSettings
+from pyconsumer.net.sasl.authenticator import SaslAuthenticator, SaslHandler
+from pyconsumer.net.transport import NO_TLS_ANSWER, WOULD_BLOCK, Address, SetupFailure
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
 
 log = logging.getLogger(__name__)
-
-# a non-blocking socket (plain or TLS) has nothing more to give or take right now
-_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 class ConnectionState(enum.Enum):
@@ -136,111 +133,6 @@ class ConnectionSettings(NamedTuple):
     sasl: SaslSettings | None = None                # security.protocol=SASL_*
 
 
-def canonical_bootstrap_servers(servers: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    """``client.dns.lookup=resolve_canonical_bootstrap_servers_only`` (Java ``ClientUtils.
-    parseAndValidateAddresses``): each bootstrap host becomes the canonical names of the
-    addresses it resolves to, each a bootstrap server of its own (so TLS host name checks see
-    the canonical name). An address without a reverse name stays an address; a canonical name
-    that does not resolve is skipped with a warning. A host that does not resolve, or no usable
-    server at all, is a :class:`~pyconsumer.errors.ConfigurationError`, as in Java."""
-    result: list[tuple[str, int]] = []
-    for host, port in servers:
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as e:
-            raise ConfigurationError(
-                f"bootstrap.servers entry {host}:{port} does not resolve "
-                f"(client.dns.lookup=resolve_canonical_bootstrap_servers_only): "
-                f"{e.strerror or e}") from None
-        for info in infos:
-            ip = str(info[4][0])
-            try:
-                canonical = socket.gethostbyaddr(ip)[0]
-            except OSError:
-                canonical = ip           # Java's getCanonicalHostName gives the address text
-            try:
-                socket.getaddrinfo(canonical, port, type=socket.SOCK_STREAM)
-            except OSError as e:
-                log.warning("bootstrap.servers entry %s:%d: canonical name %s of %s does not "
-                            "resolve (%s); skipped", host, port, canonical, ip, e.strerror or e)
-                continue
-            if (canonical, port) not in result:
-                result.append((canonical, port))
-    if not result:
-        raise ConfigurationError(
-            "no bootstrap.servers entry resolved to a usable canonical name "
-            "(client.dns.lookup=resolve_canonical_bootstrap_servers_only)")
-    return result
-
-
-def resolve_bootstrap_servers(servers: list[tuple[str, int]]
-                              ) -> tuple[list[tuple[str, int]], list[tuple[str, int, str]]]:
-    """Resolve each bootstrap host once (``client.dns.lookup=use_all_dns_ips``, Java
-    ``ClientUtils.parseAndValidateAddresses``): the servers that resolve, and (host, port,
-    reason) of those that do not. The servers keep their names: a connection resolves its
-    host again each time it connects."""
-    resolved: list[tuple[str, int]] = []
-    failed: list[tuple[str, int, str]] = []
-    for host, port in servers:
-        try:
-            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as e:
-            failed.append((host, port, str(e.strerror or e)))
-        else:
-            resolved.append((host, port))
-    return resolved, failed
-
-
-def unresolved_text(failed: list[tuple[str, int, str]]) -> str:
-    """``host:port (reason), ...`` of the bootstrap servers that did not resolve."""
-    return ", ".join(f"{host}:{port} ({reason})" for host, port, reason in failed)
-
-
-#: what OpenSSL says when the bytes answering a ClientHello are not TLS at all
-_NOT_TLS_REASONS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE",
-                              "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL", "HTTP_REQUEST",
-                              "HTTPS_PROXY_REQUEST", "RECORD_LENGTH_MISMATCH"})
-
-
-#: why a TLS handshake may get no answer at all
-NO_TLS_ANSWER = ("; the TLS handshake got no answer: is security.protocol=SSL right for this "
-                  "listener? (a plaintext Kafka listener takes the handshake for the start "
-                  "of a huge request and waits for the rest)")
-
-
-def _tls_record_kind(header: bytes | bytearray) -> str | None:
-    """The TLS record a plaintext client got instead of a Kafka frame length: an alert
-    (0x15) or a handshake (0x16) record of TLS 1.x (major version 3), else None."""
-    if len(header) >= 2 and header[1] == 0x03:
-        return {0x15: "a TLS alert record", 0x16: "a TLS handshake record"}.get(header[0])
-    return None
-
-
-class _SaslExchange:
-    """One SASL authentication in progress on a connection."""
-
-    __slots__ = ("mechanism", "handshake_version", "raw", "reauth", "raw_waiting")
-
-    def __init__(self, handshake_version: int, reauth: bool) -> None:
-        self.mechanism: SaslMechanism | None = None
-        self.handshake_version = handshake_version
-        self.raw = handshake_version == 0     # v0: tokens are raw length-prefixed frames
-        self.reauth = reauth
-        self.raw_waiting = False              # a raw server token is due
-
-
-def _code_name(code: int) -> str:
-    try:
-        return str(ErrorCode(code).name)
-    except ValueError:
-        return f"error code {code}"
-
-
-#: KIP-368 (Java SaslClientAuthenticator): re-authenticate at a random 85-95 % of the
-#: session lifetime, so connections opened together do not all re-authenticate at once
-REAUTH_FRACTION = (0.85, 0.95)
-
-
 class BrokerConnection:
     """A connection to ``node``; see the module doc. Not thread-safe: the client serialises."""
 
@@ -271,7 +163,7 @@ class BrokerConnection:
         self.last_error: KafkaError | None = None
         self._setup_deadline = 0.0
         #: resolved addresses of the host, tried in turn; index of the one in use
-        self._addresses: list[tuple[int, int, int, Any]] = []
+        self._addresses: list[Address] = []
         self._address_index = 0
         self._address: Any = None
         self._next_correlation_id = 0
@@ -300,16 +192,9 @@ class BrokerConnection:
         #: refusal is definite where a timeout is not (a slow broker may still answer).
         self.refused_at: float | None = None
         self._round_refused = True            # every attempt of this round so far refused
-        #: the SASL exchange in progress (first authentication or re-authentication)
-        self._sasl: _SaslExchange | None = None
-        #: KIP-368: monotonic time to re-authenticate at (None: no session lifetime)
-        self._reauth_at: float | None = None
-        self._reauth_wanted = False           # due: hold new requests until it is done
-        #: SASL exchanges completed on this object (first ones and re-authentications)
-        self.sasl_authentications = 0
-        self.sasl_reauthentications = 0
-        #: the session lifetime the broker gave at the last authentication, ms (0: none)
-        self.sasl_session_lifetime_ms = 0
+        #: SASL (first authentication and KIP-368 re-authentication); idle without SASL
+        self._auth = SaslAuthenticator(self, settings.sasl, node.host,
+                                       tls=settings.ssl_context is not None)
 
     # ------------------------------------------------------------------ status
 
@@ -334,7 +219,7 @@ class BrokerConnection:
 
     def _authenticating(self) -> bool:
         """The TLS handshake is in progress (the SASL part of AUTHENTICATING is not)."""
-        return self.state is ConnectionState.AUTHENTICATING and self._sasl is None
+        return self.state is ConnectionState.AUTHENTICATING and not self._auth.in_progress
 
     @property
     def tls_handshaking(self) -> bool:
@@ -343,10 +228,24 @@ class BrokerConnection:
     @property
     def sasl_in_progress(self) -> bool:
         """A SASL exchange runs (first authentication or KIP-368 re-authentication)."""
-        return self._sasl is not None
+        return self._auth.in_progress
+
+    @property
+    def sasl_authentications(self) -> int:
+        """SASL exchanges completed on this object (first ones and re-authentications)."""
+        return self._auth.authentications
+
+    @property
+    def sasl_reauthentications(self) -> int:
+        return self._auth.reauthentications
+
+    @property
+    def sasl_session_lifetime_ms(self) -> int:
+        """The session lifetime the broker gave at the last authentication, ms (0: none)."""
+        return self._auth.session_lifetime_ms
 
     def can_send_more(self) -> bool:
-        return (self.is_ready() and self._sasl is None and not self._reauth_wanted
+        return (self.is_ready() and not self._auth.holds_requests
                 and len(self._in_flight) < self.settings.max_in_flight)
 
     def in_backoff(self, now: float | None = None) -> bool:
@@ -371,8 +270,9 @@ class BrokerConnection:
             times.append(min(r.deadline for r in self._in_flight))
         elif self.is_ready() and self.settings.connections_max_idle_ms >= 0:
             times.append(self.last_activity + self.settings.connections_max_idle_ms / 1000.0)
-        if self.is_ready() and self._reauth_at is not None and not self._reauth_wanted:
-            times.append(self._reauth_at)
+        reauth_at = self._auth.next_deadline()
+        if self.is_ready() and reauth_at is not None:
+            times.append(reauth_at)
         if self._pending:
             times.append(min(r.deadline for r in self._pending))
         return min(times) if times else None
@@ -419,39 +319,28 @@ class BrokerConnection:
             # (re)resolve once every address of the last lookup has been tried: DNS may
             # have changed (client.dns.lookup=use_all_dns_ips)
             try:
-                self._addresses = [(i[0], i[1], i[2], i[4]) for i in socket.getaddrinfo(
-                    self.node.host, self.node.port, type=socket.SOCK_STREAM)]
-            except OSError as e:
-                self._fail(KafkaConnectionError(
-                    f"cannot resolve {self.describe}: {e.strerror or e}"), now)
+                self._addresses = transport.resolve(self.node.host, self.node.port,
+                                                    self.describe)
+            except SetupFailure as f:
+                self._fail(f.error, now)
                 return
             self._address_index = 0
         if self._address_index == 0:
             self._round_refused = True          # a new round over the host's addresses
-        family, kind, proto, address = self._addresses[self._address_index]
-        self._address = address
-        sock = socket.socket(family, kind, proto)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.settings.send_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.settings.send_buffer_bytes)
-        if self.settings.receive_buffer_bytes > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
-                            self.settings.receive_buffer_bytes)
+        address = self._addresses[self._address_index]
+        self._address = address[3]
+        log.debug("connecting to %s", self.describe)
+        sock, code = transport.start_connect(address, self.settings.send_buffer_bytes,
+                                             self.settings.receive_buffer_bytes)
         self.sock = sock
         self.state = ConnectionState.CONNECTING
         self._setup_deadline = now + self.setup_timeout_ms / 1000.0
-        log.debug("connecting to %s", self.describe)
-        code = sock.connect_ex(address)
-        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY):
-            self._fail(KafkaConnectionError(
-                f"cannot connect to {self.describe} at {self._address_text()}: "
-                f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now,
-                refused=code == errno.ECONNREFUSED)
+        if not transport.connect_in_progress(code):
+            self._setup_failed(transport.connect_failure(code, self.describe, self._address),
+                               now)
 
-    def _address_text(self) -> str:
-        a = self._address
-        return "?" if a is None else (f"[{a[0]}]:{a[1]}" if ":" in str(a[0]) else f"{a[0]}:{a[1]}")
+    def _setup_failed(self, failure: SetupFailure, now: float) -> None:
+        self._fail(failure.error, now, refused=failure.refused)
 
     def _connected(self, now: float) -> None:
         """TCP is up: TLS first when configured, then negotiate versions with ApiVersions."""
@@ -459,11 +348,9 @@ class BrokerConnection:
         if ctx is not None:
             assert self.sock is not None
             try:
-                self.sock = ctx.wrap_socket(self.sock, server_hostname=self.node.host,
-                                            do_handshake_on_connect=False)
-            except (ssl.SSLError, OSError, ValueError) as e:
-                self._fail(KafkaConnectionError(f"TLS setup for {self.describe} failed: {e}"),
-                           now)
+                self.sock = transport.wrap_tls(ctx, self.sock, self.node.host, self.describe)
+            except SetupFailure as f:
+                self._setup_failed(f, now)
                 return
             self.state = ConnectionState.AUTHENTICATING
             self._handshake(now)
@@ -479,46 +366,13 @@ class BrokerConnection:
         """One step of the non-blocking TLS handshake."""
         assert isinstance(self.sock, ssl.SSLSocket)
         try:
-            self.sock.do_handshake()
-        except ssl.SSLWantReadError:
-            self._hs_wants_write = False
+            wants_write = transport.tls_handshake(self.sock, self.describe, self._address)
+        except SetupFailure as f:
+            self._setup_failed(f, now)
             return
-        except ssl.SSLWantWriteError:
-            self._hs_wants_write = True
-            return
-        except ssl.SSLCertVerificationError as e:
-            self._fail(SslAuthenticationError(
-                f"TLS handshake with {self.describe} failed: the broker's certificate was "
-                f"refused ({e.verify_message}); check ssl.truststore.* and "
-                f"ssl.endpoint.identification.algorithm"), now)
-            return
-        except (ssl.SSLEOFError, ConnectionError) as e:
-            # a plaintext Kafka listener reads a ClientHello as a huge frame length and
-            # closes (or resets) the connection without a TLS answer
-            self._fail(KafkaConnectionError(
-                f"TLS handshake with {self.describe} failed: the broker at "
-                f"{self._address_text()} closed the connection without a TLS answer ({e}): "
-                f"is security.protocol=SSL right for this listener?"), now)
-            return
-        except ssl.SSLError as e:
-            if e.reason in _NOT_TLS_REASONS:
-                self._fail(KafkaConnectionError(
-                    f"TLS handshake with {self.describe} failed: the broker at "
-                    f"{self._address_text()} answered in plaintext to a TLS handshake: is "
-                    f"security.protocol=SSL right for this listener? ({e})"), now, refused=True)
-                return
-            # an alert (bad certificate, no common protocol or cipher): Java makes every
-            # SSLException of the handshake an SslAuthenticationException, fatal at once
-            self._fail(SslAuthenticationError(f"TLS handshake with {self.describe} failed: {e}"),
-                       now)
-            return
-        except OSError as e:
-            self._fail(KafkaConnectionError(f"TLS handshake with {self.describe} failed: {e}"),
-                       now)
-            return
-        self._hs_wants_write = False
-        log.debug("%s: TLS %s established", self.describe, self.sock.version())
-        self._start_negotiation(now)
+        self._hs_wants_write = bool(wants_write)
+        if wants_write is None:
+            self._start_negotiation(now)
 
     def _send_api_versions(self, version: int, now: float) -> None:
         body: dict[str, Any] = {}
@@ -566,7 +420,7 @@ class BrokerConnection:
         while self._out_pos < len(self._out):
             try:
                 sent = self.sock.send(memoryview(self._out)[self._out_pos:])
-            except _WOULD_BLOCK:
+            except WOULD_BLOCK:
                 return
             self._out_pos += sent
             self.last_activity = now
@@ -617,10 +471,8 @@ class BrokerConnection:
         if self.state is ConnectionState.CONNECTING:
             code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:
-                self._fail(KafkaConnectionError(
-                    f"cannot connect to {self.describe} at {self._address_text()}: "
-                    f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"), now,
-                    refused=code == errno.ECONNREFUSED)
+                self._setup_failed(
+                    transport.connect_failure(code, self.describe, self._address), now)
                 return
             self._connected(now)
             if self.sock is None or self._authenticating():
@@ -654,16 +506,14 @@ class BrokerConnection:
                     if len(self._header) < 4:
                         continue
                     size = int.from_bytes(self._header, "big", signed=True)
-                    tls = (_tls_record_kind(self._header) if self._first_answer_pending()
+                    tls = (transport.tls_record_kind(self._header)
+                           if self._first_answer_pending()
                            and self.settings.ssl_context is None else None)
                     if tls is not None:
-                        self._fail(KafkaConnectionError(
-                            f"{self.describe}: the broker at {self._address_text()} answered "
-                            f"with TLS ({tls}) to a plaintext request: is "
-                            f"security.protocol=PLAINTEXT right for this listener? (a TLS "
-                            f"listener needs security.protocol=SSL)"), now, refused=True)
+                        self._setup_failed(transport.tls_answer_to_plaintext(
+                            self.describe, self._address, tls), now)
                         return
-                    if self._sasl is not None and self._sasl.raw_waiting:
+                    if self._auth.raw_waiting:
                         # SaslHandshake v0: a raw server token, which may be empty
                         if not 0 <= size <= self.settings.max_response_size:
                             self._fail(KafkaProtocolError(
@@ -696,22 +546,15 @@ class BrokerConnection:
                     self._frame = self._frame_view = None
                     self._header.clear()
                     self._complete(frame, now)
-            except _WOULD_BLOCK:
+            except WOULD_BLOCK:
                 return
             except ssl.SSLError as e:
                 if not self._first_answer_pending():
                     self._fail(KafkaConnectionError(
                         f"error reading from {self.describe}: {e.strerror or e}"), now)
                     return
-                # TLS 1.3: the client's handshake ends before the broker checks the client's
-                # certificate, so a refusal is the first read's alert (Java: POST_HANDSHAKE,
-                # an SslAuthenticationException); say it is the handshake that failed
-                self._fail(SslAuthenticationError(
-                    f"TLS handshake with {self.describe} failed: the broker refused the "
-                    f"connection at the end of the handshake ({e.reason or e}): does the "
-                    f"listener require a client certificate (ssl.client.auth=required)? give "
-                    f"one with ssl.keystore.location or ssl.keystore.certificate.chain and "
-                    f"ssl.keystore.key ({e})"), now)
+                # the first read's alert: a TLS 1.3 handshake refused after the fact
+                self._fail(transport.tls_refused_after_handshake(self.describe, e), now)
                 return
             except OSError as e:
                 self._fail(KafkaConnectionError(
@@ -729,15 +572,13 @@ class BrokerConnection:
         if self.settings.ssl_context is not None or not self._first_answer_pending() \
                 or len(self._header) > 0:
             return ""
-        return (" before answering the first request (a TLS or SASL listener closes a "
-                "plaintext connection this way: is security.protocol=PLAINTEXT right for "
-                "this listener?)")
+        return transport.SILENT_CLOSE_HINT
 
     def _peer_closed(self, now: float) -> None:
-        if self._sasl is not None and self._sasl.raw:
+        if self._auth.raw:
             # SaslHandshake v0 has no way to say why: the broker just closes
             self._fail(SaslAuthenticationError(
-                f"{self.describe} closed the connection during SASL {self._mechanism_name()} "
+                f"{self.describe} closed the connection during SASL {self._auth.mechanism_name()} "
                 f"authentication (SaslHandshake v0 gives no reason; most likely the "
                 f"credentials were refused)"), now)
             return
@@ -750,15 +591,15 @@ class BrokerConnection:
             what = f"closed the connection with {len(self._in_flight)} request(s) unanswered"
         else:
             what = "closed the connection" + self._silent_close_hint()
-        if self._sasl is not None:
+        if self._auth.in_progress:
             # Java says the same: a broker may drop a client it will not authenticate, or
             # the network failed; retried after the backoff like any disconnect
-            what += (f" during SASL {self._mechanism_name()} authentication (the broker may "
+            what += (f" during SASL {self._auth.mechanism_name()} authentication (the broker may "
                      f"not support this mechanism, or refused the credentials)")
         self._fail(KafkaConnectionError(f"{self.describe} {what}"), now)
 
     def _complete(self, frame: bytearray, now: float) -> None:
-        if self._sasl is not None and self._sasl.raw_waiting:
+        if self._auth.raw_waiting:
             self._sasl_raw_token(bytes(frame), now)
             return
         if not self._in_flight:
@@ -788,7 +629,7 @@ class BrokerConnection:
             self._fail(err, now, first=req)
             return
         req.future.success(Response(req.api_key, req.version, self.node.node_id, body))
-        if self._reauth_wanted:
+        if self._auth.reauth_wanted:
             self._maybe_reauthenticate(now)
         self._flush_pending(now)
 
@@ -834,7 +675,8 @@ class BrokerConnection:
         }
         self.api_versions_version = req.version
         if self.settings.sasl is not None:
-            self._start_sasl(now, reauth=False)
+            self.state = ConnectionState.AUTHENTICATING
+            self._auth.start(now, reauth=False)
             return
         self._become_ready(now)
 
@@ -847,32 +689,36 @@ class BrokerConnection:
                   self.api_versions_version, len(self.broker_versions))
         self._flush_pending(now)
 
-    # ------------------------------------------------------------------ SASL
+    # ------------------------------------------------------------------ SASL seam
+    # (the SaslConnection protocol of pyconsumer.net.sasl.authenticator)
 
-    def _mechanism_name(self) -> str:
-        sasl = self.settings.sasl
-        return "?" if sasl is None else sasl.mechanism
+    def send_sasl_request(self, api_key: ApiKey, version: int, body: dict[str, Any],
+                          handler: SaslHandler, now: float) -> None:
+        """Write an internal SASL request; its decoded body goes to ``handler``."""
+        def answered(req: _Request, frame: bytearray, at: float) -> None:
+            decoded = self._decode_internal(req, frame, at)
+            if decoded is not None:
+                handler(decoded, at)
 
-    def _start_sasl(self, now: float, reauth: bool) -> None:
-        """SaslHandshake: name the mechanism (AUTHENTICATING, or READY for KIP-368)."""
-        if not reauth:
-            self.state = ConnectionState.AUTHENTICATING
-        try:
-            # KIP-368 re-authentication needs SaslHandshake v1 (and SaslAuthenticate v1)
-            version = self.version_for(ApiKey.SASL_HANDSHAKE, min_version=1 if reauth else 0)
-        except UnsupportedVersionError as e:
-            self._fail(SaslAuthenticationError(
-                f"{self.describe} cannot do SASL: {e}; is security.protocol="
-                f"{'SASL_SSL' if self.settings.ssl_context else 'SASL_PLAINTEXT'} right for "
-                f"this listener?"), now)
-            return
-        self._sasl = _SaslExchange(version, reauth)
-        req = _Request(ApiKey.SASL_HANDSHAKE, version, {"mechanism": self._mechanism_name()},
-                       Future(), now + self.settings.request_timeout_ms / 1000.0,
-                       internal=True, handler=self._on_sasl_handshake)
-        self._write_request(req)
-        log.debug("%s: SASL %s %s (SaslHandshake v%d)", self.describe, self._mechanism_name(),
-                  "re-authentication" if reauth else "authentication", version)
+        self._write_request(_Request(api_key, version, body, Future(),
+                                     now + self.settings.request_timeout_ms / 1000.0,
+                                     internal=True, handler=answered))
+
+    def send_sasl_raw(self, token: bytes) -> None:
+        """Write a raw length-prefixed token (SaslHandshake v0)."""
+        if self._out_pos == len(self._out):
+            self._out.clear()
+            self._out_pos = 0
+        self._out += len(token).to_bytes(4, "big") + token
+
+    def sasl_failed(self, error: KafkaError, now: float) -> None:
+        self._fail(error, now)
+
+    def sasl_done(self, now: float, reauth: bool) -> None:
+        if reauth:
+            self._flush_pending(now)
+        else:
+            self._become_ready(now)
 
     def _decode_internal(self, req: _Request, frame: bytearray, now: float
                          ) -> dict[str, Any] | None:
@@ -883,140 +729,14 @@ class BrokerConnection:
             self._fail(KafkaProtocolError(f"{self.describe}: {e}"), now)
             return None
 
-    def _on_sasl_handshake(self, req: _Request, frame: bytearray, now: float) -> None:
-        body = self._decode_internal(req, frame, now)
-        if body is None:
-            return
-        name = self._mechanism_name()
-        code = body["error_code"]
-        if code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
-            enabled = ", ".join(body["mechanisms"]) or "none"
-            odd = (" (it lists the mechanism yet refuses it: is SASL enabled on this "
-                   "listener?)" if name in body["mechanisms"] else "")
-            self._fail(SaslAuthenticationError(
-                f"SASL mechanism {name} (sasl.mechanism) is not enabled on {self.describe}; "
-                f"the broker enables: {enabled}{odd}"), now)
-            return
-        if code == ErrorCode.ILLEGAL_SASL_STATE:
-            self._fail(SaslAuthenticationError(
-                f"{self.describe} refused the SASL handshake for {name} (ILLEGAL_SASL_STATE): "
-                f"is this listener a SASL one?"), now)
-            return
-        if code:
-            err = error_for_code(code, f"SaslHandshake from {self.describe}")
-            self._fail(SaslAuthenticationError(f"SASL handshake for {name} failed: {err}"), now)
-            return
-        assert self._sasl is not None and self.settings.sasl is not None
-        try:
-            mechanism = build_mechanism(self.settings.sasl)
-            self._sasl.mechanism = mechanism
-            token = mechanism.start(self.node.host)
-        except KafkaError as e:
-            self._fail(e if isinstance(e, SaslAuthenticationError) else
-                       SaslAuthenticationError(f"SASL {name} for {self.describe}: {e}"), now)
-            return
-        except Exception as e:  # noqa: BLE001 - a mechanism's library failed: say so, no storm
-            self._fail(SaslAuthenticationError(
-                f"SASL {name} for {self.describe} failed on the client side: "
-                f"{type(e).__name__}: {e}"), now)
-            return
-        self._sasl_send(token, now)
-
-    def _sasl_send(self, token: bytes, now: float) -> None:
-        assert self._sasl is not None
-        if self._sasl.raw:
-            if self._out_pos == len(self._out):
-                self._out.clear()
-                self._out_pos = 0
-            self._out += len(token).to_bytes(4, "big") + token
-            self._sasl.raw_waiting = True
-            return
-        try:
-            # re-authentication needs v1+ (the session lifetime); first ones take the best
-            version = self.version_for(ApiKey.SASL_AUTHENTICATE,
-                                       min_version=1 if self._sasl.reauth else 0)
-        except UnsupportedVersionError as e:
-            self._fail(SaslAuthenticationError(f"{self.describe}: {e}"), now)
-            return
-        req = _Request(ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": token}, Future(),
-                       now + self.settings.request_timeout_ms / 1000.0, internal=True,
-                       handler=self._on_sasl_authenticate)
-        self._write_request(req)
-
-    def _on_sasl_authenticate(self, req: _Request, frame: bytearray, now: float) -> None:
-        body = self._decode_internal(req, frame, now)
-        if body is None:
-            return
-        code = body["error_code"]
-        if code:
-            reason = body.get("error_message") or "no reason given"
-            what = ("failed" if code == ErrorCode.SASL_AUTHENTICATION_FAILED
-                    else f"failed ({_code_name(code)})")
-            self._fail(SaslAuthenticationError(
-                f"SASL {self._mechanism_name()} authentication with {self.describe} {what}: "
-                f"{reason}"), now)
-            return
-        self.sasl_session_lifetime_ms = int(body.get("session_lifetime_ms", 0))
-        self._sasl_step(bytes(body["auth_bytes"]), now)
-
     def _sasl_raw_token(self, token: bytes, now: float) -> None:
-        assert self._sasl is not None
-        self._sasl.raw_waiting = False
         self.last_activity = now
-        self._sasl_step(token, now)
-
-    def _sasl_step(self, challenge: bytes, now: float) -> None:
-        """The server's bytes to the mechanism; its answer to the server, or done."""
-        assert self._sasl is not None and self._sasl.mechanism is not None
-        mechanism = self._sasl.mechanism
-        try:
-            token = mechanism.step(challenge)
-            finished = token is None and mechanism.complete()
-        except SaslAuthenticationError as e:
-            # the mechanism says what was wrong; say where
-            self._fail(SaslAuthenticationError(
-                f"SASL {self._mechanism_name()} authentication with {self.describe} failed: "
-                f"{e}"), now)
-            return
-        except Exception as e:  # noqa: BLE001 - a library error must not kill the loop
-            self._fail(SaslAuthenticationError(
-                f"SASL {self._mechanism_name()} with {self.describe} failed on the client "
-                f"side: {type(e).__name__}: {e}"), now)
-            return
-        if token is not None:
-            self._sasl_send(token, now)
-            return
-        if not finished:
-            self._fail(SaslAuthenticationError(
-                f"SASL {self._mechanism_name()} with {self.describe}: the exchange ended "
-                f"before the client side completed"), now)
-            return
-        self._sasl_done(now)
-
-    def _sasl_done(self, now: float) -> None:
-        assert self._sasl is not None
-        reauth = self._sasl.reauth
-        self._sasl = None
-        self._reauth_wanted = False
-        self.sasl_authentications += 1
-        lifetime = self.sasl_session_lifetime_ms
-        self._reauth_at = (None if lifetime <= 0 else
-                           now + lifetime * random.uniform(*REAUTH_FRACTION) / 1000.0)
-        log.debug("%s: SASL %s %s (session lifetime %d ms)", self.describe,
-                  self._mechanism_name(), "re-authenticated" if reauth else "authenticated",
-                  lifetime)
-        if reauth:
-            self.sasl_reauthentications += 1
-            self._flush_pending(now)
-        else:
-            self._become_ready(now)
+        self._auth.raw_token(token, now)
 
     def _maybe_reauthenticate(self, now: float) -> None:
         """KIP-368: once due and nothing is in flight, re-authenticate in place."""
-        if (self._reauth_wanted and self._sasl is None and not self._in_flight
-                and self.is_ready()):
-            self._reauth_at = None
-            self._start_sasl(now, reauth=True)
+        self._auth.maybe_reauthenticate(now, idle=not self._in_flight and self.is_ready())
+
 
     # ------------------------------------------------------------------ timeouts, close
 
@@ -1028,9 +748,8 @@ class BrokerConnection:
 
     def check_timeouts(self, now: float | None = None) -> None:
         now = self._clock() if now is None else now
-        if (self.is_ready() and self._reauth_at is not None and now >= self._reauth_at
-                and self._sasl is None):
-            self._reauth_wanted = True      # new requests wait; in-flight ones finish first
+        if self.is_ready() and self._auth.check_due(now):
+            # new requests wait; in-flight ones finish first
             self._maybe_reauthenticate(now)
         if (self.state in (ConnectionState.CONNECTING, ConnectionState.NEGOTIATING,
                            ConnectionState.AUTHENTICATING) and now >= self._setup_deadline):
@@ -1151,12 +870,9 @@ class BrokerConnection:
             self._frame_view.release()
         self._frame = self._frame_view = None
         self._frame_filled = 0
-        self._sasl = None
-        self._reauth_at = None
-        self._reauth_wanted = False
+        self._auth.reset()
 
 
-__all__ = ["BrokerConnection", "ConnectionSettings", "ConnectionState", "RequestBody", "Response",
-           "canonical_bootstrap_servers", "resolve_bootstrap_servers", "unresolved_text",
-           "NO_TLS_ANSWER"]
+__all__ = ["BrokerConnection", "ConnectionSettings", "ConnectionState", "RequestBody",
+           "Response"]
 

@@ -12,7 +12,7 @@ import pytest
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import NoBrokersAvailable
 from pyconsumer.net import NetworkClient
-from pyconsumer.net.connection import _tls_record_kind
+from pyconsumer.net.transport import tls_record_kind
 from pyconsumer.protocol import ApiKey
 from pyconsumer.testing import free_port
 
@@ -77,4 +77,4 @@ def test_every_address_refusing_is_a_refusal(two_addresses: None) -> None:
     (b"\x15\x03", "a TLS alert record"), (b"\x00\x00\x00\x15", None), (b"\x15\x02\x00\x00", None),
     (b"\x17\x03\x03\x00", None), (b"\x15", None)])
 def test_tls_record_headers(header: bytes, kind: str | None) -> None:
-    assert _tls_record_kind(header) == kind
+    assert tls_record_kind(header) == kind
