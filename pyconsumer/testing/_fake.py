@@ -855,7 +855,7 @@ class FakeCluster:
             wanted: list[tuple[str | None, uuid.UUID | None]] = [(n, None) for n in self.topics]
         else:
             wanted = [(t["name"], t.get("topic_id")) for t in asked]
-        topics = []
+        topics: list[Body] = []
         for name, topic_id in wanted:
             t = self._lookup_topic(name, topic_id)
             if t is None and name is not None and self.auto_create_topics \

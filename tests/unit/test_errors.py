@@ -14,6 +14,7 @@ from pyconsumer.errors import (
     BROKER_ERRORS,
     ERRORS_BY_CODE,
     BrokerResponseError,
+    ErrorCode,
     KafkaClientError,
     UnknownServerError,
     error_for_code,
@@ -117,6 +118,15 @@ def test_no_duplicate_codes_names_or_classes() -> None:
         assert cls.__name__.endswith("Error")
         assert getattr(errors, cls.__name__) is cls
         assert cls.__module__ == "pyconsumer.errors"
+
+
+def test_error_code_members_are_the_table() -> None:
+    """ErrorCode spells its members out for mypy: exactly the table's (code, name) rows, in
+    order, so adding a row without its member (or a typo in either) fails here."""
+    assert [(m.value, m.name) for m in ErrorCode] == [(c, n) for c, n, _, _ in BROKER_ERRORS]
+    assert ErrorCode.NOT_COORDINATOR == 16 and ErrorCode(-1) is ErrorCode.UNKNOWN_SERVER_ERROR
+    with pytest.raises(ValueError):
+        ErrorCode(137)
 
 
 def test_table_types() -> None:
