@@ -40,7 +40,7 @@ from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.net.future import Callback, Future, defer_callbacks
 from pyconsumer.net.metadata import ClusterMetadata
 from pyconsumer.net.sasl import SaslSettings
-from pyconsumer.net.security import build_ssl_context
+from pyconsumer.config.ssl import build_ssl_context
 from pyconsumer.net.transport import (
     NO_TLS_ANSWER,
     canonical_bootstrap_servers,

@@ -22,7 +22,7 @@ from pyconsumer.errors import (
 )
 from pyconsumer.net import NetworkClient
 from pyconsumer.net.sasl import SaslSettings, build_mechanism
-from pyconsumer.net.sasl.jaas import JaasEntry, parse_jaas
+from pyconsumer.config.jaas import JaasEntry, parse_jaas
 from pyconsumer.net.sasl.plain import PlainMechanism
 from pyconsumer.net.sasl.scram import ScramMechanism
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, encode_response

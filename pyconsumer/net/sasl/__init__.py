@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pyconsumer.errors import ConfigurationError
-from pyconsumer.net.sasl.jaas import JaasEntry, check_module, parse_jaas
+from pyconsumer.config.jaas import JaasEntry, check_module, parse_jaas
 
 if TYPE_CHECKING:
     from pyconsumer.config import ConsumerConfig

@@ -1,0 +1,79 @@
+"""Every consumer setting: one table of Java names, defaults, parsers and docs.
+
+Settings are the class attributes of :class:`ConsumerConfig`, each a :class:`Setting`
+descriptor declared once (Java name, Java default, parser/validator, doc). The defaults
+are those of the Java KafkaConsumer (ConsumerConfig + CommonClientConfigs of Apache Kafka trunk,
+4.x). A key may be given in its Java spelling (``"fetch.max.bytes"``) or in snake_case
+(``fetch_max_bytes``); giving both spellings of one key is an error.
+
+What pyconsumer does with the Java settings it cannot honour (see ``JAVA_ONLY_SETTINGS``):
+
+* JVM plumbing that changes no consumer behaviour (metrics reporters, the metrics recording
+  level, JCA providers, key/trust manager algorithms, Kerberos and SASL login refresh tuning)
+  is *accepted and ignored*, so a Java properties file can be used as is. The ignored keys and
+  values are kept in :attr:`ConsumerConfig.ignored_settings` and logged at INFO.
+* Settings that name Java classes whose absence would change behaviour (``config.providers``,
+  ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers, the
+  ``sasl.oauthbearer.*`` client-credentials flow) and the ShareConsumer-only ``share.*``
+  settings are *refused* with a ConfigurationError saying what to use instead —
+  unless their value is empty (None, "", []), which is accepted as "not set".
+
+Where pyconsumer differs from Java on purpose (each also said in the setting's doc):
+
+* ``key.deserializer``/``value.deserializer`` have no default in Java (required); here the
+  default None returns the raw bytes. Values are Python callables ``(bytes | None) -> Any``
+  or the name of a Java built-in deserializer (``StringDeserializer`` ...).
+* ``interceptor.classes`` takes Python import paths (``module:Class`` or ``module.Class``) or
+  classes; ``interceptors`` (pyconsumer only) takes interceptor objects.
+* ``partition.assignment.strategy`` takes assignor protocol names (``range``, ``roundrobin``,
+  ``sticky``, ``cooperative-sticky``), Java class names of the built-in assignors (mapped to
+  those names), or assignor objects with a ``name`` attribute.
+* SSL files are read as PEM; ``ssl.keystore.type``/``ssl.truststore.type`` explicitly set to
+  JKS or PKCS12 together with a store location is refused.
+* SASL (``security.protocol=SASL_PLAINTEXT``/``SASL_SSL``): ``sasl.mechanism`` PLAIN,
+  SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI; the PLAIN/SCRAM credentials come from
+  ``sasl.username``/``sasl.password`` (pyconsumer names, as librdkafka's) or from a
+  PlainLoginModule/ScramLoginModule ``sasl.jaas.config`` (parsed by
+  :mod:`pyconsumer.config.jaas`; a text that does not parse names the character position,
+  never an excerpt). Passwords are never shown in reprs, errors or logs.
+* Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above
+  ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` or
+  ``metrics.sample.window.ms`` are errors; an empty ``partition.assignment.strategy`` with a classic group fails at
+  construction instead of at subscribe().
+
+Settings in the table that pyconsumer accepts but that change nothing (each row's
+``no_effect`` gives the reason; ``Setting.implemented`` is False):
+``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms``,
+``metadata.cluster.check.enable``, ``group.remote.assignor``, ``ssl.truststore.type``,
+``ssl.keystore.type``, ``ssl.truststore.password`` and ``sasl.oauth.token.provider``. Setting one to
+a value other than its default logs a WARNING naming it and the reason, once per process.
+Every other setting is read by the consumer (``tests/unit/test_settings_truthful.py`` checks
+both).
+
+The package owns its parsers, one job a module: ``parsers`` (the parser kit: Java types),
+``values`` (the domain parsers: servers, offset reset, deserializers, assignors,
+interceptors), ``ssl`` (the ``ssl.SSLContext`` built from the settings), ``jaas``
+(``sasl.jaas.config``), ``table`` (the ``Setting`` row and the Java-only settings),
+``checks`` (the cross-field checks) and ``consumer_config`` (the table itself:
+:class:`ConsumerConfig`). Every config message is logged as ``pyconsumer.config``.
+"""
+from __future__ import annotations
+
+from pyconsumer.config.consumer_config import ConsumerConfig
+from pyconsumer.config.table import JAVA_ONLY_SETTINGS, Setting
+from pyconsumer.config.values import (
+    Deserializer,
+    OffsetResetStrategy,
+    parse_auto_offset_reset,
+    parse_bootstrap_servers,
+)
+
+__all__ = [
+    "ConsumerConfig",
+    "Setting",
+    "JAVA_ONLY_SETTINGS",
+    "OffsetResetStrategy",
+    "parse_bootstrap_servers",
+    "parse_auto_offset_reset",
+    "Deserializer",
+]
