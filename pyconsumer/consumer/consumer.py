@@ -27,11 +27,12 @@ import pyarrow as pa
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer import side_by_side
-from pyconsumer.consumer.coordinator import CommitCallback, ConsumerCoordinator
+from pyconsumer.consumer.group.coordinator import CommitCallback, ConsumerCoordinator
 from pyconsumer.consumer.fetcher import Fetcher
 from pyconsumer.consumer.interceptors import ConsumerInterceptors
-from pyconsumer.consumer.consumer_protocol import ConsumerProtocolMembership
-from pyconsumer.consumer.membership import GroupMembership
+from pyconsumer.consumer.group.classic import GroupMembership
+from pyconsumer.consumer.group.consumer_protocol import ConsumerProtocolMembership
+from pyconsumer.consumer.group.membership import Membership
 from pyconsumer.consumer.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -61,7 +62,7 @@ from pyconsumer.net.transport import (
     unresolved_text,
 )
 from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
-from pyconsumer.config.ssl import check_security
+from pyconsumer.net.security import check_security
 from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
 from pyconsumer.structs import (
     ConsumerGroupMetadata,
@@ -109,7 +110,7 @@ class KafkaConsumer:
         self._fetcher: Fetcher | None = None
         self._offsets: OffsetsClient | None = None
         self._coordinator: ConsumerCoordinator | None = None
-        self._membership: GroupMembership | ConsumerProtocolMembership | None = None
+        self._membership: Membership | None = None
         self._wakeup_pending = False         # wakeup() before the client existed
         self._metrics = ConsumerMetrics(self.config)
         self._interceptors = ConsumerInterceptors.from_config(self.config)
@@ -150,6 +151,7 @@ class KafkaConsumer:
                 self._membership = kind(
                     self._coordinator, self._client, self.config, self._subscriptions,
                     self._on_unassigned, self._all_consumed)
+                self._coordinator.attach(self._membership)
         return self._client
 
     def _on_unassigned(self, partitions: set[TopicPartition]) -> None:
@@ -665,19 +667,21 @@ class KafkaConsumer:
         deadline = time.monotonic() + timeout_ms / 1000.0
         membership = self._membership if self._subscriptions.has_auto_assignment else None
         if membership is not None:
-            membership.timer.poll(time.monotonic())
+            membership.on_poll(time.monotonic())
+        coordinator = self._coordinator       # set with the membership (a group.id)
         final = False
         while True:
             client.run_deferred()
-            if self._coordinator is not None:
-                self._coordinator.invoke_completed_callbacks()
+            if coordinator is not None:
+                coordinator.invoke_completed_callbacks()
             if membership is not None:
+                assert coordinator is not None
                 membership.check_metadata()
                 membership.ensure_active_group(deadline)
                 self._stable_generation()       # group_metadata() sees each completed join
-                membership.coordinator.lookup_if_needed(time.monotonic())
-            if self._coordinator is not None:
-                self._coordinator.maybe_auto_commit(self._all_consumed)
+                coordinator.lookup_if_needed(time.monotonic())
+            if coordinator is not None:
+                coordinator.maybe_auto_commit(self._all_consumed)
             self._update_fetch_positions(deadline)
             self._warn_unknown_partitions(client)
             before = self._delivered_positions()

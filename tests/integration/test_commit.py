@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from pyconsumer import KafkaConsumer, OffsetAndMetadata, TopicPartition
-from pyconsumer.consumer.coordinator import COORDINATOR_ID_BASE
+from pyconsumer.consumer.group.coordinator import COORDINATOR_ID_BASE
 from pyconsumer.errors import IllegalStateError, KafkaError
 from pyconsumer.testing import MockCluster, TansuBroker, produce, sample_records
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.consumer.consumer_protocol import NO_CONSUMER_PROTOCOL
+from pyconsumer.consumer.group.consumer_protocol import NO_CONSUMER_PROTOCOL
 from pyconsumer.errors import CommitFailedError, ErrorCode, KafkaError, UnsupportedVersionError
 from pyconsumer.testing import MockCluster, produce, sample_records
 from tests.integration.runners import (  # noqa: F401 - the fixture applies to this module

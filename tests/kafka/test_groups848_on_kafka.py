@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
-from pyconsumer.consumer.consumer_protocol import ConsumerProtocolMembership
+from pyconsumer.consumer.group.consumer_protocol import ConsumerProtocolMembership
 from pyconsumer.errors import InvalidRegularExpressionError, KafkaError
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future

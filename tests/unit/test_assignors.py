@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyconsumer.consumer.assignors import (
+from pyconsumer.consumer.group.assignors import (
     CooperativeStickyAssignor,
     RangeAssignor,
     RoundRobinAssignor,
     StickyAssignor,
     assignor_for,
 )
-from pyconsumer.consumer.assignors.sticky import decode_sticky_user_data, encode_sticky_user_data
-from pyconsumer.consumer.group_protocol import (
+from pyconsumer.consumer.group.assignors.sticky import decode_sticky_user_data, encode_sticky_user_data
+from pyconsumer.consumer.group.embedded import (
     Assignment,
     Subscription,
     decode_assignment,

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from pyconsumer.consumer.group_errors import GroupAction, classify
-from pyconsumer.consumer.heartbeat import HeartbeatTimer
+from pyconsumer.consumer.group.errors import GroupAction, classify
+from pyconsumer.consumer.group.heartbeat import HeartbeatTimer
 from pyconsumer.errors import (
     ConcurrentAccessError,
     ErrorCode,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
-from pyconsumer.consumer.consumer_protocol import ConsumerProtocolMembership
+from pyconsumer.consumer.group.consumer_protocol import ConsumerProtocolMembership
 from pyconsumer.errors import CommitFailedError, ErrorCode, KafkaError
 from pyconsumer.protocol import ApiKey
 from tests.fakecluster import FakeCluster, Request

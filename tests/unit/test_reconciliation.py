@@ -1,10 +1,10 @@
-"""The consumer protocol's pure core (pyconsumer.consumer.reconciliation): assignment vectors
+"""The consumer protocol's pure core (pyconsumer.consumer.group.reconciliation): assignment vectors
 (what to revoke, add, leave pending) and which fields each heartbeat carries."""
 from __future__ import annotations
 
 import uuid
 
-from pyconsumer.consumer.reconciliation import (
+from pyconsumer.consumer.group.reconciliation import (
     HeartbeatFields,
     assignment_from_response,
     ids_of,

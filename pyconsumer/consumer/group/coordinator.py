@@ -12,8 +12,10 @@ Java's ``ConsumerCoordinator`` (offset part) over ``AbstractCoordinator`` (disco
   retries until a deadline, or asynchronous with a callback run from poll()/commit(), in order;
 * auto-commit every auto.commit.interval.ms from poll(), and once more on close.
 
-Group membership (JoinGroup/SyncGroup/Heartbeat) builds on this class: it owns ``generation``
-and ``member_id``.
+The group membership builds on this class and is attached to it once (:meth:`attach`, a
+:class:`~pyconsumer.consumer.group.membership.Membership`): it sets ``generation`` and
+``member_id``, says whether a commit may be made now and hears what commits' answers say
+about the generation.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from typing import Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
-from pyconsumer.consumer.group_errors import GroupAction, classify
+from pyconsumer.consumer.group.errors import GroupAction, classify
+from pyconsumer.consumer.group.membership import Membership
 from pyconsumer.errors import (
     BrokerResponseError,
     CommitFailedError,
@@ -74,14 +77,26 @@ class ConsumerCoordinator:
         self._async_in_flight = 0
         interval = config.auto_commit_interval_ms / 1000.0
         self._next_auto_commit = time.monotonic() + interval
-        #: set by the group membership: raises when a commit cannot be made now (not a
-        #: stable member), and hears what a commit's answer says about the generation
-        self.check_can_commit: Callable[[], None] = lambda: None
-        self.on_group_error: Callable[[GroupAction, KafkaError], None] = lambda action, err: None
-        #: called (on any thread) when the coordinator was found
-        self.on_found: Callable[[], None] = lambda: None
+        #: the group membership (attach()): asked before a commit, told what group answers
+        #: say about the generation and when the coordinator was found
+        self._membership: Membership | None = None
         #: the interceptors' on_commit: hears the offsets of every successful commit
         self.on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None
+
+    def attach(self, membership: Membership) -> None:
+        """The membership this coordinator serves; set once, before any request."""
+        if self._membership is not None:
+            raise ValueError(f"group {self.group_id}: the coordinator already has a membership")
+        self._membership = membership
+
+    def check_can_commit(self) -> None:
+        """Raises when a commit cannot be made now (the membership says why)."""
+        if self._membership is not None:
+            self._membership.check_can_commit()
+
+    def _on_group_error(self, action: GroupAction, err: KafkaError) -> None:
+        if self._membership is not None:
+            self._membership.on_group_error(action, err)
 
     # ------------------------------------------------------------------ discovery
 
@@ -149,7 +164,8 @@ class ConsumerCoordinator:
         self.coordinator = node_id
         log.info("group %s: coordinator is broker %d (%s:%d)", self.group_id,
                  found["node_id"], found["host"], found["port"])
-        self.on_found()
+        if self._membership is not None:
+            self._membership.on_coordinator_found()
 
     def _find_error(self, fut: Future[Response]) -> KafkaError | None:
         if fut.failed():
@@ -249,7 +265,7 @@ class ConsumerCoordinator:
             self.mark_coordinator_unknown(err.message)
             raise Retry(err)
         if action is GroupAction.FATAL:
-            self.on_group_error(action, err)
+            self._on_group_error(action, err)
             raise err
         return action, err
 
@@ -358,7 +374,7 @@ class ConsumerCoordinator:
                     continue
                 action, err = self.group_error(ApiKey.OFFSET_COMMIT, code, f"committing {tp}")
                 assert err is not None
-                self.on_group_error(action, err)
+                self._on_group_error(action, err)
                 if action is GroupAction.LOST:
                     raise CommitFailedError(
                         f"Commit cannot be completed since the group {self.group_id} has "

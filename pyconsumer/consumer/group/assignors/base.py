@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from pyconsumer.consumer.group_protocol import Subscription
+from pyconsumer.consumer.group.embedded import Subscription
 from pyconsumer.structs import TopicPartition
 
 #: member id -> the partitions it is given

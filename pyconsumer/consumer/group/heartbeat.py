@@ -1,4 +1,6 @@
-"""Heartbeat timing as a pure object: every method takes the time, nothing does I/O.
+"""Heartbeats on time: the timing (:class:`HeartbeatTimer`, a pure object: every method takes
+the time, nothing does I/O) and the background thread that polls between the application's
+calls (:class:`HeartbeatThread`).
 
 Java's ``Heartbeat``: a heartbeat is due ``heartbeat.interval.ms`` after the last one was sent
 (``retry.backoff.ms`` after one failed); the session is considered lost when no heartbeat was
@@ -6,6 +8,13 @@ answered for ``session.timeout.ms``; the member has left the application's contr
 ``poll()`` was not called for ``max.poll.interval.ms``.
 """
 from __future__ import annotations
+
+import logging
+import threading
+
+from pyconsumer.net.client import NetworkClient
+
+log = logging.getLogger(__name__)
 
 
 class HeartbeatTimer:
@@ -65,4 +74,36 @@ class HeartbeatTimer:
         return max(0.0, self.last_poll + self.max_poll_interval - now)
 
 
-__all__ = ["HeartbeatTimer"]
+class HeartbeatThread(threading.Thread):
+    """Keeps the membership alive while the application is away from the consumer: a
+    non-blocking background poll (which runs the heartbeat step) every few tens of ms,
+    skipped while the application holds the lock (its own polls run the step then)."""
+
+    _PERIOD = 0.05
+
+    def __init__(self, client: NetworkClient, group_id: str) -> None:
+        super().__init__(name=f"pyconsumer-heartbeat-{group_id}", daemon=True)
+        self.client = client
+        self._stop_event = threading.Event()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self is not threading.current_thread():
+            self.join(5)
+
+    def run(self) -> None:
+        client = self.client
+        while not self._stop_event.wait(self._PERIOD):
+            if not client.lock.acquire(blocking=False):
+                continue                     # the application is inside a call
+            try:
+                if client.closed:
+                    return
+                client.poll(timeout_ms=0, background=True, wakeup=False)
+            except Exception:
+                log.exception("heartbeat thread")
+            finally:
+                client.lock.release()
+
+
+__all__ = ["HeartbeatThread", "HeartbeatTimer"]

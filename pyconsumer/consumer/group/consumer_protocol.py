@@ -2,7 +2,7 @@
 
 The broker computes the assignment; the member only heartbeats (ConsumerGroupHeartbeat) and
 reconciles. Java's ``ConsumerMembershipManager`` + ``ConsumerHeartbeatRequestManager``, in the
-threading model of the classic membership (:mod:`pyconsumer.consumer.membership`):
+threading model of the classic membership (:mod:`pyconsumer.consumer.group.classic`):
 
 * heartbeats are sent by a poll hook of the network client (:meth:`heartbeat_step`, any thread:
   the application's polls, or the heartbeat thread between them); it only sends and records.
@@ -28,11 +28,10 @@ threading model of the classic membership (:mod:`pyconsumer.consumer.membership`
 * ``enforce_rebalance()`` does nothing but log, as Java: the broker decides.
 
 The pure parts (what an assignment means, which fields a heartbeat carries) are in
-:mod:`pyconsumer.consumer.reconciliation`.
+:mod:`pyconsumer.consumer.group.reconciliation`.
 """
 from __future__ import annotations
 
-import enum
 import logging
 import time
 import uuid
@@ -40,11 +39,11 @@ from collections.abc import Callable
 from typing import Any
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.coordinator import ConsumerCoordinator
-from pyconsumer.consumer.group_errors import GroupAction, classify
-from pyconsumer.consumer.heartbeat import HeartbeatTimer
-from pyconsumer.consumer.membership import MembershipBase
-from pyconsumer.consumer.reconciliation import (
+from pyconsumer.consumer.group.coordinator import ConsumerCoordinator
+from pyconsumer.consumer.group.errors import GroupAction, classify
+from pyconsumer.consumer.group.heartbeat import HeartbeatTimer
+from pyconsumer.consumer.group.membership import MembershipBase, MemberState
+from pyconsumer.consumer.group.reconciliation import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
@@ -73,16 +72,6 @@ log = logging.getLogger(__name__)
 NO_CONSUMER_PROTOCOL = (
     "The cluster does not support the new CONSUMER group protocol. Set group.protocol=classic "
     "on the consumer configs to revert to the CLASSIC protocol until the cluster is upgraded.")
-
-
-class MemberState(enum.Enum):
-    UNSUBSCRIBED = "unsubscribed"
-    JOINING = "joining"            # epoch 0 heartbeat to send or in flight
-    STABLE = "stable"              # a member with an epoch (reconciliations happen here)
-    FENCED = "fenced"              # the broker dropped the member: release, then rejoin
-    STALE = "stale"                # left after max.poll.interval.ms: release, then rejoin
-    LEAVING = "leaving"            # the leave heartbeat is on its way: no more heartbeats
-    FATAL = "fatal"
 
 
 class ConsumerProtocolMembership(MembershipBase):
@@ -114,9 +103,6 @@ class ConsumerProtocolMembership(MembershipBase):
         self._first_reconciliation = True
         #: fenced while joining: the next join waits retry.backoff.ms (no hammering)
         self._rejoin_after = 0.0
-        coordinator.check_can_commit = self._check_can_commit
-        coordinator.on_group_error = self._on_commit_error
-        coordinator.on_found = self._on_coordinator_found
         client.add_poll_hook(self.heartbeat_step)
 
     # ------------------------------------------------------------------ what the consumer asks
@@ -273,7 +259,7 @@ class ConsumerProtocolMembership(MembershipBase):
 
     # ------------------------------------------------------------------ commits
 
-    def _check_can_commit(self) -> None:
+    def check_can_commit(self) -> None:
         if not self.subscriptions.has_auto_assignment:
             return                        # assign(): a standalone commit
         self.raise_if_fatal()
@@ -285,13 +271,13 @@ class ConsumerProtocolMembership(MembershipBase):
             f"{self.state.value}{': ' + self._lost_reason if self._lost_reason else ''}); the "
             "offsets were not committed")
 
-    def _on_commit_error(self, action: GroupAction, err: KafkaError) -> None:
+    def on_group_error(self, action: GroupAction, err: KafkaError) -> None:
         """A commit's answer: the heartbeat is the authority on membership, so a stale epoch
         or an unknown member here only fails the commit (CommitFailedError)."""
         log.debug("group %s: commit answered %s (%s)", self.coordinator.group_id, err,
                   action.value)
 
-    def _on_coordinator_found(self) -> None:
+    def on_coordinator_found(self) -> None:
         self.fields.failed()               # a new coordinator hears everything again
         self.timer.next_due = 0.0
 
@@ -469,4 +455,4 @@ def deadline_for_commit(timeout_ms: float) -> float:
     return time.monotonic() + timeout_ms / 1000.0
 
 
-__all__ = ["ConsumerProtocolMembership", "MemberState", "NO_CONSUMER_PROTOCOL"]
+__all__ = ["ConsumerProtocolMembership", "NO_CONSUMER_PROTOCOL"]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyconsumer.consumer.assignors.base import Assignor, GroupAssignment, member_sort_key, partitions
-from pyconsumer.consumer.group_protocol import Subscription
+from pyconsumer.consumer.group.assignors.base import Assignor, GroupAssignment, member_sort_key, partitions
+from pyconsumer.consumer.group.embedded import Subscription
 
 
 class RangeAssignor(Assignor):

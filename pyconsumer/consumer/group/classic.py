@@ -14,7 +14,7 @@ Java's ``AbstractCoordinator`` + ``ConsumerCoordinator`` membership half:
 * after SyncGroup (COOPERATIVE): partitions no longer assigned are revoked and the member
   rejoins at once, so they can be handed over in the next round; partitions added are
   assigned. EAGER: the whole assignment is assigned;
-* error codes are classified once (:mod:`pyconsumer.consumer.group_errors`): retry, the
+* error codes are classified once (:mod:`pyconsumer.consumer.group.errors`): retry, the
   coordinator moved (find it again), rejoin, lost, MEMBER_ID_REQUIRED, fatal
   (FENCED_INSTANCE_ID: raised from poll(), and from every poll() after: the member is fenced);
 * static membership: ``group.instance.id`` is sent everywhere; a static member does not leave
@@ -28,19 +28,17 @@ Java's ``AbstractCoordinator`` + ``ConsumerCoordinator`` membership half:
 """
 from __future__ import annotations
 
-import enum
 import logging
-import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.assignors import Assignor, RebalanceProtocol, assignor_for
-from pyconsumer.consumer.assignors.sticky import StickyAssignor
-from pyconsumer.consumer.coordinator import ConsumerCoordinator
-from pyconsumer.consumer.group_errors import GroupAction, classify
-from pyconsumer.consumer.group_protocol import (
+from pyconsumer.consumer.group.assignors import Assignor, RebalanceProtocol, assignor_for
+from pyconsumer.consumer.group.assignors.sticky import StickyAssignor
+from pyconsumer.consumer.group.coordinator import ConsumerCoordinator
+from pyconsumer.consumer.group.errors import GroupAction, classify
+from pyconsumer.consumer.group.embedded import (
     Assignment,
     Subscription,
     decode_assignment,
@@ -48,7 +46,8 @@ from pyconsumer.consumer.group_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from pyconsumer.consumer.heartbeat import HeartbeatTimer
+from pyconsumer.consumer.group.heartbeat import HeartbeatTimer
+from pyconsumer.consumer.group.membership import MembershipBase, MemberState
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     CommitFailedError,
@@ -65,81 +64,6 @@ from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
-
-
-class MemberState(enum.Enum):
-    UNJOINED = "unjoined"
-    PREPARING_REBALANCE = "preparing_rebalance"
-    COMPLETING_REBALANCE = "completing_rebalance"
-    STABLE = "stable"
-
-
-class RebalanceListener(Protocol):
-    """Java ``ConsumerRebalanceListener``: every method gets a set of TopicPartitions."""
-
-    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None: ...
-    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
-
-
-def call_listener(listener: Any, method: str, partitions: set[TopicPartition]) -> None:
-    """Run a rebalance listener method (on_partitions_lost falls back to revoked, as Java)."""
-    if listener is None:
-        return
-    fn = getattr(listener, method, None)
-    if fn is None and method == "on_partitions_lost":
-        fn = getattr(listener, "on_partitions_revoked", None)   # Java's default for lost
-    if fn is None:
-        return
-    try:
-        fn(set(partitions))
-    except Exception:
-        log.exception("the rebalance listener's %s raised", method)
-        raise
-
-
-class MembershipBase:
-    """What both group protocols' memberships share: the rebalance listener (run in the
-    application's thread with the client lock set aside), the fatal error raised from every
-    poll(), the heartbeat poll hook and the background heartbeat thread."""
-
-    def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
-                 config: ConsumerConfig, subscriptions: SubscriptionState,
-                 on_unassigned: Callable[[set[TopicPartition]], None],
-                 consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
-        self.coordinator = coordinator
-        self.client = client
-        self.config = config
-        self.subscriptions = subscriptions
-        self.on_unassigned = on_unassigned    # partitions leaving: drop their buffered data
-        self.consumed = consumed              # the owned partitions' positions, to commit
-        self.listener: Any = None
-        self._fatal: KafkaError | None = None  # raised from every poll() once set
-        self._thread: HeartbeatThread | None = None
-
-    def heartbeat_step(self, now: float) -> float | None:
-        raise NotImplementedError
-
-    def run_listener(self, method: str, partitions: set[TopicPartition]) -> None:
-        with self.client.lock.set_aside():       # user code: heartbeats go on meanwhile
-            call_listener(self.listener, method, partitions)
-
-    def raise_if_fatal(self) -> None:
-        if self._fatal is not None:
-            raise self._fatal
-
-    def close(self) -> None:
-        self.stop_heartbeat_thread()
-        self.client.remove_poll_hook(self.heartbeat_step)
-
-    def start_heartbeat_thread(self) -> None:
-        if self._thread is None:
-            self._thread = HeartbeatThread(self.client, self.coordinator.group_id)
-            self._thread.start()
-
-    def stop_heartbeat_thread(self) -> None:
-        if self._thread is not None:
-            self._thread.stop()
-            self._thread = None
 
 
 class GroupMembership(MembershipBase):
@@ -166,9 +90,6 @@ class GroupMembership(MembershipBase):
         self._prepared = False
         self._join_fut: Future[Response] | None = None
         self._sync_fut: Future[Response] | None = None
-        coordinator.check_can_commit = self._check_can_commit
-        coordinator.on_group_error = self._on_group_error
-        coordinator.on_found = lambda: self.timer.reset(time.monotonic())
         client.add_poll_hook(self.heartbeat_step)
 
     # ------------------------------------------------------------------ state helpers
@@ -237,7 +158,7 @@ class GroupMembership(MembershipBase):
         self.on_unassigned(lost)
         self.run_listener("on_partitions_lost", lost)
 
-    def _on_group_error(self, action: GroupAction, err: KafkaError) -> None:
+    def on_group_error(self, action: GroupAction, err: KafkaError) -> None:
         """What a group request's answer said about the membership (any thread)."""
         if action is GroupAction.LOST:
             self.reset_generation(str(err))
@@ -249,7 +170,7 @@ class GroupMembership(MembershipBase):
             self._fatal = err
             self.state = MemberState.UNJOINED
 
-    def _check_can_commit(self) -> None:
+    def check_can_commit(self) -> None:
         """Java generationIfStable: a member of a group commits only while stable."""
         if not self.subscriptions.has_auto_assignment:
             return                        # assign(): a standalone commit
@@ -266,6 +187,10 @@ class GroupMembership(MembershipBase):
             f"group {self.coordinator.group_id} for auto partition assignment (its generation "
             f"was reset: {self.rejoin_reason}); it is likely that the consumer was kicked out "
             "of the group (e.g. max.poll.interval.ms exceeded); the offsets were not committed")
+
+    def on_coordinator_found(self) -> None:
+        """A (new) coordinator: the session counts from now."""
+        self.timer.reset(time.monotonic())
 
     def _snapshot(self) -> dict[str, int]:
         out = {}
@@ -384,7 +309,7 @@ class GroupMembership(MembershipBase):
         assert err is not None
         if action is GroupAction.MEMBER_ID_REQUIRED:
             raise Retry(err, backoff=False)
-        self._on_group_error(action, err)
+        self.on_group_error(action, err)
         raise Retry(err)
 
     def _send_join(self) -> Future[Response]:
@@ -550,7 +475,7 @@ class GroupMembership(MembershipBase):
             log.warning("group %s: heartbeat error %s", self.coordinator.group_id, err)
             self._fatal = err
         else:
-            self._on_group_error(action, err)
+            self.on_group_error(action, err)
 
     # ------------------------------------------------------------------ leave
 
@@ -577,37 +502,4 @@ class GroupMembership(MembershipBase):
                 self.client.poll(timeout_ms=remaining_ms(deadline), future=fut, wakeup=False)
         self.reset_generation(reason)
 
-class HeartbeatThread(threading.Thread):
-    """Keeps the membership alive while the application is away from the consumer: a
-    non-blocking background poll (which runs the heartbeat step) every few tens of ms,
-    skipped while the application holds the lock (its own polls run the step then)."""
-
-    _PERIOD = 0.05
-
-    def __init__(self, client: NetworkClient, group_id: str) -> None:
-        super().__init__(name=f"pyconsumer-heartbeat-{group_id}", daemon=True)
-        self.client = client
-        self._stop_event = threading.Event()
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        if self is not threading.current_thread():
-            self.join(5)
-
-    def run(self) -> None:
-        client = self.client
-        while not self._stop_event.wait(self._PERIOD):
-            if not client.lock.acquire(blocking=False):
-                continue                     # the application is inside a call
-            try:
-                if client.closed:
-                    return
-                client.poll(timeout_ms=0, background=True, wakeup=False)
-            except Exception:
-                log.exception("heartbeat thread")
-            finally:
-                client.lock.release()
-
-
-__all__ = ["GroupMembership", "HeartbeatThread", "MemberState", "MembershipBase",
-           "RebalanceListener"]
+__all__ = ["GroupMembership"]

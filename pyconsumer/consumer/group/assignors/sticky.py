@@ -22,13 +22,13 @@ import logging
 import struct
 from collections.abc import Mapping
 
-from pyconsumer.consumer.assignors.base import (
+from pyconsumer.consumer.group.assignors.base import (
     Assignor,
     GroupAssignment,
     RebalanceProtocol,
     partitions,
 )
-from pyconsumer.consumer.group_protocol import Subscription
+from pyconsumer.consumer.group.embedded import Subscription
 from pyconsumer.structs import TopicPartition
 
 log = logging.getLogger(__name__)

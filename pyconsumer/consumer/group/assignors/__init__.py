@@ -1,15 +1,15 @@
 """Partition assignors, by the protocol names Java uses in JoinGroup."""
 from __future__ import annotations
 
-from pyconsumer.consumer.assignors.base import (
+from pyconsumer.consumer.group.assignors.base import (
     Assignor,
     GroupAssignment,
     RebalanceProtocol,
     member_sort_key,
 )
-from pyconsumer.consumer.assignors.range import RangeAssignor
-from pyconsumer.consumer.assignors.roundrobin import RoundRobinAssignor
-from pyconsumer.consumer.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
+from pyconsumer.consumer.group.assignors.range import RangeAssignor
+from pyconsumer.consumer.group.assignors.roundrobin import RoundRobinAssignor
+from pyconsumer.consumer.group.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 
 ASSIGNORS: dict[str, type[Assignor]] = {
     cls.name: cls

@@ -1,6 +1,6 @@
 """The pure core of the consumer group protocol (KIP-848): what an assignment from the broker
 means for the member, and what the next ConsumerGroupHeartbeat must carry. No I/O, no clock:
-:mod:`pyconsumer.consumer.consumer_protocol` drives it and unit tests feed it vectors.
+:mod:`pyconsumer.consumer.group.consumer_protocol` drives it and unit tests feed it vectors.
 
 * The broker sends the member's whole assignment (topic ids and partitions) whenever it changes,
   and only partitions the member may use now: a partition moving from another member arrives
