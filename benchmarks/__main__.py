@@ -22,6 +22,11 @@ Cases
 * ``e2e6zstd``: the same 6 partitions zstd-compressed, where decoding rather than the broker
   bounds the rate: ``poll_arrow`` with and without decode threads against the raw loop and
   confluent-kafka.
+* ``scale``: the same 100 B records over 6, 100, 1,000 and 5,000 partitions (1,000 also as
+  three topics), on each broker chosen: the raw Fetch loop (building the same requests),
+  ``poll_arrow``, ``poll()``, confluent-kafka and kafkarrow; then, in a fresh process, a
+  consumer assigned every partition at its end: microseconds per ``poll(timeout_ms=0)`` and RSS
+  per idle assigned partition (issue 26). ``--quick`` stops at 1,000.
 * ``spark``: broker -> Spark on Apache Kafka (Tansu only when it alone is chosen): the
   ``pyconsumer`` data source against Spark's own ``format("kafka")`` (connector from
   ``pyconsumer.testing.spark_kafka_jars()``) and a tuple-yielding Python data source over
@@ -64,7 +69,7 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))          # the scripts import each other by their plain names
 
-CASES = ("decode", "e2e1", "e2e6", "e2e6zstd", "spark")
+CASES = ("decode", "e2e1", "e2e6", "e2e6zstd", "scale", "spark")
 
 
 @dataclass
@@ -80,6 +85,8 @@ class Case:
     broker: str = ""                            # "kafka" / "tansu" for end-to-end cases, "" otherwise
     peers: dict[str, str] = field(default_factory=dict)   # row -> its same-workload reference row
     peer_label: str = "x format('kafka'), same workload"   # the peer column's heading
+    #: (target, wanted, measured, met) rows that are not ratios of two contenders (idle polls)
+    extra_targets: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     def peer_ratio(self, name: str) -> float | None:
         """The median per-round ratio of a row to its peer (Spark: the same workload on
@@ -210,6 +217,79 @@ def run_e2e(broker: BenchBroker, partitions: int, quick: bool, rounds: int, only
                 [r for r in ("raw_fetch", "ck_consume", "kr_arrow") + (("pc_arrow_1t",) if codec != "none" else ())
                  if r in names],
                 descriptions, notes, broker.key, peers, BASELINE_LABEL)
+
+
+#: the many-partition case: partitions in all, read from one topic; those also read from three
+#: topics (a third of the partitions each)
+SCALE_PARTITIONS = (6, 100, 1000, 5000)
+SCALE_THREE_TOPICS = (1000,)
+SCALE_CONTENDERS = ("raw_fetch", "pc_arrow", "pc_poll", "ck_consume", "kr_arrow")
+#: issue 26: a poll's own cost with every partition assigned and idle
+IDLE_POLL_TARGET_US = 100.0
+
+
+def run_scale(broker: BenchBroker, quick: bool, rounds: int, only: list[str] | None,
+              records: int | None) -> list[Case]:
+    """1M x 100 B spread over 6 ... 5,000 partitions (and over three topics): records/s of
+    every contender, then a consumer assigned to every partition at its end: microseconds per
+    poll(timeout_ms=0) and RSS per idle assigned partition (each in a fresh process)."""
+    import bench_consume
+
+    n = records or (300_000 if quick else 1_000_000)
+    sizes = SCALE_PARTITIONS[:3] if quick else SCALE_PARTITIONS
+    names = [k for k in SCALE_CONTENDERS if only is None or k in only]
+    notes: list[str] = []
+    if "kr_arrow" in names and not have_kafkarrow():
+        names.remove("kr_arrow")
+        notes.append("kafkarrow is not installed (pip install -e '.[bench]'): no kr_arrow row")
+    cases: list[Case] = []
+    idle: dict[int, tuple[float, int, int]] = {}
+    for total in sizes:
+        for topics in (1, 3) if total in SCALE_THREE_TOPICS else (1,):
+            per_topic = total // topics
+            names_t = [broker.create_topic(f"scale-{total}p-{topics}t-{i}", per_topic) for i in range(topics)]
+            topic = ",".join(names_t)
+            t0 = time.perf_counter()
+            for i, t in enumerate(names_t):
+                bench_consume.fill(broker.bootstrap, t, n // topics + (i < n % topics), per_topic, 100, "none")
+            print(f"scale {per_topic * topics}p over {topics} topic(s) on {broker.title}: filled {n:,} "
+                  f"records in {time.perf_counter() - t0:.1f} s", flush=True)
+            bench_consume.raw_fetch(broker.bootstrap, topic, per_topic, n)       # warm-up, not counted
+
+            def show(rnd: int, name: str, got: int, elapsed: float) -> None:
+                print(f"  round {rnd} {name:13s} {got:>10,} records {elapsed:6.2f} s "
+                      f"{got / elapsed / 1e3:9,.0f} krec/s", flush=True)
+
+            rates = bench_consume.measure(broker.bootstrap, topic, per_topic, n,
+                                          {k: bench_consume.CONTENDERS[k] for k in names}, rounds, report=show)
+            case_notes = list(notes)
+            if topics == 1:
+                us, grown, heap = bench_consume.idle_poll(broker.bootstrap, topic, per_topic)
+                idle[total] = (us, grown, heap)
+                print(f"  idle: {total} partitions assigned at their end: {us:.1f} us per poll(timeout_ms=0), "
+                      f"RSS +{grown / 1e6:.1f} MB, Python heap +{heap / 1e6:.2f} MB", flush=True)
+                case_notes.append(f"{total} partitions assigned and idle (at their end): {us:.1f} us per "
+                                  f"poll(timeout_ms=0) (mean of 2,000); from assign() on, RSS +{grown / 1e6:.1f} MB, "
+                                  f"Python heap (tracemalloc) +{heap / 1e6:.2f} MB")
+            cases.append(Case(
+                f"scale{total}{'' if topics == 1 else f'x{topics}t'}-{broker.key}",
+                f"Broker -> Python, {n:,} x 100 B over {per_topic * topics:,} partitions"
+                f"{'' if topics == 1 else f' of {topics} topics'} ({broker.title})",
+                rates, [r for r in ("raw_fetch", "ck_consume", "kr_arrow") if r in names],
+                bench_consume.DESCRIPTIONS, case_notes, broker.key))
+    smallest = min(idle)
+    for total, (us, grown, heap) in idle.items():
+        c = next(c for c in cases if c.name == f"scale{total}-{broker.key}")
+        if total != smallest:
+            span = total - smallest
+            c.notes.append(f"per idle assigned partition: RSS {(grown - idle[smallest][1]) / span / 1e3:.2f} kB, "
+                           f"Python heap {(heap - idle[smallest][2]) / span / 1e3:.2f} kB "
+                           f"((growth at {total} - at {smallest}) / {span} partitions)")
+        if total == max(idle):
+            c.extra_targets.append((f"poll() overhead, {total} idle assigned partitions",
+                                    f"< {IDLE_POLL_TARGET_US:g} us", f"{us:.1f} us",
+                                    "met" if us < IDLE_POLL_TARGET_US else "missed"))
+    return cases
 
 
 #: what the Spark case's rows are (bench_spark.py's contenders and workloads)
@@ -392,6 +472,11 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
             for workload in ("noop", "count"):
                 add(f"Spark {ds}: format('pyconsumer') {workload} vs poll_arrow in the driver",
                     f"spark-{ds}-{broker}", f"pyconsumer {workload}", "poll_arrow", SPARK_POLL_ARROW_TARGET)
+    for broker in ("kafka", "tansu"):
+        add("poll_arrow vs confluent-kafka, 1,000 partitions", f"scale1000-{broker}", "pc_arrow", "ck_consume", 2.0)
+        add("poll_arrow vs the raw Fetch loop, 1,000 partitions", f"scale1000-{broker}", "pc_arrow", "raw_fetch", 0.9)
+    for c in cases.values():
+        rows += [(label, BROKER_TITLES.get(c.broker, "-"), want, got, met) for label, want, got, met in c.extra_targets]
     for c in cases.values():    # --baseline: this tree against the baseline commit, same rounds
         if c.peer_label == BASELINE_LABEL:
             for name, base in c.peers.items():
@@ -530,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
     e2e = [(int(m[1]), m[2] or "none") for m in (re.fullmatch(r"e2e(\d+)(\D*)", c) for c in chosen)
            if m is not None]
     described: list[str] = []
-    if e2e:
+    if e2e or "scale" in chosen:
         import brokers
         for key in brokers.selected(args.broker):
             t0 = time.perf_counter()
@@ -539,6 +624,8 @@ def main(argv: list[str] | None = None) -> int:
                 described.append(broker.description)
                 for p, codec in e2e:
                     cases.append(run_e2e(broker, p, args.quick, rounds, only, args.records, codec, base))
+                if "scale" in chosen:
+                    cases += run_scale(broker, args.quick, rounds, only, args.records)
     if "spark" in chosen:
         # on Apache Kafka whenever it is chosen (format("kafka") needs a true ListOffsets)
         picked = brokers_for_spark(args.broker)

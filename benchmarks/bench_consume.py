@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import socket
 import statistics
 import struct
@@ -44,6 +45,12 @@ from pyconsumer.protocol import ApiKey, decode_response, encode_request
 #: (bootstrap, topic, partitions, records) -> records read, or (records, seconds) when the
 #: contender times itself (one run in a child process)
 Contender = Callable[[str, str, int, int], int | tuple[int, float]]
+
+def topic_partitions(topic: str, partitions: int) -> list[tuple[str, int]]:
+    """Every (topic, partition) a contender reads: ``topic`` may name several topics joined by
+    commas (the many-partition case), each with ``partitions`` partitions."""
+    return [(t, p) for t in topic.split(",") for p in range(partitions)]
+
 
 #: a read that makes no progress for this long is stuck (raise, never hang the suite)
 STALL_S = 60.0
@@ -147,15 +154,18 @@ class RawFetcher:
                 raise ConnectionError(f"broker closed the connection after {got} of {len(view)} bytes")
             got += k
 
-    def fetch(self, topic: str, positions: dict[int, int]) -> dict[int, tuple[int, int, int]]:
-        """{partition: (records, next position, high watermark)} of one Fetch."""
+    def fetch(self, positions: dict[tuple[str, int], int]) -> dict[tuple[str, int], tuple[int, int, int]]:
+        """{(topic, partition): (records, next position, high watermark)} of one Fetch."""
         self.cid += 1
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (t, p), off in positions.items():
+            by_topic.setdefault(t, []).append((p, off))
         body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms, "min_bytes": 1,
                 "max_bytes": self.max_bytes, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": topic, "partitions": [
+                "topics": [{"topic": t, "partitions": [
                     {"partition": p, "current_leader_epoch": -1, "fetch_offset": off, "last_fetched_epoch": -1,
                      "log_start_offset": -1, "partition_max_bytes": self.partition_max_bytes}
-                    for p, off in positions.items()]}],
+                    for p, off in parts]} for t, parts in by_topic.items()],
                 "forgotten_topics_data": [], "rack_id": ""}
         self.sock.sendall(encode_request(ApiKey.FETCH, 12, self.cid, "bench-raw", body))
         head = memoryview(self.buf)[:4]
@@ -167,16 +177,17 @@ class RawFetcher:
         self._recv_into(view)
         cid, response = decode_response(ApiKey.FETCH, 12, view)
         if cid != self.cid or response["error_code"]:
-            raise RuntimeError(f"Fetch of {topic}: correlation id {cid} (sent {self.cid}), "
+            raise RuntimeError(f"Fetch of {', '.join(by_topic)}: correlation id {cid} (sent {self.cid}), "
                                f"error {response['error_code']}")
-        out: dict[int, tuple[int, int, int]] = {}
+        out: dict[tuple[str, int], tuple[int, int, int]] = {}
         for t in response["responses"]:
             for part in t["partitions"]:
-                p = part["partition_index"]
+                tp = (t["topic"], part["partition_index"])
                 if part["error_code"]:
-                    raise RuntimeError(f"Fetch of {topic}-{p} at offset {positions[p]}: error {part['error_code']}")
-                n, nxt = count_batches(part["records"], positions[p])
-                out[p] = (n, nxt, part["high_watermark"])
+                    raise RuntimeError(f"Fetch of {tp[0]}-{tp[1]} at offset {positions[tp]}: "
+                                       f"error {part['error_code']}")
+                n, nxt = count_batches(part["records"], positions[tp])
+                out[tp] = (n, nxt, part["high_watermark"])
         return out
 
 
@@ -205,11 +216,12 @@ def count_batches(records: Any, position: int) -> tuple[int, int]:
 def raw_fetch(bootstrap: str, topic: str, partitions: int, n: int) -> int:
     f = RawFetcher(bootstrap)
     try:
-        positions, got, progress = dict.fromkeys(range(partitions), 0), 0, _Progress("raw_fetch", n)
+        positions = dict.fromkeys(topic_partitions(topic, partitions), 0)
+        got, progress = 0, _Progress("raw_fetch", n)
         while got < n:
-            for p, (k, nxt, _hw) in f.fetch(topic, positions).items():
+            for tp, (k, nxt, _hw) in f.fetch(positions).items():
                 got += k
-                positions[p] = nxt
+                positions[tp] = nxt
             progress.check(got)
         return got
     finally:
@@ -219,9 +231,10 @@ def raw_fetch(bootstrap: str, topic: str, partitions: int, n: int) -> int:
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     """Every partition's log end from a Fetch (Tansu 0.6's ListOffsets(latest) answers the last
     batch's base offset + 1, see bench_spark.py)."""
-    f = RawFetcher(bootstrap, partition_max_bytes=1, max_wait_ms=0)
+    # a wait above 0: Tansu answers a Fetch with max_wait_ms 0 with no partitions at all
+    f = RawFetcher(bootstrap, partition_max_bytes=1, max_wait_ms=100)
     try:
-        return {p: hw for p, (_, _, hw) in f.fetch(topic, dict.fromkeys(range(partitions), 0)).items()}
+        return {p: hw for (_, p), (_, _, hw) in f.fetch(dict.fromkeys(topic_partitions(topic, partitions), 0)).items()}
     finally:
         f.close()
 
@@ -231,7 +244,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, in
 def _pc_arrow(bootstrap: str, topic: str, partitions: int, n: int, threads: int) -> int:
     with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                        check_crcs=True, decode_threads=threads) as c:
-        c.assign([TopicPartition(topic, p) for p in range(partitions)])
+        c.assign([TopicPartition(t, p) for t, p in topic_partitions(topic, partitions)])
         got, progress = 0, _Progress("pc_arrow", n)
         while got < n:
             got += c.poll_arrow(timeout_ms=1000, max_records=100_000).num_rows
@@ -250,7 +263,7 @@ def pc_arrow_1t(bootstrap: str, topic: str, partitions: int, n: int) -> int:
 def _pc_poll(bootstrap: str, topic: str, partitions: int, n: int, max_poll_records: int) -> int:
     with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                        max_poll_records=max_poll_records) as c:
-        c.assign([TopicPartition(topic, p) for p in range(partitions)])
+        c.assign([TopicPartition(t, p) for t, p in topic_partitions(topic, partitions)])
         got, progress = 0, _Progress("pc_poll", n)
         while got < n:
             for records in c.poll(timeout_ms=1000).values():
@@ -265,6 +278,64 @@ def pc_poll(bootstrap: str, topic: str, partitions: int, n: int) -> int:
     return _pc_poll(bootstrap, topic, partitions, n, 500)
 
 
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def idle_measure(bootstrap: str, topic: str, partitions: int, polls: int = 2000) -> tuple[float, int, int]:
+    """(microseconds per ``poll(timeout_ms=0)``, RSS growth, Python heap growth in bytes) of a consumer assigned
+    every partition of ``topic`` (one topic), each at its end (nothing to read: the per-partition cost of a poll
+    alone). The growth is from before ``assign`` to after the seeks and 200
+    polls have settled the fetch sessions; call it in a fresh process (see idle_poll)."""
+    import gc
+    import tracemalloc
+
+    # the ends from a Fetch, not ListOffsets(latest): Tansu's answers short of the end
+    ends = high_watermarks(bootstrap, topic, partitions)
+    with KafkaConsumer(bootstrap_servers=bootstrap) as c:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        gc.collect()
+        before = _rss()
+        tracemalloc.start()         # only while the state is built: the timed polls run without it
+        c.assign(tps)
+        for tp in tps:
+            c.seek(tp, ends[tp.partition])
+        for _ in range(200):
+            c.poll(timeout_ms=0)
+        gc.collect()
+        heap = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        grown = _rss() - before
+        start = time.perf_counter()
+        for _ in range(polls):
+            if c.poll(timeout_ms=0):
+                raise RuntimeError(f"idle poll of {topic}: records arrived on a topic that should be idle")
+        return (time.perf_counter() - start) / polls * 1e6, grown, heap
+
+
+_IDLE_CHILD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import bench_consume
+print(*bench_consume.idle_measure(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+"""
+
+
+def idle_poll(bootstrap: str, topic: str, partitions: int) -> tuple[float, int, int]:
+    """idle_measure in a fresh process (so RSS is this consumer's alone)."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, "-c", _IDLE_CHILD, here, bootstrap, topic, str(partitions)],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"idle poll of {topic}: exit {out.returncode}\n{out.stderr[-3000:]}")
+    us, grown, heap = out.stdout.split()[-3:]
+    return float(us), int(grown), int(heap)
+
+
 def pc_poll_large(bootstrap: str, topic: str, partitions: int, n: int) -> int:
     return _pc_poll(bootstrap, topic, partitions, n, 10_000)
 
@@ -277,7 +348,7 @@ def _ck_consume(bootstrap: str, topic: str, partitions: int, n: int, batch: int)
                   "enable.auto.commit": False, "fetch.queue.backoff.ms": 10,
                   "check.crcs": True})
     try:
-        c.assign([CkTP(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        c.assign([CkTP(t, p, OFFSET_BEGINNING) for t, p in topic_partitions(topic, partitions)])
         got, progress = 0, _Progress("ck_consume", n)
         while got < n:
             # consume() waits for all it was asked for (or the timeout): never ask past the end
@@ -316,7 +387,8 @@ def kr_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> int:
     import kafkarrow
 
     m = kafkarrow.ConsumerManager(config={"bootstrap.servers": bootstrap},
-                                  topics=[kafkarrow.SourceTopic.from_earliest(topic)], batch_size=KR_BATCH)
+                                  topics=[kafkarrow.SourceTopic.from_earliest(t) for t in topic.split(",")],
+                                  batch_size=KR_BATCH)
     try:
         got, progress = 0, _Progress("kr_arrow", n)
         while got < n:
