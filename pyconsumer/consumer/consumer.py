@@ -62,7 +62,7 @@ from pyconsumer.net.transport import (
     unresolved_text,
 )
 from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
-from pyconsumer.net.security import check_security
+from pyconsumer.config.ssl import check_security
 from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
 from pyconsumer.structs import (
     ConsumerGroupMetadata,
