@@ -6,7 +6,9 @@ Thin public layer over the compiled :mod:`pyconsumer._records` (sources in ``pye
 * :func:`decode_arrow` -> ``pyarrow.RecordBatch`` in Spark's Kafka source schema
   (:func:`kafka_arrow_schema`), built without a Python object per record;
 * :class:`CompletedFetch` -> a per-partition cursor handing out at most N records (or rows)
-  per call, the way Java's Fetcher drains a completed fetch under ``max.poll.records``.
+  per call, the way Java's Fetcher drains a completed fetch under ``max.poll.records``;
+* :class:`RecordSetIndex` -> where a record set's batches are, from one pass over their
+  headers: the prefetch end, the record bound, cut points for a parallel take, byte counts.
 
 All of them accept magic v2 record batches and legacy v0/v1 message sets (compressed
 wrappers included), check CRCs when ``check_crcs`` (CRC32C for v2, CRC32 for v0/v1),
@@ -39,6 +41,7 @@ from pyconsumer import errors as _errors
 from pyconsumer._records import (
     CompletedFetch,
     ConsumerRecord,
+    RecordSetIndex,
     _set_error_classes,
     decode_arrow,
     decode_records,
@@ -57,6 +60,7 @@ _set_error_classes(_errors.CorruptRecordError, _errors.UnsupportedCodecError,
 __all__ = [
     "CompletedFetch",
     "ConsumerRecord",
+    "RecordSetIndex",
     "decode_arrow",
     "decode_records",
     "get_buffer_cache_limit",

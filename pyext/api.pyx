@@ -7,9 +7,11 @@ cdef class CompletedFetch:
     def __init__(self, record_set, str topic, int32_t partition, int64_t fetch_offset, *,
                  bint check_crcs=True, str isolation_level="read_uncommitted",
                  aborted_transactions=None, bint include_headers=False,
-                 key_deserializer=None, value_deserializer=None):
+                 key_deserializer=None, value_deserializer=None, RecordSetIndex index=None):
         self.w = _Walker(record_set, topic, partition, fetch_offset, check_crcs,
                          isolation_level, aborted_transactions)
+        if index is not None:
+            self.w.use_index(index)            # built when the response arrived: not again
         self.include_headers = include_headers
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
@@ -32,121 +34,53 @@ cdef class CompletedFetch:
                                                                         self.w.partition)
         return self.w.take_arrow(max_records, self.include_headers)
 
-    def take_arrow_split(self, Py_ssize_t max_records, int parts, run, Py_ssize_t min_bytes=0):
-        """take_arrow(max_records) on several threads: the rest of the current batch, and the
-        next whole compressed v2 batches whose records fit in what is left of max_records cut
-        into ``parts`` runs of about equal bytes, each run decoded by its own cursor.
-        ``run(calls)`` runs the zero-argument callables side by side and returns
-        [(result, None) | (None, exception)] in order; no cut when the whole batches hold fewer
-        than ``min_bytes`` bytes (handing work to a thread costs some 25 us). A list of
-        RecordBatches in offset order (fewer rows than take_arrow may give: only whole batches
-        are cut), or None when there is nothing to cut (fewer than two such batches, none
-        compressed, an error pending, transactions to filter, an older format). A run that
-        fails moves nothing: take_arrow then gives the same records and errors as if no cut
+    def cut(self, Py_ssize_t max_records, int parts, Py_ssize_t min_bytes=0):
+        """Plain cursors for a take_arrow(max_records) on several threads: the rest of the
+        current batch (``head`` rows, taken here) and the next whole compressed v2 batches
+        whose records fit in what is left of max_records, cut into ``parts`` runs of about
+        equal bytes at the index's cut points, each a CompletedFetch of its own. (head, runs),
+        or None when there is nothing to cut (fewer than two such batches, none compressed,
+        fewer than ``min_bytes`` bytes, an error pending, transactions to filter, an older
+        format). Take each run to its end, then join() them; a run that fails is discarded
+        with the others, and this cursor then gives the same records and errors as if no cut
         had been tried."""
         cdef _Walker w = self.w
         cdef Py_ssize_t head = w.remaining if w.remaining > 0 and w.magic == 2 else 0
-        cdef list subs
-        cdef CompletedFetch sub
-        cdef int64_t nfo
-        if (w.remaining > 0 and head == 0) or head >= max_records:
+        cdef list parts_
+        cdef _Walker part
+        cdef CompletedFetch run
+        if self.discarded or (w.remaining > 0 and head == 0) or head >= max_records:
             return None
-        subs = self._split(max_records - head, parts, head > 0, min_bytes)
-        if subs is None:
+        parts_ = w.split(max_records - head, parts, head > 0, min_bytes)
+        if parts_ is None:
             return None
-        calls = [functools.partial(sub.take_arrow, max_records) for sub in subs]
-        if head:
-            calls.insert(0, functools.partial(self.take_arrow, head))
-        results = run(calls)
-        taken = []
-        if head:
-            batch, error = results.pop(0)
-            if error is not None or w.error is not None:
-                for sub in subs:
-                    sub.discard()
-                if error is not None:
-                    raise error
-                return [batch]                 # the error comes with the next take
-            taken.append(batch)
-        for sub, (batch, error) in zip(subs, results):
-            if error is not None or sub.w.error is not None or not sub.w.finished:
-                for sub in subs:
-                    sub.discard()
-                return taken or None           # the batches after are taken here next
-        # where taking those batches here would have left this cursor
-        nfo = w.next_fetch_offset
-        for sub, (batch, _) in zip(subs, results):
-            if batch.num_rows:
-                w.last_epoch = sub.w.last_epoch
-            if sub.w.next_fetch_offset > nfo:
-                nfo = sub.w.next_fetch_offset
-            w.rs.pos += sub.w.rs.end           # the runs cover the batches cut, in order
-        w.next_fetch_offset = nfo
-        w.have_batch = True
-        w.batch_next_offset = sub.w.batch_next_offset    # sub: the last run
-        w.maybe_finish()
-        taken += [batch for batch, _ in results]
-        if not any(batch.num_rows for batch in taken):
-            # all below the position, or control batches: never an empty take before the end
-            # (a caller takes that as "nothing more here")
-            taken.append(self.take_arrow(max_records))
-        return taken
+        runs = []
+        for part in parts_:
+            run = CompletedFetch.__new__(CompletedFetch)
+            run.w = part
+            run.include_headers = self.include_headers
+            run.key_deserializer = run.value_deserializer = None
+            run.discarded = False
+            runs.append(run)
+        return head, runs
 
-    cdef list _split(self, Py_ssize_t max_records, int parts, bint head, Py_ssize_t min_bytes):
-        cdef _Walker w = self.w
-        cdef Reader p
-        cdef BatchHeader h
-        cdef Py_ssize_t start, total, lo, at, last, i, k, target
-        cdef int64_t count = 0
-        cdef bint compressed = False
-        cdef list ends = []
-        cdef list cuts = []
-        cdef CompletedFetch sub
-        if (parts < 2 or self.discarded or w.finished or w.error is not None
-                or (w.read_committed and w.aborted)):
-            return None
-        p = w.rs
-        start = p.pos
-        while batch_peek_v2(&p, &h):
-            if h.base_offset + h.last_offset_delta >= w.next_fetch_offset:
-                if count + h.count > max_records:
-                    break
-                count += h.count               # (batches below the position only get skipped)
-                compressed = compressed or (h.attributes & ATTR_CODEC) != 0
-            p.pos += LOG_OVERHEAD + <Py_ssize_t>h.length
-            ends.append(p.pos)
-        total = p.pos - start
-        if len(ends) < (1 if head else 2) or not compressed or total < min_bytes:
-            return None
-        last = len(ends) - 1                   # (this module does not wrap negative indices)
-        i = 0
-        for k in range(1, parts):              # the batch end nearest to each share of bytes
-            target = start + total * k // parts
-            while i < last - 1 and abs(<Py_ssize_t>ends[i + 1] - target) <= abs(
-                    <Py_ssize_t>ends[i] - target):
-                i += 1
-            if i >= last or (cuts and ends[i] <= cuts[len(cuts) - 1]):
-                break
-            cuts.append(ends[i])
-            i += 1
-        cuts.append(ends[last])
-        if len(cuts) < (1 if head else 2):     # (the rest of the current batch is a run too)
-            return None
-        # the record set may be a slice of its owner (a response frame): cut the owner
-        at = <const uint8_t*>w.rs.buf - <const uint8_t*>w.view.buf
-        view = memoryview(w.owner)
-        subs = []
-        lo = start
-        for e in cuts:
-            sub = CompletedFetch(view[at + lo:at + <Py_ssize_t>e], w.topic, w.partition,
-                                 w.next_fetch_offset, check_crcs=w.check_crcs,
-                                 isolation_level=("read_committed" if w.read_committed
-                                                  else "read_uncommitted"),
-                                 include_headers=self.include_headers)
-            sub.w.open_end = True              # this cursor decides where its end leaves us
-            subs.append(sub)
-            lo = e
-        return subs
+    def join(self, list runs, list rows):
+        """Move past the runs cut() gave, each taken to its end giving rows[i] rows, as if
+        their batches were taken here: True. False, moving nothing, when a run did not end
+        cleanly (an error pending, or not drained)."""
+        cdef CompletedFetch run
+        for run in runs:
+            if run.w.error is not None or not run.w.finished:
+                return False
+        for run, n in zip(runs, rows):
+            self.w.absorb(run.w, n > 0)
+        self.w.maybe_finish()
+        return True
+
+    @property
+    def pending_error(self):
+        """The error the next take raises (records before it were handed out), or None."""
+        return self.w.error
 
     def set_include_headers(self, bint include_headers):
         """Whether later take_arrow calls build the headers column (poll_arrow asks per call;
@@ -192,9 +126,7 @@ cdef class CompletedFetch:
     def discard(self):
         """Drop what is left; later takes return nothing and the position stays put."""
         self.discarded = True
-        self.w.finished = True
-        self.w.remaining = 0
-        self.w.release()
+        self.w.drop()
 
     def __repr__(self):
         return (f"CompletedFetch(topic={self.w.topic!r}, partition={self.w.partition}, "

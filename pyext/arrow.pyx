@@ -361,37 +361,41 @@ cdef Py_ssize_t _utf8_replace(const uint8_t* s, Py_ssize_t n, uint8_t* out) noex
 # --------------------------------------------------------------------------- Arrow fill loops
 
 cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint include_headers):
-    """A builder sized from the batch headers still ahead of w: rows from their counts, key
+    """A builder sized from the index's batches still ahead of w: rows from their counts, key
     and value bytes from their sizes (uncompressed: a bound; compressed: a guess). The data
     buffers start at the first batch's share of that; once it is in, reproject (from
     reserve) sizes them for the rest from its rows, instead of holding the loose bound."""
     cdef Py_ssize_t rows_est = 0, bytes_est = 0, plain_est = 0, comp_est = 0, payload
     cdef Py_ssize_t first_rows = 0, first_bytes = 0, key_est, val_est
-    cdef Reader s = w.rs
-    cdef BatchHeader h
+    cdef RecordSetIndex idx = w.get_index()
+    cdef Py_ssize_t k = idx.find(w.origin + w.rs.pos), limit = w.origin + w.rs.end
+    cdef const BatchEntry* e
     cdef _ArrowBuilder b
     if w.remaining > 0:
         rows_est = first_rows = w.remaining
         bytes_est = first_bytes = rd_left(&w.rr)
         plain_est = bytes_est                  # already decompressed when compressed
-    while rows_est < max_rows and batch_peek_v2(&s, &h):
-        payload = h.length - V2_MIN_LENGTH
-        if h.count < 0:
+    while rows_est < max_rows and 0 <= k < idx.n:
+        e = &idx.entries[k]
+        if e.magic != 2 or e.start + e.size > limit:
             break
-        if h.attributes & ATTR_CODEC == CODEC_NONE:
-            if h.count > payload // V2_MIN_RECORD:
+        payload = e.size - LOG_OVERHEAD - V2_MIN_LENGTH
+        if e.count < 0:
+            break
+        if e.attributes & ATTR_CODEC == CODEC_NONE:
+            if e.count > payload // V2_MIN_RECORD:
                 break
-            rows_est += h.count
-            bytes_est += payload - h.count * V2_MIN_RECORD
-            plain_est += payload - h.count * V2_MIN_RECORD
+            rows_est += e.count
+            bytes_est += payload - e.count * V2_MIN_RECORD
+            plain_est += payload - e.count * V2_MIN_RECORD
         else:                                  # a guess (never trusting count): buffers grow
-            rows_est += min(h.count, payload // 2)
+            rows_est += min(e.count, payload // 2)
             bytes_est += payload * 3
             comp_est += payload
         if first_rows == 0:
             first_rows = rows_est
             first_bytes = bytes_est
-        rd_skip(&s, LOG_OVERHEAD + h.length)
+        k += 1
     if rows_est > max_rows:
         bytes_est = <Py_ssize_t>(bytes_est * (<double>max_rows / rows_est))
         rows_est = max_rows

@@ -43,8 +43,6 @@ ctypedef struct BatchHeader:
 cdef int batch_peek(const Reader* rs, int64_t* base, int32_t* length) except -1
     # base offset and batch length at rs's position, not consumed: 2 both, 1 base only, 0 none
 cdef int batch_magic(const Reader* b, int8_t* magic) except -1   # of the batch b starts at
-cdef int batch_peek_v2(const Reader* rs, BatchHeader* h) except -1
-    # 1: a whole v2 batch at rs's position, its header in h; 0: anything else. Not consumed.
 cdef int batch_read_v2(Reader* b, BatchHeader* h, bint check_crc) except -1
     # the header of the v2 batch b spans, checked (length, CRC32C, count, codec); b is left
     # at its records

@@ -40,22 +40,6 @@ cdef inline int _read_v2_fields(Reader* b, BatchHeader* h) except -1:
     return 0
 
 
-cdef int batch_peek_v2(const Reader* rs, BatchHeader* h) except -1:
-    cdef Reader p = rs[0]
-    cdef int64_t base
-    cdef int32_t length
-    cdef int8_t magic
-    if rd_left(&p) < V2_HEADER or batch_peek(&p, &base, &length) < 2:
-        return 0
-    if length < V2_MIN_LENGTH or length > rd_left(&p) - LOG_OVERHEAD:
-        return 0
-    batch_magic(&p, &magic)
-    if magic != 2:
-        return 0
-    _read_v2_fields(&p, h)
-    return 1
-
-
 cdef int batch_read_v2(Reader* b, BatchHeader* h, bint check_crc) except -1:
     """Java's DefaultRecordBatch.ensureValid, and a known codec. b spans exactly the batch
     (batchLength + 12 bytes); errors name the batch's base offset and first byte."""

@@ -12,16 +12,15 @@
 #   batch          the log header of every batch, the v2 batch header and its CRC32C
 #   record_v2      the one v2 record parser (inline fast path; the careful path out of line)
 #   legacy         magic v0/v1 message sets
+#   index          the record-set index: where the batches are, from one pass over headers
 #   record         ConsumerRecord
 #   arrow          the Arrow builder and its fill loops
 #   walker         the cursor: batches, transactions, takes
-#   api            CompletedFetch, decode_records, decode_arrow
+#   api            CompletedFetch (and its cut into runs), decode_records, decode_arrow
 #
 # The module imports nothing from pyconsumer (pyconsumer.records imports it, then injects
 # pyconsumer.errors' classes), so that either can be imported first.
 cimport cython
-
-import functools
 
 cdef extern from "Python.h":
     # a read-only memoryview over C memory, for the CRC32C and codec calls
@@ -34,6 +33,7 @@ include "codecs.pyx"
 include "batch.pyx"
 include "record_v2.pyx"
 include "legacy.pyx"
+include "index.pyx"
 include "record.pyx"
 include "arrow.pyx"
 include "walker.pyx"

@@ -47,6 +47,9 @@ cdef class _Walker:
     cdef int32_t undo_remaining      # remaining before the last record read
     cdef int64_t undo_nfo            # next_fetch_offset before the last record read
     cdef int64_t undo_epoch          # last_epoch before the last record read
+    cdef RecordSetIndex index        # of the record set this walker's bytes are part of
+                                     # (None until needed; a part shares its whole's)
+    cdef Py_ssize_t origin           # byte of the index's record set at rs.buf[0]
     cdef int load_batch(self) except -1          # 1 when a batch with records is loaded, 0 at end
     cdef int _load_v2(self, Reader* b) except -1  # the v2 batch b spans (0: nothing to hand out)
     cdef int _load_region(self, Reader* records, int32_t count, int codec) except -1
@@ -64,3 +67,10 @@ cdef class _Walker:
     cdef int _take_arrow(self, _ArrowBuilder b, Py_ssize_t max_rows,
                          bint include_headers) except -1          # the loop of take_arrow
     cdef void release(self) noexcept             # drop the decompression state (finished)
+    cdef void drop(self) noexcept                # hand out nothing more (CompletedFetch.discard)
+    cdef RecordSetIndex get_index(self)          # the index, built on first use
+    cdef int use_index(self, RecordSetIndex index) except -1   # one built already (same bytes)
+    cdef list split(self, Py_ssize_t max_records, int parts, bint head, Py_ssize_t min_bytes)
+        # walkers over the next whole v2 batches, cut at the index's cut points (None: no cut)
+    cdef int absorb(self, _Walker part, bint rows) except -1
+        # move past a part that was taken to its end, as if its batches were taken here

@@ -95,6 +95,8 @@ cdef class _Walker:
         self.inflater = _Inflater()
         self.legacy.inner = False
         rd_init(&self.rr, <const uint8_t*>"", 0, &self.set_where, -1)
+        self.index = None
+        self.origin = 0
 
     def __dealloc__(self):
         if self.has_view:
@@ -244,6 +246,72 @@ cdef class _Walker:
     cdef void release(self) noexcept:
         self.region_owner = None
         self.inflater.buf = None
+
+    cdef void drop(self) noexcept:
+        self.finished = True
+        self.remaining = 0
+        self.release()
+
+    # ---------------------------------------------------------------- the index, parts
+
+    cdef RecordSetIndex get_index(self):
+        if self.index is None:
+            self.index = RecordSetIndex.__new__(RecordSetIndex)
+            self.index.fetch_offset = self.next_fetch_offset
+            self.index.build(self.rs.buf, self.rs.end)
+            self.origin = 0
+        return self.index
+
+    cdef int use_index(self, RecordSetIndex index) except -1:
+        if index.size != self.rs.end:
+            raise ValueError(f"the index is of a record set of {index.size} bytes, not of "
+                             f"this one ({self.rs.end} bytes)")
+        self.index = index
+        self.origin = 0
+        return 0
+
+    cdef list split(self, Py_ssize_t max_records, int parts, bint head, Py_ssize_t min_bytes):
+        cdef RecordSetIndex idx
+        cdef list cuts
+        cdef list out = []
+        cdef _Walker part
+        cdef Py_ssize_t at, lo, hi
+        if (parts < 2 or self.finished or self.error is not None
+                or (self.read_committed and self.aborted)):
+            return None
+        idx = self.get_index()
+        cuts = idx.cuts(self.origin + self.rs.pos, self.origin + self.rs.end,
+                        self.next_fetch_offset, max_records, parts, head, min_bytes)
+        if cuts is None:
+            return None
+        # the record set may be a slice of its owner (a response frame): cut the owner
+        at = <const uint8_t*>self.rs.buf - <const uint8_t*>self.view.buf
+        view = memoryview(self.owner)
+        lo = self.rs.pos
+        for c in cuts:
+            hi = <Py_ssize_t>c - self.origin
+            part = _Walker(view[at + lo:at + hi], self.topic, self.partition,
+                           self.next_fetch_offset, self.check_crcs,
+                           "read_committed" if self.read_committed else "read_uncommitted",
+                           None)
+            part.open_end = True               # this walker decides where its end leaves us
+            part.index = idx
+            part.origin = self.origin + lo
+            out.append(part)
+            lo = hi
+        return out
+
+    cdef int absorb(self, _Walker part, bint rows) except -1:
+        # where taking the part's batches here would have left this walker (parts are
+        # absorbed in order, each taken to its end)
+        if rows:
+            self.last_epoch = part.last_epoch
+        if part.next_fetch_offset > self.next_fetch_offset:
+            self.next_fetch_offset = part.next_fetch_offset
+        self.rs.pos += part.rs.end             # the parts cover the batches cut, in order
+        self.have_batch = True
+        self.batch_next_offset = part.batch_next_offset
+        return 0
 
     cdef int maybe_finish(self) except -1:
         """Finish now if the current batch is used up and no complete batch follows; never

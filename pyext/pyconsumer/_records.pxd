@@ -15,6 +15,7 @@ include "codecs.pxd"                # gzip / snappy / lz4 / zstd through cramjam
 include "batch.pxd"                 # batch log header, v2 batch header, CRC32C
 include "record_v2.pxd"             # the one v2 record parser
 include "legacy.pxd"                # magic v0/v1 message sets
+include "index.pxd"                 # the record-set index: batch boundaries, end, bound, cuts
 include "arrow.pxd"                 # the Arrow column builder and its fill loops
 include "walker.pxd"                # the per-partition cursor
 include "record.pxd"                # ConsumerRecord

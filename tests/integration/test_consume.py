@@ -102,12 +102,12 @@ def test_poll_arrow_with_decode_threads_returns_what_one_thread_does(
     """Many small compressed batches on 3 partitions (so responses are cut into runs and
     buffered partitions go side by side): with decode.threads=4 every record exactly once, in
     order per partition, batches within max_records, and the positions of one thread."""
-    from pyconsumer.consumer import side_by_side
+    from pyconsumer.consumer.fetch import decode
 
     runs: list[int] = []
-    real = side_by_side.run
-    monkeypatch.setattr(side_by_side, "min_bytes", 0)       # small batches: cut them anyway
-    monkeypatch.setattr(side_by_side, "run",
+    real = decode.run
+    monkeypatch.setattr(decode, "min_bytes", 0)       # small batches: cut them anyway
+    monkeypatch.setattr(decode, "run",
                         lambda calls, threads: runs.append(len(calls)) or real(calls, threads))
     topic = make_tansu_topic(3)
     records = sample_records(6000, partitions=3, seed=21)
@@ -365,7 +365,7 @@ def test_no_long_poll_of_caught_up_partitions_while_others_drain(
     """A fetch holding only caught-up partitions waits fetch.max.wait.ms at the broker, and
     with one fetch per node it would keep the partitions still draining from being fetched
     again: such a fetch must not be sent while the node has other partitions buffered."""
-    from pyconsumer.consumer.fetcher import Fetcher
+    from pyconsumer.consumer.fetch import Fetcher
 
     topic = make_tansu_topic(4)
     records = [TestRecord(key=b"%d" % i, value=b"v" * 100, partition=i % 4) for i in range(160_000)]

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from pyconsumer.consumer.fetch_session import (
+from pyconsumer.consumer.fetch.session import (
     INITIAL,
     ZERO_UUID,
     FetchMetadata,

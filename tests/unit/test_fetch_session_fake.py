@@ -14,8 +14,8 @@ import pytest
 
 from pyconsumer import KafkaConsumer
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.fetch_session import FINAL_EPOCH, FetchMetadata
-from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.consumer.fetch.session import FINAL_EPOCH, FetchMetadata
+from pyconsumer.consumer.fetch import Fetcher
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
 from pyconsumer.errors import ErrorCode
 from pyconsumer.net.client import NetworkClient

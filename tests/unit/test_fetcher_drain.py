@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
-from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.consumer.fetch import Fetcher
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
@@ -309,8 +309,11 @@ def test_a_partition_with_a_batch_over_the_limit_is_fetched_next() -> None:
 # ------------------------------------------------------------------ where a record set ends
 
 def test_records_end_is_after_the_last_complete_v2_batch() -> None:
-    from pyconsumer.consumer.fetcher import records_end
+    from pyconsumer.records import RecordSetIndex
     from tests import recordsets as rs
+
+    def records_end(records: bytes | memoryview | None, fetch_offset: int) -> int | None:
+        return RecordSetIndex(records, fetch_offset).end      # (was fetcher.records_end)
 
     a = rs.aio_v2(rs.sample_records(3), "none", 10)            # offsets 10-12
     b = rs.aio_v2(rs.sample_records(4), "lz4", 13)             # offsets 13-16

@@ -10,11 +10,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyconsumer.consumer import side_by_side
-from pyconsumer.consumer.fetcher import records_bound
+from pyconsumer.consumer.fetch import decode
 from pyconsumer.errors import CorruptRecordError, KafkaError
 from pyconsumer.protocol import ApiKey
-from pyconsumer.records import CompletedFetch
+from pyconsumer.records import CompletedFetch, RecordSetIndex
 from pyconsumer.structs import TopicPartition
 
 from tests import recordsets as rs
@@ -90,20 +89,20 @@ def cluster() -> Iterator[FakeCluster]:
 @pytest.fixture(autouse=True)
 def small_work_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """These record sets are tiny: hand them to threads anyway."""
-    monkeypatch.setattr(side_by_side, "min_bytes", 0)
+    monkeypatch.setattr(decode, "min_bytes", 0)
 
 
 @pytest.fixture
 def side_by_side_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many takes each side-by-side run had (so a test knows the path ran)."""
     calls: list[int] = []
-    real = side_by_side.run
+    real = decode.run
 
     def spy(fns: list[Callable[[], Any]], threads: int) -> Any:
         calls.append(len(fns))
         return real(fns, threads)
 
-    monkeypatch.setattr(side_by_side, "run", spy)
+    monkeypatch.setattr(decode, "run", spy)
     return calls
 
 
@@ -233,6 +232,10 @@ def test_corrupt_first_in_line_with_nothing_before_raises(cluster: FakeCluster) 
         rig.close()
 
 
+def records_bound(records: bytes | None, fetch_offset: int) -> int | None:
+    return RecordSetIndex(records, fetch_offset).bound        # (was fetcher.records_bound)
+
+
 def test_records_bound_counts_the_complete_batches_reaching_the_position() -> None:
     a = rs.aio_v2(rs.sample_records(3), "none", 10)            # offsets 10-12
     b = rs.aio_v2(rs.sample_records(4), "lz4", 13)             # offsets 13-16
@@ -247,7 +250,7 @@ def test_records_bound_counts_the_complete_batches_reaching_the_position() -> No
 
 def test_less_than_min_bytes_goes_one_by_one(cluster: FakeCluster, side_by_side_calls: list[int],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(side_by_side, "min_bytes", 1 << 20)
+    monkeypatch.setattr(decode, "min_bytes", 1 << 20)
     rig = Rig(cluster, 4)
     try:
         rig.assign({tp: 0 for tp in TPS})

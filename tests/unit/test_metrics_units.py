@@ -24,7 +24,7 @@ import pytest
 
 from pyconsumer import KafkaConsumer
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.consumer.fetch import Fetcher
 from pyconsumer.consumer.metrics import (
     CONSUMER_GROUP,
     COORDINATOR_GROUP,

@@ -1,4 +1,5 @@
-"""CompletedFetch.take_arrow_split: a large response's compressed batches cut into runs that
+"""take_arrow_split (consumer/fetch/decode.py over CompletedFetch.cut/join): a large
+response's compressed batches cut into runs that
 decode on several threads. Whatever the cut, the rows and the cursor afterwards (position,
 leader epoch, drained) are those of take_arrow; when a run fails, nothing moved and
 take_arrow gives the same records and then the same error."""
@@ -12,7 +13,8 @@ import crc32c
 import pyarrow as pa
 import pytest
 
-from pyconsumer.consumer import side_by_side
+from pyconsumer.consumer.fetch import decode
+from pyconsumer.consumer.fetch.decode import take_arrow_split
 from pyconsumer.errors import CorruptRecordError
 from pyconsumer.records import CompletedFetch
 
@@ -26,13 +28,13 @@ def serial(calls: list[Callable[[], Any]]) -> list[tuple[Any, BaseException | No
     for call in calls:
         try:
             out.append((call(), None))
-        except BaseException as e:        # noqa: B036 - as side_by_side.run hands it back
+        except BaseException as e:        # noqa: B036 - as decode.run hands it back
             out.append((None, e))
     return out
 
 
 def pool(threads: int) -> Run:
-    return lambda calls: side_by_side.run(calls, threads)
+    return lambda calls: decode.run(calls, threads)
 
 
 def recs(n: int, first: int, step: int = 1) -> list[rs.Rec]:
@@ -82,7 +84,7 @@ def steps(data: Any, fetch_offset: int, budgets: list[int], split: Run | None,
         left = n
         try:
             while left > 0 and not c.is_drained:
-                parts_ = c.take_arrow_split(left, parts, split) if split is not None else None
+                parts_ = take_arrow_split(c, left, parts, split) if split is not None else None
                 if parts_ is None:
                     parts_ = [c.take_arrow(left)]
                 else:
@@ -143,24 +145,24 @@ def test_nothing_to_cut() -> None:
     def cursor(data: bytes, **kw: Any) -> CompletedFetch:
         return CompletedFetch(data, "t", 0, 0, **kw)
 
-    assert cursor(plain).take_arrow_split(1000, 2, serial) is None          # not compressed
-    assert cursor(one).take_arrow_split(99, 2, serial) is None              # one batch fits
-    assert cursor(one).take_arrow_split(1000, 1, serial) is None            # one part wanted
-    assert cursor(legacy).take_arrow_split(1000, 2, serial) is None         # v1 first
+    assert take_arrow_split(cursor(plain), 1000, 2, serial) is None          # not compressed
+    assert take_arrow_split(cursor(one), 99, 2, serial) is None              # one batch fits
+    assert take_arrow_split(cursor(one), 1000, 1, serial) is None            # one part wanted
+    assert take_arrow_split(cursor(legacy), 1000, 2, serial) is None         # v1 first
     txn = cursor(one, isolation_level="read_committed", aborted_transactions=[(5, 0)])
-    assert txn.take_arrow_split(1000, 2, serial) is None                    # aborted to drop
+    assert take_arrow_split(txn, 1000, 2, serial) is None                    # aborted to drop
     single = cursor(rs.aio_v2(recs(50, 0), "lz4", 0) + rs.aio_v2(recs(50, 50), "none", 50))
     assert single.take_arrow(10).num_rows == 10
-    assert single.take_arrow_split(30, 2, serial) is None         # no whole batch fits after
+    assert take_arrow_split(single, 30, 2, serial) is None         # no whole batch fits after
     mid = cursor(one)
     assert mid.take_arrow(10).num_rows == 10
-    got = mid.take_arrow_split(1000, 2, serial)        # the batch's rest, the next one beside
+    got = take_arrow_split(mid, 1000, 2, serial)        # the batch's rest, the next one beside
     assert got is not None and [b.num_rows for b in got] == [40, 50]
     assert mid.is_drained and mid.next_fetch_offset == 100
-    assert cursor(one).take_arrow_split(1000, 2, serial, len(one) + 1) is None  # too little
-    assert cursor(one).take_arrow_split(1000, 2, serial, len(one)) is not None
+    assert take_arrow_split(cursor(one), 1000, 2, serial, len(one) + 1) is None  # too little
+    assert take_arrow_split(cursor(one), 1000, 2, serial, len(one)) is not None
     committed = cursor(one, isolation_level="read_committed")
-    got = committed.take_arrow_split(1000, 2, serial)                       # nothing aborted
+    got = take_arrow_split(committed, 1000, 2, serial)                       # nothing aborted
     assert got is not None and sum(b.num_rows for b in got) == 100
 
 
@@ -171,11 +173,11 @@ def test_a_failing_part_moves_nothing_and_take_arrow_reports_as_usual(run: Run) 
                       for i, c in enumerate(("lz4", "zstd"))))
     data[at + 70] ^= 0xFF                            # inside the third batch (offset 100)
     c = CompletedFetch(bytes(data), "t", 3, 0)
-    assert c.take_arrow_split(1000, 4, run) is None
+    assert take_arrow_split(c, 1000, 4, run) is None
     assert (c.next_fetch_offset, c.is_drained) == (0, False)
     assert [r["offset"] for r in c.take_arrow(1000).to_pylist()] == list(range(100))
     with pytest.raises(CorruptRecordError, match=r"partition=3, offset=100"):
-        c.take_arrow_split(1000, 4, run) or c.take_arrow(1000)
+        take_arrow_split(c, 1000, 4, run) or c.take_arrow(1000)
     assert c.next_fetch_offset == 100
 
 
@@ -183,7 +185,7 @@ def test_side_by_side_run_hands_back_results_and_errors_in_order() -> None:
     def boom() -> int:
         raise ValueError("part 2")
 
-    out = side_by_side.run([lambda: 1, boom, lambda: 3], 3)
+    out = decode.run([lambda: 1, boom, lambda: 3], 3)
     assert out[0] == (1, None) and out[2] == (3, None)
     assert isinstance(out[1][1], ValueError) and out[1][0] is None
-    assert side_by_side.run([], 4) == []
+    assert decode.run([], 4) == []

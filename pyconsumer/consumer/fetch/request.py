@@ -2,7 +2,7 @@
 
 Java's ``Fetcher``/``FetchCollector``: at most one Fetch in flight per leader node. Prefetch
 (beyond Java): a partition whose buffered data is one response of v2 batches is fetched again
-at once from the offset after its last complete batch (read from the batch headers), so the
+at once from the offset after its last complete batch (its record-set index says), so the
 broker prepares the next response while this one is decoded and handed out; a partition with
 more buffered, or data that does not say where it ends, is not fetched again until drained
 (buffering is bounded to about two responses per partition). When a partition of the node
@@ -26,7 +26,7 @@ or a log cut mid-batch) gets one re-fetch of that partition asking for the whole
 that does not help, or the declared size is beyond what any fetch may ask for, the partition
 stops with a FetchProgressError that stays (like a corrupt batch) until the user seeks.
 
-Fetch sessions (KIP-227, :mod:`pyconsumer.consumer.fetch_session`): one session per node; after
+Fetch sessions (KIP-227, :mod:`pyconsumer.consumer.fetch.session`): one session per node; after
 a full fetch opens it, a request lists only the partitions added or changed and forgets those
 no longer wanted, and a response lists only the partitions with news (one it leaves out is
 unchanged). While a node's session is open, no fetch goes to it as long as it hosts buffered
@@ -44,20 +44,19 @@ from __future__ import annotations
 import collections
 import functools
 import logging
-import struct
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar, cast
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.fetch_session import (
+from pyconsumer.consumer.fetch import decode
+from pyconsumer.consumer.fetch.session import (
     ZERO_UUID,
     FetchRequestData,
     FetchSessionHandler,
     PartitionData,
 )
-from pyconsumer.consumer import side_by_side
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
@@ -71,7 +70,7 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
 from pyconsumer.protocol import ApiKey
-from pyconsumer.records import CompletedFetch
+from pyconsumer.records import CompletedFetch, RecordSetIndex
 from pyconsumer.structs import PartitionInfo, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -116,7 +115,7 @@ class _Fetched:
     """One partition's part of a Fetch response, waiting in the queue."""
 
     __slots__ = ("tp", "fetch_offset", "max_bytes", "data", "version", "cursor", "error", "end",
-                 "bound")
+                 "bound", "index")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, max_bytes: int,
                  data: dict[str, Any], version: int) -> None:
@@ -124,8 +123,10 @@ class _Fetched:
         self.fetch_offset = fetch_offset
         #: the offset after its last complete batch, when the headers say (prefetch goes there)
         self.end: int | None = None
-        #: at least its records at or past fetch_offset, when the headers say (records_bound)
+        #: at least its records at or past fetch_offset, when the headers say (its index's)
         self.bound: int | None = None
+        #: where its batches are (built once, when it arrives without error)
+        self.index: RecordSetIndex | None = None
         self.max_bytes = max_bytes            # the partition_max_bytes the request asked
         self.data = data
         self.version = version
@@ -137,65 +138,6 @@ class _Fetched:
     def has_bytes(self) -> bool:
         records = self.data.get("records")
         return records is not None and len(records) > 0
-
-
-_BATCH_HEADER = struct.Struct(">qi")       # baseOffset, batchLength
-_LAST_OFFSET_DELTA = struct.Struct(">i")   # at byte 23 of a v2 batch
-_RECORDS_COUNT = struct.Struct(">i")       # at byte 57 of a v2 batch
-_V2_HEADER_SIZE = 61                        # a v2 batch header, records not included
-
-
-def _v2_batches(records: Any) -> list[tuple[int, int, int]] | None:
-    """(baseOffset, last offset, recordsCount) of each complete batch of a record set of v2
-    batches (a trailing partial batch left out), or None when the headers cannot tell: a
-    batch of an older format, or a header that makes no sense. Not a validation: CRCs are
-    checked when the data is decoded; a wrong answer here only costs speed."""
-    if records is None:
-        return []
-    view = memoryview(records)
-    size = len(view)
-    pos = 0
-    out = []
-    while size - pos >= _V2_HEADER_SIZE:
-        base, length = _BATCH_HEADER.unpack_from(view, pos)
-        if length < _V2_HEADER_SIZE - 12 or view[pos + 16] != 2:
-            return None
-        if pos + 12 + length > size:
-            break                                   # a trailing partial batch
-        (delta,) = _LAST_OFFSET_DELTA.unpack_from(view, pos + 23)
-        (count,) = _RECORDS_COUNT.unpack_from(view, pos + 57)
-        if delta < 0 or base < 0 or count < 0:
-            return None
-        out.append((base, base + delta, count))
-        pos += 12 + length
-    return out
-
-
-def records_span(records: Any, fetch_offset: int) -> tuple[int | None, int | None]:
-    """From one pass over the batch headers of a record set of v2 batches:
-
-    * end: the offset after its last complete batch (baseOffset + lastOffsetDelta + 1), None
-      when there is no complete batch past ``fetch_offset``: where a prefetch goes;
-    * bound: at least as many as the records at or past ``fetch_offset`` it hands out (the
-      recordsCount of the complete batches that reach it): what a side-by-side drain may give
-      the partition without passing the budget.
-
-    Both None when the headers cannot tell (see _v2_batches)."""
-    batches = _v2_batches(records)
-    if batches is None:
-        return None, None
-    bound = sum(count for _, last, count in batches if last >= fetch_offset)
-    if not batches or batches[-1][1] < fetch_offset:
-        return None, bound
-    return batches[-1][1] + 1, bound
-
-
-def records_end(records: Any, fetch_offset: int) -> int | None:
-    return records_span(records, fetch_offset)[0]
-
-
-def records_bound(records: Any, fetch_offset: int) -> int | None:
-    return records_span(records, fetch_offset)[1]
 
 
 class Fetcher:
@@ -570,9 +512,10 @@ class Fetcher:
                     continue
                 fetched = _Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
                 if not p["error_code"]:
-                    end, fetched.bound = records_span(p.get("records"), asked.fetch_offset)
+                    index = fetched.index = RecordSetIndex(p.get("records"), asked.fetch_offset)
+                    fetched.bound = index.bound
                     if self.prefetch:
-                        fetched.end = end
+                        fetched.end = index.end
                 self._completed.append(fetched)
 
     def close_sessions(self, timeout_ms: float) -> None:
@@ -628,7 +571,8 @@ class Fetcher:
                     isolation_level=self.config.isolation_level,
                     aborted_transactions=aborted,
                     key_deserializer=self.config.key_deserializer,
-                    value_deserializer=self.config.value_deserializer)
+                    value_deserializer=self.config.value_deserializer,
+                    index=fetched.index)
                 if fetched.has_bytes and cursor.is_drained:
                     # bytes, yet drained before a single record: the first batch is incomplete
                     err = self._stuck(fetched, cursor)
@@ -760,7 +704,7 @@ class Fetcher:
             group.append((fetched, bound))
             budget -= bound
             size += len(fetched.data["records"])
-        if len(group) < 2 or size < side_by_side.min_bytes:
+        if len(group) < 2 or size < decode.min_bytes:
             return None
         jobs: list[tuple[_Fetched, int]] = []
         failure: KafkaError | None = None
@@ -779,7 +723,7 @@ class Fetcher:
         for fetched, bound in jobs:
             assert fetched.cursor is not None
             calls.append(functools.partial(take, fetched.cursor, bound))
-        results = side_by_side.run(calls, threads)
+        results = decode.run(calls, threads)
         got = 0
         for i, ((fetched, _), (chunk, error)) in enumerate(zip(jobs, results)):
             cursor = fetched.cursor

@@ -1,0 +1,121 @@
+"""The one scheduler of decode threads: decode work run on several cores.
+
+poll_arrow() decodes buffered partitions (and the compressed batches of one large response)
+side by side: the Cython fill releases the GIL and cramjam releases it while it decompresses,
+so the threads really run at once. The calling thread takes pieces too; there is one pool
+per thread count (``threads`` - 1 threads, named ``pyconsumer-decode_N``), shared by every
+consumer of the process that asks for that count (a Spark executor runs one consumer per
+task), created on first use. Cython hands out plain cursors (CompletedFetch.cut) and takes
+back what they did (CompletedFetch.join); it never calls back into this module.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import pyarrow as pa
+
+from pyconsumer.records import CompletedFetch
+
+T = TypeVar("T")
+
+#: run(calls): (result, None) or (None, exception) of each call, in order (see run)
+Runner = Callable[[list[Callable[[], pa.RecordBatch]]],
+                  list[tuple[pa.RecordBatch | None, BaseException | None]]]
+
+#: less work than this many bytes of record set is not handed to threads: a run costs some
+#: 25 us of hand-over, about the decoding of 100 KB of uncompressed records
+min_bytes = 256 << 10
+
+_PREFIX = "pyconsumer-decode"
+_pools: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+_lock = threading.Lock()
+
+
+def run(calls: Sequence[Callable[[], T]], threads: int
+        ) -> list[tuple[T | None, BaseException | None]]:
+    """(result, None) or (None, exception) of each call, in order. This thread and up to
+    ``threads`` - 1 pool threads take the calls in order, each the next one not yet taken,
+    so more calls than threads still keep every thread busy. Called from a decode thread (a
+    piece that cuts itself up again), everything runs in that thread: a pool thread never
+    waits on the pool."""
+    results: list[tuple[T | None, BaseException | None]] = [(None, None)] * len(calls)
+    helpers = min(threads, len(calls)) - 1
+    if helpers < 1 or threading.current_thread().name.startswith(_PREFIX):
+        for i, call in enumerate(calls):
+            results[i] = _outcome(call)
+        return results
+    with _lock:
+        pool = _pools.get(threads)
+        if pool is None:
+            pool = _pools[threads] = concurrent.futures.ThreadPoolExecutor(
+                threads - 1, thread_name_prefix=_PREFIX)
+    order = iter(range(len(calls)))
+    taking = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with taking:
+                i = next(order, None)
+            if i is None:
+                return
+            results[i] = _outcome(calls[i])
+
+    futures = [pool.submit(work) for _ in range(helpers)]
+    work()
+    for fut in futures:
+        fut.result()
+    return results
+
+
+def _outcome(call: Callable[[], T]) -> tuple[T | None, BaseException | None]:
+    try:
+        return call(), None
+    except BaseException as e:     # noqa: B036 - handed back to the caller, in order
+        return None, e
+
+
+def take_arrow_split(cursor: CompletedFetch, max_records: int, parts: int, run: Runner,
+                     min_bytes: int = 0) -> list[pa.RecordBatch] | None:
+    """cursor.take_arrow(max_records) on several threads: the rest of the current batch, and
+    the next whole compressed v2 batches that fit in what is left of max_records cut into
+    ``parts`` runs of about equal bytes (CompletedFetch.cut), each taken by ``run`` beside the
+    others, then joined. A list of RecordBatches in offset order (fewer rows than take_arrow
+    may give: only whole batches are cut), or None when there is nothing to cut. A run that
+    fails moves nothing: take_arrow then gives the same records and errors as if no cut had
+    been tried."""
+    plan = cursor.cut(max_records, parts, min_bytes)
+    if plan is None:
+        return None
+    head, runs = plan
+    calls: list[Callable[[], pa.RecordBatch]] = [
+        functools.partial(r.take_arrow, max_records) for r in runs]
+    if head:
+        calls.insert(0, functools.partial(cursor.take_arrow, head))
+    results = run(calls)
+    taken: list[pa.RecordBatch] = []
+    if head:
+        batch, error = results.pop(0)
+        if error is not None or cursor.pending_error is not None:
+            for r in runs:
+                r.discard()
+            if error is not None:
+                raise error
+            assert batch is not None
+            return [batch]                      # the error comes with the next take
+        assert batch is not None
+        taken.append(batch)
+    batches = [batch for batch, error in results if error is None and batch is not None]
+    if len(batches) < len(runs) or not cursor.join(runs, [b.num_rows for b in batches]):
+        for r in runs:
+            r.discard()
+        return taken or None                    # the batches after are taken here next
+    taken += batches
+    if not any(batch.num_rows for batch in taken):
+        # all below the position, or control batches: never an empty take before the end
+        # (a caller takes that as "nothing more here")
+        taken.append(cursor.take_arrow(max_records))
+    return taken
