@@ -26,9 +26,8 @@ from typing import ParamSpec, TypeVar
 import pyarrow as pa
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
-from pyconsumer.consumer import side_by_side
 from pyconsumer.consumer.group.coordinator import CommitCallback, ConsumerCoordinator
-from pyconsumer.consumer.fetcher import Fetcher
+from pyconsumer.consumer.fetch import Fetcher, decode
 from pyconsumer.consumer.interceptors import ConsumerInterceptors
 from pyconsumer.consumer.group.classic import GroupMembership
 from pyconsumer.consumer.group.consumer_protocol import ConsumerProtocolMembership
@@ -769,9 +768,9 @@ class KafkaConsumer:
             cursor.set_include_headers(include_headers)
             if threads > 1:
                 # compressed batches of one large response, decompressed on several cores
-                parts = cursor.take_arrow_split(
-                    n, threads, functools.partial(side_by_side.run, threads=threads),
-                    side_by_side.min_bytes)
+                parts = decode.take_arrow_split(
+                    cursor, n, threads, functools.partial(decode.run, threads=threads),
+                    decode.min_bytes)
                 if parts is not None:
                     return parts
             return [cursor.take_arrow(n)]
