@@ -12,7 +12,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
@@ -28,8 +28,12 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
 from pyconsumer.net.future import Future
+from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from pyconsumer.protocol.bodies import OffsetForLeaderEpochResponseEpochEndOffset
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +154,7 @@ class OffsetsClient:
     def _parse(self, response: Response, part: Mapping[TopicPartition, int],
                outcome: _Outcome) -> None:
         seen: set[TopicPartition] = set()
-        for t in response.body["topics"]:
+        for t in body_of(response, ApiKey.LIST_OFFSETS)["topics"]:
             for p in t["partitions"]:
                 tp = TopicPartition(t["name"], p["partition_index"])
                 if tp not in part:
@@ -330,7 +334,7 @@ class OffsetsClient:
             answered: set[TopicPartition] = set()
             if f.succeeded():
                 assert f.value is not None
-                for t in f.value.body["topics"]:
+                for t in body_of(f.value, ApiKey.OFFSET_FOR_LEADER_EPOCH)["topics"]:
                     for p in t["partitions"]:
                         tp = TopicPartition(t["topic"], p["partition"])
                         if tp in part:
@@ -344,7 +348,8 @@ class OffsetsClient:
 
         fut.add_callback(done)
 
-    def _apply_validation(self, tp: TopicPartition, asked_offset: int, p: dict[str, Any]) -> None:
+    def _apply_validation(self, tp: TopicPartition, asked_offset: int,
+                          p: OffsetForLeaderEpochResponseEpochEndOffset) -> None:
         subs = self.subscriptions
         if not subs.is_assigned(tp):
             return

@@ -39,6 +39,7 @@ from pyconsumer.net.connection import (
 from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.net.future import Callback, Future, defer_callbacks
 from pyconsumer.net.metadata import ClusterMetadata
+from pyconsumer.net.responses import body_of
 from pyconsumer.net.sasl import SaslSettings
 from pyconsumer.config.ssl import build_ssl_context
 from pyconsumer.net.transport import (
@@ -575,7 +576,7 @@ class NetworkClient:
             if f.succeeded():
                 assert f.value is not None
                 try:
-                    self.metadata.update(f.value.body, listed)
+                    self.metadata.update(body_of(f.value, ApiKey.METADATA), listed)
                 except KafkaError as e:
                     log.warning("metadata from node %d refused: %s", node_id, e)
                     self.metadata.failed_update()

@@ -43,7 +43,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from pyconsumer import protocol
 from pyconsumer.errors import (
@@ -65,6 +65,9 @@ from pyconsumer.net.sasl.authenticator import SaslAuthenticator, SaslHandler
 from pyconsumer.net.transport import NO_TLS_ANSWER, WOULD_BLOCK, Address, SetupFailure
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
+
+if TYPE_CHECKING:
+    from pyconsumer.protocol.bodies import ApiVersionsResponse
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,12 @@ class _Request:
         self.deadline = deadline
         self.correlation_id = -1
         self.internal = internal
+
+
+def _api_versions_body(version: int, frame: bytearray) -> ApiVersionsResponse:
+    """The ApiVersions answer in ``frame``, typed (raises KafkaProtocolError)."""
+    return cast("ApiVersionsResponse",
+                protocol.decode_response(ApiKey.API_VERSIONS, version, frame)[1])
 
 
 class ConnectionSettings(NamedTuple):
@@ -645,8 +654,7 @@ class BrokerConnection:
             # body does not parse (librdkafka's mock sends a malformed one) fall back to v0
             retry = 0
             try:
-                _, body = protocol.decode_response(ApiKey.API_VERSIONS, 0, frame)
-                for k in body["api_keys"]:
+                for k in _api_versions_body(0, frame)["api_keys"]:
                     if k["api_key"] == ApiKey.API_VERSIONS:
                         retry = min(k["max_version"], req.version - 1)
             except KafkaProtocolError:
@@ -666,7 +674,7 @@ class BrokerConnection:
             self._fail(err, now)
             return
         try:
-            _, body = protocol.decode_response(ApiKey.API_VERSIONS, req.version, frame)
+            body = _api_versions_body(req.version, frame)
         except KafkaProtocolError as e:
             self._fail(KafkaProtocolError(f"{self.describe}: {e}"), now)
             return

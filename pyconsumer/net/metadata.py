@@ -15,11 +15,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pyconsumer.errors import ErrorCode, KafkaError, error_for_code
 from pyconsumer.net.backoff import ExponentialBackoff
 from pyconsumer.structs import BrokerInfo, PartitionInfo, TopicPartition
+
+if TYPE_CHECKING:
+    from pyconsumer.protocol.bodies import MetadataResponse
 
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -137,7 +140,7 @@ class ClusterMetadata:
 
     # ------------------------------------------------------------------ update
 
-    def update(self, body: dict[str, Any], requested_topics: Iterable[str] | None,
+    def update(self, body: MetadataResponse, requested_topics: Iterable[str] | None,
                now: float | None = None) -> None:
         """Apply a Metadata response. ``requested_topics`` None means it lists every topic
         (topics no longer listed are forgotten); otherwise only those topics are replaced."""

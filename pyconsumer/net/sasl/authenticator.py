@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pyconsumer.errors import (
     ErrorCode,
@@ -24,6 +24,9 @@ from pyconsumer.errors import (
 )
 from pyconsumer.net.sasl import SaslMechanism, SaslSettings, build_mechanism
 from pyconsumer.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from pyconsumer.protocol.bodies import SaslAuthenticateResponse, SaslHandshakeResponse
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +165,8 @@ class SaslAuthenticator:
         log.debug("%s: SASL %s %s (SaslHandshake v%d)", conn.describe, self.mechanism_name(),
                   "re-authentication" if reauth else "authentication", version)
 
-    def _on_handshake(self, body: dict[str, Any], now: float) -> None:
+    def _on_handshake(self, decoded: dict[str, Any], now: float) -> None:
+        body = cast("SaslHandshakeResponse", decoded)
         conn = self._conn
         name = self.mechanism_name()
         code = body["error_code"]
@@ -218,7 +222,8 @@ class SaslAuthenticator:
         conn.send_sasl_request(ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": token},
                                self._on_authenticate, now)
 
-    def _on_authenticate(self, body: dict[str, Any], now: float) -> None:
+    def _on_authenticate(self, decoded: dict[str, Any], now: float) -> None:
+        body = cast("SaslAuthenticateResponse", decoded)
         code = body["error_code"]
         if code:
             reason = body.get("error_message") or "no reason given"
