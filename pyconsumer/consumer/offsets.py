@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
+from pyconsumer.consumer.partition_errors import PartitionAction, classify
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
 from pyconsumer.errors import (
-    ErrorCode,
     KafkaError,
     KafkaTimeoutError,
     LogTruncationError,
@@ -161,7 +161,8 @@ class OffsetsClient:
                     continue
                 seen.add(tp)
                 code = p["error_code"]
-                if code == 0:
+                action = classify(ApiKey.LIST_OFFSETS, code)
+                if action is PartitionAction.NONE:
                     if response.version == 0:
                         olds = p.get("old_style_offsets") or []
                         offset, ts = (olds[0] if olds else -1), -1
@@ -170,11 +171,11 @@ class OffsetsClient:
                     epoch = p.get("leader_epoch", -1)
                     outcome.offsets[tp] = (None if offset < 0 else
                                            ListedOffset(offset, ts, None if epoch < 0 else epoch))
-                elif code == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT:
+                elif action is PartitionAction.NO_OFFSET:
                     outcome.offsets[tp] = None   # pre-0.10 data: no timestamp search
-                elif code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                elif action is PartitionAction.FATAL:
                     outcome.error = error_for_code(code, f"topic {tp.topic}")
-                else:
+                else:                            # REFRESH_METADATA: every other code
                     err = error_for_code(code, f"ListOffsets for {tp}")
                     assert err is not None
                     log.debug("ListOffsets for %s: %s; retrying", tp, err)
@@ -358,10 +359,11 @@ class OffsetsClient:
                 or st.position.offset != asked_offset:
             return                            # moved meanwhile (a seek wins)
         code = p["error_code"]
-        if code:
+        action = classify(ApiKey.OFFSET_FOR_LEADER_EPOCH, code)
+        if action is not PartitionAction.NONE:
             err = error_for_code(code, f"OffsetForLeaderEpoch for {tp}")
             assert err is not None
-            if err.retriable or err.invalid_metadata:
+            if action is PartitionAction.REFRESH_METADATA:
                 self.client.metadata.request_update()
                 st.next_retry_time = time.monotonic() + self.config.retry_backoff_ms / 1000.0
             else:
