@@ -58,12 +58,16 @@ from pyconsumer.errors import (
 )
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
-from pyconsumer.net.deadline import Retry, remaining_ms
+from pyconsumer.net.deadline import Retry, remaining_ms, retry_until
 from pyconsumer.net.future import Future
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
+
+
+class _OutOfTime(Exception):
+    """The join's deadline passed between rounds (ensure_active_group returns False)."""
 
 
 class GroupMembership(MembershipBase):
@@ -257,47 +261,54 @@ class GroupMembership(MembershipBase):
             return True
         if not self.subscriptions.subscription and self.subscriptions.pattern is None:
             return False
-        while True:
-            if self._join_fut is None and self._sync_fut is None:
-                if not self.coordinator.ensure_coordinator_ready(deadline):
+        try:
+            return retry_until(deadline, lambda: self._join_round(deadline),
+                               wait=lambda ms: self.client.poll(timeout_ms=ms),
+                               backoff_ms=self.config.retry_backoff_ms,
+                               timeout=lambda last: _OutOfTime())
+        except _OutOfTime:
+            return False
+
+    def _join_round(self, deadline: float) -> bool:
+        """One attempt of :meth:`ensure_active_group`: a JoinGroup/SyncGroup round, or the
+        rest of one whose requests are in flight. False when time ran out while waiting;
+        Retry when the round failed (the retry driver waits retry.backoff.ms, then the next
+        round starts)."""
+        if self._join_fut is None and self._sync_fut is None:
+            if not self.coordinator.ensure_coordinator_ready(deadline):
+                return False
+            self._on_join_prepare()
+            self.coordinator.metrics.rebalance_started()
+            self._join_fut = self._send_join()
+        try:
+            if self._join_fut is not None:
+                if not self._wait(self._join_fut, deadline):
                     return False
-                self._on_join_prepare()
-                self.coordinator.metrics.rebalance_started()
-                self._join_fut = self._send_join()
-            try:
-                if self._join_fut is not None:
-                    if not self._wait(self._join_fut, deadline):
-                        return False
-                    fut, self._join_fut = self._join_fut, None
-                    self._sync_fut = self._after_join(self.coordinator.response_or_retry(fut))
-                assert self._sync_fut is not None
-                if not self._wait(self._sync_fut, deadline):
-                    return False
-                fut, self._sync_fut = self._sync_fut, None
-                assignment = self._after_sync(self.coordinator.response_or_retry(fut))
-            except Retry as r:
-                self._join_fut = self._sync_fut = None
-                self.coordinator.metrics.rebalance_failed()
-                log.debug("group %s: join round failed, retrying: %s",
-                          self.coordinator.group_id, r.error)
-                if self.generation_lost() and self._owned():
-                    self._prepared = False     # hand the lost partitions back first
-                if time.monotonic() >= deadline:
-                    return False
-                if r.backoff:
-                    self.client.poll(timeout_ms=min(self.config.retry_backoff_ms,
-                                                    remaining_ms(deadline)))
-                continue
-            except BaseException:
-                # an interrupt (Ctrl-C, wakeup()) while waiting leaves the request in flight:
-                # keep it, so the next call resumes the round and close() knows it is pending
-                if self._join_fut is not None and self._join_fut.done:
-                    self._join_fut = None
-                if self._sync_fut is not None and self._sync_fut.done:
-                    self._sync_fut = None
-                raise
-            self._on_join_complete(assignment)
-            return self.state is MemberState.STABLE
+                fut, self._join_fut = self._join_fut, None
+                self._sync_fut = self._after_join(self.coordinator.response_or_retry(fut))
+            assert self._sync_fut is not None
+            if not self._wait(self._sync_fut, deadline):
+                return False
+            fut, self._sync_fut = self._sync_fut, None
+            assignment = self._after_sync(self.coordinator.response_or_retry(fut))
+        except Retry as r:
+            self._join_fut = self._sync_fut = None
+            self.coordinator.metrics.rebalance_failed()
+            log.debug("group %s: join round failed, retrying: %s",
+                      self.coordinator.group_id, r.error)
+            if self.generation_lost() and self._owned():
+                self._prepared = False     # hand the lost partitions back first
+            raise
+        except BaseException:
+            # an interrupt (Ctrl-C, wakeup()) while waiting leaves the request in flight:
+            # keep it, so the next call resumes the round and close() knows it is pending
+            if self._join_fut is not None and self._join_fut.done:
+                self._join_fut = None
+            if self._sync_fut is not None and self._sync_fut.done:
+                self._sync_fut = None
+            raise
+        self._on_join_complete(assignment)
+        return self.state is MemberState.STABLE
 
     def _wait(self, fut: Future[Response], deadline: float) -> bool:
         self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
