@@ -43,7 +43,6 @@ copies of the registries without it, from any thread.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sized
 from typing import TYPE_CHECKING, Protocol
 
@@ -302,22 +301,16 @@ class ConsumerMetrics:
                 self._fetch_latency_ms[node] = self._clock() - start
         fut.add_callback(done, any_thread=True)
 
-    def fetch_answered(self, node: int, response: Response,
-                       topic_names: Mapping[uuid.UUID, str]) -> None:
+    def fetch_answered(self, node: int, topic_bytes: Iterable[tuple[str | None, int]]) -> None:
         """A Fetch response without a top-level error: latency, and the record bytes it
-        carried (``topic_names``: topic id -> name, for responses that name topics by id)."""
+        carried, per topic in response order (``topic_bytes``: (name, bytes), the name None
+        for a topic id the request did not know; its bytes count in the total only)."""
         now = self._clock()
         latency = self._fetch_latency_ms.pop(node, None)
         if latency is not None:
             self._fetch_latency.record(latency, now)
         total = 0
-        for t in response.body["responses"]:
-            size = 0
-            for p in t["partitions"]:
-                records = p.get("records")
-                if records is not None:
-                    size += len(records)
-            name = topic_names.get(t.get("topic_id")) or t.get("topic")
+        for name, size in topic_bytes:
             if name:
                 self._topic(name)[2].record(size, now)
             total += size

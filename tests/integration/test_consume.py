@@ -365,16 +365,16 @@ def test_no_long_poll_of_caught_up_partitions_while_others_drain(
     """A fetch holding only caught-up partitions waits fetch.max.wait.ms at the broker, and
     with one fetch per node it would keep the partitions still draining from being fetched
     again: such a fetch must not be sent while the node has other partitions buffered."""
-    from pyconsumer.consumer.fetch import Fetcher
+    from pyconsumer.consumer.fetch.request import FetchRequests
 
     topic = make_tansu_topic(4)
     records = [TestRecord(key=b"%d" % i, value=b"v" * 100, partition=i % 4) for i in range(160_000)]
     produce(tansu.bootstrap, topic, records, linger_ms=20)
     violations: list[str] = []
     sends = [0]
-    original = Fetcher._send
+    original = FetchRequests._send
 
-    def checked(self: Fetcher, node: int, partitions: dict[TopicPartition, tuple[int, int]],
+    def checked(self: FetchRequests, node: int, partitions: dict[TopicPartition, tuple[int, int]],
                 full: bool = False) -> None:
         sends[0] += 1
         buffered = self._buffered_partitions() - set(partitions)
@@ -385,7 +385,7 @@ def test_no_long_poll_of_caught_up_partitions_while_others_drain(
             violations.append(f"fetch of caught-up {sorted(partitions)} while {sorted(buffered)} buffered")
         original(self, node, partitions, full)
 
-    monkeypatch.setattr(Fetcher, "_send", checked)
+    monkeypatch.setattr(FetchRequests, "_send", checked)
     with KafkaConsumer(bootstrap_servers=tansu.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([TopicPartition(topic, p) for p in range(4)])
         got = consume(c, 160_000, timeout=60)
