@@ -596,7 +596,7 @@ def test_the_jvms_incubator_warning_is_filtered(capfd: pytest.CaptureFixture[str
     """Processes started while the session starts (the JVM, its Python workers) write to a
     filtered copy of stderr: the JVM's 'Using incubator modules' line (at every Spark start)
     is dropped, every other line arrives; this process's own stderr is untouched."""
-    from pyconsumer.ingest import _JVM_NOISE, _jvm_stderr_without
+    from pyconsumer.spark.logs import JVM_NOISE as _JVM_NOISE, jvm_stderr_without as _jvm_stderr_without
 
     with _jvm_stderr_without(_JVM_NOISE):
         child = subprocess.Popen(["sh", "-c", "sleep 0.2; echo 'WARNING: Using incubator modules: "

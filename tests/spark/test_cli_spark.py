@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from pyconsumer.cli import main, run_demo
+from pyconsumer.cli import main
+from pyconsumer.demo import run_demo
 from pyconsumer.console import StatusLine
 from pyconsumer.ingest import IngestSummary, format_summary, run_ingest
 from pyconsumer.testing import TansuBroker, TestRecord, produce, sample_records

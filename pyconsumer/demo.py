@@ -1,0 +1,253 @@
+"""``pyconsumer demo``: start a local Tansu broker (or use one), produce sample JSON records
+with confluent-kafka, read them into Spark through the ``pyconsumer`` data source (a few rows
+decoded with ``from_json``, a count, a groupBy partition), print the figures, clean up."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import IO, Any
+
+__all__ = ["run_demo", "produce_demo_records"]
+
+
+DEMO_VALUE_SCHEMA = "id long, user string, amount double, ts long"
+
+
+def _demo_values(n: int) -> Any:
+    """The demo's JSON values, generated lazily: id, user (1000 users), amount, ts (ms)."""
+    users = [f"user-{u:04d}" for u in range(1000)]
+    base = 1_700_000_000_000
+    for i in range(n):
+        u = (i * 7919) % 1000
+        amount = ((i * 104729) % 100_000) / 100
+        yield users[u], (f'{{"id":{i},"user":"{users[u]}","amount":{amount:.2f},'
+                         f'"ts":{base + i * 10}}}')
+
+
+def produce_demo_records(bootstrap: str, topic: str, n: int, partitions: int) -> int:
+    """Produce ``n`` JSON records round robin over ``partitions`` with confluent-kafka,
+    batched (linger, 1 MB batches, lz4); returns how many the broker acknowledged."""
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+
+    def on_error(err: Any, msg: Any) -> None:   # delivery.report.only.error: failures only
+        if err is not None:
+            errors.append(str(err))
+
+    producer = Producer({
+        "bootstrap.servers": bootstrap,
+        "linger.ms": 50,
+        "batch.size": 1_000_000,
+        "batch.num.messages": 100_000,
+        "compression.type": "lz4",
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+        "enable.idempotence": False,
+        "acks": "all",
+        "delivery.report.only.error": True,
+        "log_level": 3,
+        "on_delivery": on_error,
+    })
+    produce = producer.produce
+    for i, (key, value) in enumerate(_demo_values(n)):
+        while True:
+            try:
+                produce(topic, value.encode(), key.encode(), partition=i % partitions)
+                break
+            except BufferError:       # local queue full: let deliveries drain
+                producer.poll(0.05)
+        if i % 20_000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    return n - left - len(errors)
+
+
+def _tmp_entries() -> set[str]:
+    try:
+        return set(os.listdir("/tmp"))
+    except OSError:
+        return set()
+
+
+def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | None = None,
+             topic: str | None = None, master: str = "local[*]", spark: Any = None,
+             out: IO[str] | None = None) -> int:
+    """The demo: broker, sample data, Spark through the pyconsumer source, figures, cleanup.
+
+    ``bootstrap`` uses an existing broker (a fresh topic is created and deleted); ``spark``
+    an existing session (kept open), otherwise one is started in a temporary directory and
+    removed. Returns 0 when Spark read every produced record."""
+    out = sys.stdout if out is None else out
+    from pyconsumer.console import format_table
+
+    def say(text: str = "") -> None:
+        print(text, file=out, flush=True)
+
+    tmp_before = _tmp_entries()
+    started = time.perf_counter()
+    broker = None
+    created_topic = None
+    figures: dict[str, Any] = {}
+    topic_deleted = False
+    ok = False
+    try:
+        if bootstrap is None:
+            from pyconsumer.testing import TansuBroker
+
+            t = time.perf_counter()
+            broker = TansuBroker()
+            broker.start()
+            bootstrap = broker.bootstrap
+            topic = topic or "pyconsumer-demo"
+            _create_topic(bootstrap, topic, partitions)
+            say(f"started a local Tansu broker on {bootstrap} (memory storage) and created "
+                f"topic '{topic}' with {partitions} partitions ({time.perf_counter() - t:.1f} s)")
+        else:
+            import uuid
+
+            topic = topic or f"pyconsumer-demo-{uuid.uuid4().hex[:8]}"
+            _create_topic(bootstrap, topic, partitions)
+            created_topic = topic
+            say(f"using the broker at {bootstrap}: created topic '{topic}' with "
+                f"{partitions} partitions")
+
+        t = time.perf_counter()
+        produced = produce_demo_records(bootstrap, topic, records, partitions)
+        produce_s = time.perf_counter() - t
+        figures["produced"] = produced
+        say(f"produced {produced:,} JSON records with confluent-kafka (lz4, round robin) in "
+            f"{produce_s:.1f} s ({produced / produce_s:,.0f} records/s)")
+
+        def with_spark(session: Any) -> None:
+            from pyspark.sql import functions as F
+
+            from pyconsumer.spark import register
+
+            register(session)
+            def reader() -> Any:     # a DataFrameReader's option() changes it: one per query
+                return (session.read.format("pyconsumer")
+                        .option("kafka.bootstrap.servers", bootstrap))
+
+            # a few records first: a small query that also starts Spark's Python workers
+            in_partition_0 = (records + partitions - 1) // partitions
+            few = (json.dumps({topic: {"0": 0}}),
+                   json.dumps({topic: {"0": min(5, in_partition_0)}}))
+            t = time.perf_counter()
+            decoded = (reader().option("assign", json.dumps({topic: [0]}))
+                       .option("startingOffsets", few[0]).option("endingOffsets", few[1]).load()
+                       .select("partition", "offset",
+                               F.from_json(F.col("value").cast("string"),
+                                           DEMO_VALUE_SCHEMA).alias("v"))
+                       .select("partition", "offset", "v.id", "v.user", "v.amount",
+                               F.date_format(F.timestamp_millis("v.ts"),
+                                             "yyyy-MM-dd HH:mm:ss.SSS").alias("ts"))
+                       .orderBy("offset").collect())
+            first_s = time.perf_counter() - t
+            say(f"\nthe first records of partition 0 (assign {json.dumps({topic: [0]})}, "
+                f"startingOffsets {few[0]}, endingOffsets {few[1]}), value decoded with "
+                f"from_json(value, \"{DEMO_VALUE_SCHEMA}\") in {first_s:.2f} s (the first "
+                "query also starts Spark's Python workers):")
+            say(format_table([(r["partition"], r["offset"], r["id"], r["user"],
+                               f"{r['amount']:.2f}", r["ts"])
+                              for r in decoded],
+                             ("partition", "offset", "id", "user", "amount", "ts"),
+                             right=(True, True, True, False, True, False)))
+
+            df = reader().option("subscribe", topic).load()
+            say(f"\ndf = spark.read.format(\"pyconsumer\")"
+                f".option(\"kafka.bootstrap.servers\", \"{bootstrap}\")"
+                f".option(\"subscribe\", \"{topic}\").load()")
+            t = time.perf_counter()
+            count = df.count()
+            count_s = time.perf_counter() - t
+            figures.update(read=count, count_s=count_s)
+            say(f"df.count() = {count:,} in {count_s:.2f} s ({count / count_s:,.0f} records/s)")
+
+            t = time.perf_counter()
+            rows = (df.groupBy("partition")
+                    .agg(F.count(F.lit(1)).alias("records"),
+                         F.min("offset").alias("first"), F.max("offset").alias("last"),
+                         F.sum(F.length("value")).alias("value_bytes"))
+                    .orderBy("partition").collect())
+            group_s = time.perf_counter() - t
+            grouped = sum(r["records"] for r in rows)
+            figures.update(group_s=group_s, grouped=grouped)
+            say(f"\ndf.groupBy(\"partition\").agg(count, min/max offset, sum(length(value))) "
+                f"in {group_s:.2f} s ({grouped / group_s:,.0f} records/s):")
+            say(format_table(
+                [(r["partition"], f"{r['records']:,}", f"{r['first']}-{r['last']}",
+                  f"{r['value_bytes'] or 0:,}") for r in rows],
+                ("partition", "records", "offsets", "value bytes"),
+                right=(True, True, False, True)))
+
+        if spark is not None:
+            with_spark(spark)
+        else:
+            from pyconsumer.spark.session import temporary_session
+
+            say(f"\nstarting Spark ({master}) ...")
+            t = time.perf_counter()
+            with temporary_session(master, app_name="pyconsumer demo") as session:
+                figures["spark_start_s"] = time.perf_counter() - t
+                say(f"Spark {session.version} ready in {figures['spark_start_s']:.1f} s")
+                with_spark(session)
+        ok = figures.get("read") == figures.get("produced") == records \
+            and figures.get("grouped") == records
+    finally:
+        if created_topic is not None:
+            try:
+                _delete_topic(bootstrap, created_topic)  # type: ignore[arg-type]
+                topic_deleted = True
+            except Exception as exc:
+                say(f"(could not delete topic '{created_topic}': {exc})")
+        if broker is not None:
+            broker.close()
+    total_s = time.perf_counter() - started
+    say("\nfigures:")
+    read = figures.get("read", 0)
+    lines = [("records produced", f"{figures.get('produced', 0):,}"),
+             ("records read into Spark", f"{read:,}")]
+    if read:
+        lines.append(("records/s into Spark", f"{read / figures['count_s']:,.0f} (count), "
+                      f"{figures['grouped'] / figures['group_s']:,.0f} (groupBy partition)"))
+    lines.append(("seconds", f"{total_s:.1f} in all"
+                  + (f" (Spark start {figures['spark_start_s']:.1f})"
+                     if "spark_start_s" in figures else "")))
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        say(f"  {k.ljust(width)}  {v}")
+    left = sorted(_tmp_entries() - tmp_before)
+    cleaned = "broker stopped, " if broker is not None else ""
+    cleaned += f"topic '{created_topic}' deleted, " if topic_deleted else ""
+    cleaned += "Spark's temporary directory removed, " if spark is None else ""
+    if left:
+        say(f"\ncleaned up: {cleaned}but new in /tmp since the demo started "
+            f"(maybe other processes'): {', '.join(left)}")
+    else:
+        say(f"\ncleaned up: {cleaned}nothing left in /tmp")
+    if not ok:
+        say(f"Spark read {read:,} of {records:,} records: something is wrong")
+    return 0 if ok else 1
+
+
+def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    from pyconsumer.testing import wait_for_topic
+
+    # log_level 3: no librdkafka info lines ("Purging ... unserved events") on the terminal
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
+                                            replication_factor=1)], request_timeout=30)
+    futures[topic].result(30)
+    wait_for_topic(admin, topic, partitions, 30)
+
+
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    admin.delete_topics([topic], request_timeout=30)[topic].result(30)

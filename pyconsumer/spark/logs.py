@@ -1,0 +1,98 @@
+"""What a command's Spark session logs, and where: the JVM's log4j2 configuration at one
+level, py4j's own records dropped while the session lives, and the JVM's start-up noise
+filtered out of the stderr its processes inherit."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+_LOG4J2 = """\
+# pyconsumer: Spark's log on stderr at one level, without the start-up banner lines.
+# PySpark counts as a shell: Spark compares the root level with its shell logger's (WARN
+# unless a configured logger covers it) and prints "Setting default log level" when they
+# differ; the top-level packages get the same level so that they do not.
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex
+{loggers}
+"""
+_LOG_PACKAGES = ("org", "io", "com", "py4j", "scala", "net", "jdk", "java", "javax")
+
+
+def log4j2_properties(level: str) -> str:
+    loggers = "\n".join(f"logger.{p}.name = {p}\nlogger.{p}.level = {level}"
+                        for p in _LOG_PACKAGES)
+    return _LOG4J2.format(level=level, loggers=loggers)
+
+
+class QuietPy4J(logging.Filter):
+    """While the CLI's session lives: py4j's own log records (tracebacks of a call cut short
+    by Ctrl-C, "Error while sending or receiving") are dropped; the CLI reports the failure
+    itself. py4j logs some on the root logger (``logging.exception``), some on ``py4j.*``."""
+
+    installed: list[QuietPy4J] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        path = record.pathname.replace(os.sep, "/")
+        return "/py4j/" not in path
+
+    def install(self) -> None:
+        logging.getLogger().addFilter(self)
+        logging.getLogger("py4j").addFilter(self)
+        for name in ("py4j.java_gateway", "py4j.clientserver"):
+            logging.getLogger(name).addFilter(self)
+        QuietPy4J.installed.append(self)
+
+    @classmethod
+    def uninstall_all(cls) -> None:
+        while cls.installed:
+            f = cls.installed.pop()
+            for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
+                logging.getLogger(name).removeFilter(f)
+
+
+#: what the JVM prints at every start that says nothing to a user: Spark 4 adds
+#: --add-modules=jdk.incubator.vector, and the JVM announces it on stderr (no flag silences it)
+JVM_NOISE = re.compile(r"WARNING: Using incubator modules: ")
+
+
+@contextmanager
+def jvm_stderr_without(noise: re.Pattern[str]) -> Iterator[None]:
+    """Processes started inside get, as stderr, a pipe that a thread copies to this process's
+    stderr minus the lines matching ``noise``; this process's own stderr is restored at once.
+    The copy runs until the last process holding the pipe (the JVM, its Python workers)
+    exits."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):          # no real stderr (embedded): nothing to filter
+        yield
+        return
+    read_end, write_end = os.pipe()
+    target = os.dup(saved)                 # the thread's own copy of the real stderr
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def copy() -> None:
+        with os.fdopen(read_end, "rb") as lines, os.fdopen(target, "wb", 0) as out:
+            for line in lines:
+                if not noise.match(line.decode("utf-8", "replace")):
+                    out.write(line)
+
+    thread = threading.Thread(target=copy, name="pyconsumer-jvm-stderr", daemon=True)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)                  # the pipe's write end now lives in the children only
+        os.close(saved)
+        thread.start()
