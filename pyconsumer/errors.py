@@ -439,30 +439,6 @@ BROKER_ERRORS: tuple[tuple[int, str, bool, str], ...] = (
 
 )
 
-# Codes after which the client refreshes metadata before retrying. These are the codes whose
-# Java exception extends InvalidMetadataException, plus UNKNOWN_LEADER_EPOCH and
-# OFFSET_NOT_AVAILABLE, which the Java consumer's ListOffsets/OffsetsForLeaderEpoch paths treat
-# the same way (retry the partition after a metadata update).
-INVALID_METADATA_CODES: frozenset[int] = frozenset(
-    {
-        3,  # UNKNOWN_TOPIC_OR_PARTITION
-        5,  # LEADER_NOT_AVAILABLE
-        6,  # NOT_LEADER_OR_FOLLOWER
-        9,  # REPLICA_NOT_AVAILABLE
-        13,  # NETWORK_EXCEPTION
-        56,  # KAFKA_STORAGE_ERROR
-        72,  # LISTENER_NOT_FOUND
-        74,  # FENCED_LEADER_EPOCH
-        75,  # UNKNOWN_LEADER_EPOCH
-        78,  # OFFSET_NOT_AVAILABLE
-        80,  # PREFERRED_LEADER_NOT_AVAILABLE
-        83,  # ELIGIBLE_LEADERS_NOT_AVAILABLE
-        84,  # ELECTION_NOT_NEEDED
-        100,  # UNKNOWN_TOPIC_ID
-        103,  # INCONSISTENT_TOPIC_ID
-    }
-)
-
 class ErrorCode(IntEnum):
     """Every code of ``BROKER_ERRORS`` by Kafka's name: ``ErrorCode.NOT_COORDINATOR == 16``.
 
@@ -610,6 +586,31 @@ class ErrorCode(IntEnum):
     GROUP_DELETION_FAILED = 134
     STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED = 135
     CONTROLLER_ID_NOT_REGISTERED = 136
+
+
+# Codes after which the client refreshes metadata before retrying. These are the codes whose
+# Java exception extends InvalidMetadataException, plus UNKNOWN_LEADER_EPOCH and
+# OFFSET_NOT_AVAILABLE, which the Java consumer's ListOffsets/OffsetsForLeaderEpoch paths treat
+# the same way (retry the partition after a metadata update).
+INVALID_METADATA_CODES: frozenset[int] = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.LISTENER_NOT_FOUND,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+        ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+        ErrorCode.ELECTION_NOT_NEEDED,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.INCONSISTENT_TOPIC_ID,
+    }
+)
 
 
 # Broker class names that would clash with a client error of the same CamelCase name.
