@@ -1,6 +1,7 @@
 """Static checks in the one test run: ruff (configured in pyproject.toml) clean over the tree,
-mypy --strict clean over the package, and stubtest: the extension's .pyi stub matches what the
-compiled module really exports (so the stub cannot go stale)."""
+mypy --strict clean over the package, import-linter's layer contracts (pyproject.toml) kept,
+and stubtest: the extension's .pyi stub matches what the compiled module really exports (so
+the stub cannot go stale)."""
 from __future__ import annotations
 
 import importlib.util
@@ -45,4 +46,15 @@ def test_extension_stub_matches_the_module() -> None:
     module = decode_records.__module__
     out = run("mypy.stubtest", module, "--mypy-config-file", "pyproject.toml",
               "--allowlist", "tests/lint/stubtest_allowlist.txt")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_import_layers_kept() -> None:
+    """Every import runs downward (the contracts in pyproject.toml's [tool.importlinter])."""
+    need("importlinter")
+    # the lint-imports command's entry point (the module has no __main__)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import "
+                          "lint_imports_command; sys.exit(lint_imports_command())", "--no-cache"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
