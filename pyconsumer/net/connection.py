@@ -28,9 +28,10 @@ The connection owns framing (4-byte length prefix; a length above ``max.response
 refused before anything is allocated), correlation ids (responses must come back in the
 order sent, as Kafka guarantees per connection), the in-flight limit, request deadlines
 (``request.timeout.ms``; an expired in-flight request closes the connection, as in Java, since
-the stream can no longer be trusted), version negotiation and the connection state. Socket
-set-up (DNS, connect, TLS) is :mod:`pyconsumer.net.transport`; the SASL exchange is
-:mod:`pyconsumer.net.sasl.authenticator`. It does no I/O of its own accord:
+the stream can no longer be trusted) and the connection state. Socket set-up (DNS, connect,
+TLS) is :mod:`pyconsumer.net.transport`; what the ApiVersions answer allows,
+:mod:`pyconsumer.net.versions`; the SASL exchange, :mod:`pyconsumer.net.sasl.authenticator`.
+It does no I/O of its own accord:
 :class:`~pyconsumer.net.client.NetworkClient` calls :meth:`on_writable`, :meth:`on_readable`
 and :meth:`check_timeouts` from its selector loop.
 """
@@ -43,19 +44,16 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from pyconsumer import protocol
 from pyconsumer.errors import (
     AuthenticationError,
-    ErrorCode,
     KafkaConnectionError,
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
     SaslAuthenticationError,
-    UnsupportedVersionError,
-    error_for_code,
 )
 from pyconsumer.net import transport
 from pyconsumer.net.backoff import ExponentialBackoff
@@ -63,11 +61,9 @@ from pyconsumer.net.future import Future
 from pyconsumer.net.sasl import SaslSettings
 from pyconsumer.net.sasl.authenticator import SaslAuthenticator, SaslHandler
 from pyconsumer.net.transport import NO_TLS_ANSWER, WOULD_BLOCK, Address, SetupFailure
+from pyconsumer.net.versions import FIRST_API_VERSIONS, BrokerVersions, read_api_versions
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo
-
-if TYPE_CHECKING:
-    from pyconsumer.protocol.bodies import ApiVersionsResponse
 
 log = logging.getLogger(__name__)
 
@@ -112,12 +108,6 @@ class _Request:
         self.deadline = deadline
         self.correlation_id = -1
         self.internal = internal
-
-
-def _api_versions_body(version: int, frame: bytearray) -> ApiVersionsResponse:
-    """The ApiVersions answer in ``frame``, typed (raises KafkaProtocolError)."""
-    return cast("ApiVersionsResponse",
-                protocol.decode_response(ApiKey.API_VERSIONS, version, frame)[1])
 
 
 class ConnectionSettings(NamedTuple):
@@ -184,12 +174,10 @@ class BrokerConnection:
         self._frame: bytearray | None = None
         self._frame_view: memoryview | None = None
         self._frame_filled = 0
-        #: api key -> (min, max) the broker advertises; filled by negotiation
-        self.broker_versions: dict[int, tuple[int, int]] = {}
+        #: what the broker advertises (ApiVersions), the versions requests use
+        self._versions = BrokerVersions()
         #: monotonic time of the last byte sent or received (connections.max.idle.ms)
         self.last_activity = 0.0
-        #: the ApiVersions version the broker answered without error
-        self.api_versions_version: int | None = None
         self._hs_wants_write = False           # the TLS handshake waits to write
         #: called after a failure closed the connection (the client refreshes metadata)
         self.on_failure: Callable[[BrokerConnection], None] | None = None
@@ -288,34 +276,23 @@ class BrokerConnection:
 
     # ------------------------------------------------------------------ versions
 
+    @property
+    def broker_versions(self) -> dict[int, tuple[int, int]]:
+        """api key -> (min, max) the broker advertises; filled by negotiation."""
+        return self._versions.ranges
+
+    @property
+    def api_versions_version(self) -> int | None:
+        """The ApiVersions version the broker answered without error."""
+        return self._versions.answered
+
     def version_for(self, api_key: int, min_version: int = 0, max_version: int | None = None) -> int:
         """The highest version of ``api_key`` both sides support (within the given bounds)."""
-        api = ApiKey(api_key)
-        ours_lo, ours_hi = protocol.SUPPORTED_VERSIONS[api]
-        lo = max(ours_lo, min_version)
-        hi = ours_hi if max_version is None else min(ours_hi, max_version)
-        theirs = self.broker_versions.get(int(api))
-        if theirs is None:
-            raise UnsupportedVersionError(
-                f"{self.describe} does not support {api.name} (not in its ApiVersions answer)")
-        best = min(hi, theirs[1])
-        if best < max(lo, theirs[0]):
-            raise UnsupportedVersionError(
-                f"{self.describe} supports {api.name} v{theirs[0]}-{theirs[1]}, pyconsumer needs "
-                f"v{lo}-{hi}: no common version")
-        return best
+        return self._versions.version_for(api_key, self.describe, min_version, max_version)
 
     def negotiated_versions(self) -> dict[str, int]:
         """API name -> version this connection uses, for every API both sides share."""
-        out: dict[str, int] = {}
-        for api in protocol.SUPPORTED_VERSIONS:
-            try:
-                out[api.name] = self.version_for(api)
-            except UnsupportedVersionError:
-                pass
-        if self.api_versions_version is not None:  # the version actually answered
-            out[ApiKey.API_VERSIONS.name] = self.api_versions_version
-        return out
+        return self._versions.negotiated(self.describe)
 
     # ------------------------------------------------------------------ connect
 
@@ -369,7 +346,7 @@ class BrokerConnection:
     def _start_negotiation(self, now: float) -> None:
         self.state = ConnectionState.NEGOTIATING
         self._reset_setup_timeout()   # connected (Java: CHECKING_API_VERSIONS)
-        self._send_api_versions(protocol.SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now)
+        self._send_api_versions(FIRST_API_VERSIONS, now)
 
     def _handshake(self, now: float) -> None:
         """One step of the non-blocking TLS handshake."""
@@ -442,12 +419,8 @@ class BrokerConnection:
             try:
                 if req.version is None:
                     req.version = self.version_for(req.api_key, max_version=req.max_version)
-                elif int(req.api_key) in self.broker_versions:
-                    lo, hi = self.broker_versions[int(req.api_key)]
-                    if not lo <= req.version <= hi:
-                        raise UnsupportedVersionError(
-                            f"{self.describe} supports {req.api_key.name} v{lo}-{hi}, not "
-                            f"v{req.version}")
+                else:
+                    self._versions.check(req.api_key, req.version, self.describe)
                 self._write_request(req)
             except KafkaError as e:
                 req.future.failure(e)
@@ -645,43 +618,16 @@ class BrokerConnection:
     def _handle_api_versions(self, req: _Request, frame: bytearray, now: float) -> None:
         assert req.version is not None
         try:
-            code = protocol.api_versions_error_code(frame)
-        except KafkaProtocolError as e:
-            self._fail(KafkaProtocolError(f"{self.describe}: {e}"), now)
+            answer = read_api_versions(req.version, frame, self.describe)
+        except KafkaError as e:
+            self._fail(e, now)
             return
-        if code == ErrorCode.UNSUPPORTED_VERSION:
-            # KIP-511: the broker answers with a v0 body listing what it supports; when that
-            # body does not parse (librdkafka's mock sends a malformed one) fall back to v0
-            retry = 0
-            try:
-                for k in _api_versions_body(0, frame)["api_keys"]:
-                    if k["api_key"] == ApiKey.API_VERSIONS:
-                        retry = min(k["max_version"], req.version - 1)
-            except KafkaProtocolError:
-                pass
-            if req.version == 0 or retry >= req.version:
-                self._fail(KafkaProtocolError(
-                    f"{self.describe} refused ApiVersions v{req.version} as unsupported "
-                    f"and there is no lower version to try"), now)
-                return
+        if isinstance(answer, int):
             log.debug("%s refused ApiVersions v%d; retrying with v%d", self.describe,
-                      req.version, retry)
-            self._send_api_versions(max(retry, 0), now)
+                      req.version, answer)
+            self._send_api_versions(answer, now)
             return
-        if code:
-            err = error_for_code(code, f"ApiVersions v{req.version} from {self.describe}")
-            assert err is not None
-            self._fail(err, now)
-            return
-        try:
-            body = _api_versions_body(req.version, frame)
-        except KafkaProtocolError as e:
-            self._fail(KafkaProtocolError(f"{self.describe}: {e}"), now)
-            return
-        self.broker_versions = {
-            k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]
-        }
-        self.api_versions_version = req.version
+        self._versions.accept(req.version, answer)
         if self.settings.sasl is not None:
             self.state = ConnectionState.AUTHENTICATING
             self._auth.start(now, reauth=False)
@@ -869,8 +815,7 @@ class BrokerConnection:
                 pass
         self.sock = None
         self.state = ConnectionState.DISCONNECTED
-        self.broker_versions = {}
-        self.api_versions_version = None
+        self._versions.clear()
         self._out.clear()
         self._out_pos = 0
         self._header.clear()
