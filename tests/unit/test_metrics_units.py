@@ -33,7 +33,7 @@ from pyconsumer.consumer.metrics import (
     ConsumerMetrics,
 )
 from pyconsumer.metrics import MetricName, find
-from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.subscription import FetchPosition, SubscriptionState
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
@@ -199,6 +199,55 @@ def test_poll_metrics_follow_javas_formulas() -> None:
     assert read(m, "last-poll-seconds-ago", CONSUMER_GROUP) == 1.0
     clock.ms = 2100
     assert read(m, "last-poll-seconds-ago", CONSUMER_GROUP) == 2.0
+
+
+# ---------------------------------------------------------------------------- the assignment view
+
+
+class Offsets:
+    """A partition as ConsumerMetrics reads it (its PartitionView), without SubscriptionState."""
+
+    def __init__(self, position: int | None, high_watermark: int | None,
+                 last_stable_offset: int | None, log_start_offset: int | None) -> None:
+        self.position = None if position is None else FetchPosition(position)
+        self.has_valid_position = position is not None
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+
+
+class Assignment:
+    """An AssignmentView over a plain dict."""
+
+    def __init__(self, partitions: dict[TopicPartition, Offsets]) -> None:
+        self.partitions = partitions
+
+    def assigned_partitions(self) -> list[TopicPartition]:
+        return list(self.partitions)
+
+    def is_assigned(self, tp: TopicPartition) -> bool:
+        return tp in self.partitions
+
+    def state(self, tp: TopicPartition) -> Offsets:
+        return self.partitions[tp]
+
+
+@pytest.mark.parametrize("isolation, lag", [("read_uncommitted", 3.0), ("read_committed", 2.0)])
+def test_lag_and_lead_are_read_through_the_assignment_view(isolation: str, lag: float) -> None:
+    """ConsumerMetrics takes any read-only view of the assignment: lag is the high watermark
+    (last stable offset under read_committed) minus the position, lead the position minus
+    the log start; a partition without a valid position or offsets has neither."""
+    m = metrics_on(Clock(), isolation_level=isolation)
+    view = Assignment({TP("t.x", 0): Offsets(7, 10, 9, 2), TP("t.x", 1): Offsets(None, 5, 5, 0),
+                       TP("u", 0): Offsets(4, None, None, None)})
+    out = m.snapshot(view, 3)
+    tags = {"client-id": "c", "topic": "t_x", "partition": "0"}
+    assert out[MetricName("records-lag", FETCH_GROUP, tags)] == lag
+    assert out[MetricName("records-lead", FETCH_GROUP, tags)] == 5.0
+    assert [n for n in out if n.name in ("records-lag", "records-lead")
+            and n.tags != tags] == []
+    assert out[MetricName("assigned-partitions", COORDINATOR_GROUP, {"client-id": "c"})] == 3.0
+    assert out[MetricName("connection-count", CONSUMER_GROUP, {"client-id": "c"})] == 3.0
 
 
 # ---------------------------------------------------------------------------- fetch metrics
