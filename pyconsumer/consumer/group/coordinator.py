@@ -23,12 +23,14 @@ import collections
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.consumer.group.errors import GroupAction, classify
 from pyconsumer.consumer.group.membership import Membership
+from pyconsumer.consumer.partition_errors import PartitionAction
+from pyconsumer.consumer.partition_errors import classify as partition_action
 from pyconsumer.errors import (
     BrokerResponseError,
     CommitFailedError,
@@ -44,8 +46,17 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.deadline import Retry, remaining_ms, retry_until
 from pyconsumer.net.future import Future
+from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import BrokerInfo, OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from pyconsumer.protocol.bodies import (
+        Coordinator,
+        FindCoordinatorResponse,
+        OffsetFetchResponseTopic,
+        OffsetFetchResponseTopics,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +167,10 @@ class ConsumerCoordinator:
             return
         assert fut.value is not None
         resp = fut.value
-        found = ([c for c in resp.body["coordinators"] if c["key"] == self.group_id][0]
-                 if resp.version >= 4 else resp.body)
+        body = body_of(resp, ApiKey.FIND_COORDINATOR)
+        found: Coordinator | FindCoordinatorResponse = (
+            [c for c in body["coordinators"] if c["key"] == self.group_id][0]
+            if resp.version >= 4 else body)
         node_id = COORDINATOR_ID_BASE - found["node_id"]
         self.client.metadata.extra_nodes[node_id] = BrokerInfo(node_id, found["host"],
                                                                found["port"])
@@ -173,12 +186,13 @@ class ConsumerCoordinator:
             return err if isinstance(err, KafkaError) else KafkaConnectionError(str(err))
         assert fut.value is not None
         resp = fut.value
+        body = body_of(resp, ApiKey.FIND_COORDINATOR)
         if resp.version >= 4:
-            entries = [c for c in resp.body["coordinators"] if c["key"] == self.group_id]
+            entries = [c for c in body["coordinators"] if c["key"] == self.group_id]
             code = entries[0]["error_code"] if entries else ErrorCode.COORDINATOR_NOT_AVAILABLE
             message = entries[0].get("error_message") if entries else None
         else:
-            code, message = resp.body["error_code"], resp.body.get("error_message")
+            code, message = body["error_code"], body.get("error_message")
         return error_for_code(code, f"FindCoordinator for group {self.group_id}"
                               + (f": {message}" if message else "")) if code else None
 
@@ -286,24 +300,27 @@ class ConsumerCoordinator:
             return {"group_id": group, "topics": topics, "require_stable": True}
 
         def parse(resp: Response) -> dict[TopicPartition, OffsetAndMetadata | None]:
+            body = body_of(resp, ApiKey.OFFSET_FETCH)
+            topics: list[OffsetFetchResponseTopic] | list[OffsetFetchResponseTopics]
             if resp.version >= 8:
-                g = resp.body["groups"][0]
+                g = body["groups"][0]
                 code, topics = g["error_code"], g["topics"]
             else:
-                code, topics = resp.body.get("error_code", 0), resp.body["topics"]
+                code, topics = body.get("error_code", 0), body["topics"]
             _, err = self.group_error(ApiKey.OFFSET_FETCH, code, "OffsetFetch")
             if err is not None:
                 raise err
             out: dict[TopicPartition, OffsetAndMetadata | None] = {}
-            unstable = []
+            retry: list[tuple[TopicPartition, int]] = []
             for t in topics:
                 for p in t["partitions"]:
                     tp = TopicPartition(t["name"], p["partition_index"])
                     code = p["error_code"]
-                    if code == ErrorCode.UNSTABLE_OFFSET_COMMIT:
-                        unstable.append(tp)
+                    action = partition_action(ApiKey.OFFSET_FETCH, code)
+                    if action is PartitionAction.RETRY:
+                        retry.append((tp, code))
                         continue
-                    if code:
+                    if action is not PartitionAction.NONE:
                         err = error_for_code(code, f"committed offset of {tp}")
                         assert err is not None
                         if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
@@ -314,10 +331,11 @@ class ConsumerCoordinator:
                     epoch = p.get("committed_leader_epoch", -1)
                     out[tp] = None if offset < 0 else OffsetAndMetadata(
                         offset, p.get("metadata") or "", None if epoch < 0 else epoch)
-            if unstable:
-                err = error_for_code(ErrorCode.UNSTABLE_OFFSET_COMMIT, ", ".join(map(str, unstable)))
+            if retry:
+                # UNSTABLE_OFFSET_COMMIT: a transaction is committing offsets: ask again
+                err = error_for_code(retry[0][1], ", ".join(str(tp) for tp, _ in retry))
                 assert err is not None
-                raise Retry(err)    # a transaction is committing offsets: ask again
+                raise Retry(err)
             return {tp: out.get(tp) for tp in parts}
 
         result: dict[TopicPartition, OffsetAndMetadata | None] = self._call(
@@ -358,7 +376,7 @@ class ConsumerCoordinator:
 
     def _parse_commit(self, resp: Response, sent_generation: int) -> None:
         failed_topics: set[str] = set()
-        for t in resp.body["topics"]:
+        for t in body_of(resp, ApiKey.OFFSET_COMMIT)["topics"]:
             for p in t["partitions"]:
                 code = p["error_code"]
                 if not code:
