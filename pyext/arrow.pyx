@@ -506,11 +506,7 @@ cdef int arrow_fill_v2(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -
         p_vo[n + 1] = <int32_t>vu
         nfo = v.offset + 1
         n += 1
-    w.rr.pos = q - w.rr.buf
-    w.remaining = remaining
-    w.next_fetch_offset = nfo
-    if n > n0:
-        w.last_epoch = w.epoch
+    w.took(q - w.rr.buf, remaining, nfo, n > n0)
     b.n = n
     b.key_used = ku
     b.val_used = vu

@@ -2,6 +2,9 @@
 # skips control batches and aborted transactions (read_committed), records below the fetch
 # offset, stops at an incomplete trailing batch, and hands records out as ConsumerRecords or
 # Arrow rows, at most N per take. State survives between takes (Java's CompletedFetch).
+# The walker owns that state: the position and the row bookkeeping (next_fetch_offset,
+# last_epoch) are written here only (the fill loops hand their cursor back through took(),
+# a parallel take's parts come back through absorb()).
 
 cdef class _Walker:
     cdef object owner                # the record_set object
@@ -60,6 +63,9 @@ cdef class _Walker:
     cdef void _incomplete(self, int64_t offset, Py_ssize_t size, Py_ssize_t have) noexcept
     cdef int read_record(self, RecView* v) except -1 nogil   # 1 handed out, 0 skipped
     cdef void undo(self) noexcept nogil          # forget the last read_record
+    cdef void took(self, Py_ssize_t pos, int32_t remaining, int64_t next_offset,
+                   bint rows) noexcept nogil
+        # a fill loop that parsed records itself (arrow_fill_v2) hands its cursor back
     cdef list take_records(self, Py_ssize_t max_records, object key_des, object value_des)
     cdef int _take_records(self, list out, Py_ssize_t max_records, object key_des,
                            object value_des, bint des) except -1  # the loop of take_records

@@ -353,6 +353,16 @@ cdef class _Walker:
         self.next_fetch_offset = self.undo_nfo
         self.last_epoch = self.undo_epoch
 
+    cdef void took(self, Py_ssize_t pos, int32_t remaining, int64_t next_offset,
+                   bint rows) noexcept nogil:
+        """The current batch read up to pos with remaining records left, the position at
+        next_offset; rows: some were handed out (they carry this batch's epoch)."""
+        self.rr.pos = pos
+        self.remaining = remaining
+        self.next_fetch_offset = next_offset
+        if rows:
+            self.last_epoch = self.epoch
+
     cdef list take_records(self, Py_ssize_t max_records, object key_des, object value_des):
         cdef list out = []
         cdef bint des = key_des is not None or value_des is not None
