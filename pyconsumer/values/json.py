@@ -1,0 +1,598 @@
+"""JSON and string values -> typed Arrow arrays, with Spark's ``from_json`` results.
+
+The one job: decode a batch of Kafka values (a binary array, one JSON document per value) into
+one struct array of a given schema, reporting every bad row by index instead of failing the batch.
+
+How. The values are joined into one newline-delimited buffer by Arrow kernels (no Python object
+per record) and parsed by ``pyarrow.json.read_json`` with the explicit schema, unexpected fields
+ignored. ``read_json`` fails a whole block for one bad row, so a failing range is bisected until
+each bad row stands alone; a lone bad row, and any row the fast path must not see, is decoded by a
+Python reader that follows Spark's rules. Rows kept off the fast path: those with a raw CR or LF
+(whitespace between tokens is legal JSON but would split the row), those not starting with ``{``
+(``read_json`` crashes on a top-level ``null``), and every row when the schema has a MAP (``read_json``
+cannot build maps). DATE fields are read by the fast path as zone-less timestamps and truncated, so
+a date written with a zone offset goes to the Python reader (Spark keeps the written day).
+
+What a row gives, checked against Spark 4 ``from_json(col.cast("string"), ddl)`` (session zone UTC):
+
+- a null value (tombstone), an empty or all-whitespace value: a null row, not an error;
+- missing fields and JSON nulls: null fields; fields not in the schema: ignored; a repeated key:
+  the last one wins; text after the first complete object: ignored (Spark reads only the first);
+- a field of the wrong type or out of range (``1.5`` or ``3000000000`` for INT, ``"x"`` for DOUBLE,
+  an array element of the wrong type, ...): a row error;
+- not a JSON object (``[1]``, ``5``, ``"s"``, ``null``) or not JSON at all: a row error;
+- coercions Spark makes, made here too: any number for DOUBLE/FLOAT (overflow to infinity),
+  ``NaN``/``Infinity`` bare or quoted, a number or a nested object/array for STRING (its JSON text),
+  a quoted number for DECIMAL (rounded half-up to the scale), integer seconds for TIMESTAMP, and
+  Spark's lenient date/timestamp text (``2024-1-5``, ``2024-01-01 10:00``, a date for a timestamp);
+- invalid UTF-8 is read with U+FFFD replacements, as ``cast("string")`` does in Spark.
+
+A bad row is null in :attr:`Decoded.array` (the contract of every decoder); with
+``partial_results=True`` it holds instead exactly what Spark's ``from_json`` gives: the fields that
+converted (a struct of nulls when the text is not a JSON object). Deliberate differences from Spark:
+single-quoted strings and keys are bad rows here (Spark's default accepts them); TINYINT values
+128..255 are out of range here (Spark wraps them to negative numbers); lone UTF-16 surrogates
+escaped in a string are a bad row; a NOT NULL in the schema is not enforced (Spark's ``from_json``
+makes every field nullable too).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import json as _json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from pyconsumer.values.result import Decoded
+from pyconsumer.values.schema import to_arrow_schema
+
+__all__ = ["decode_json", "decode_string", "decode_json_rows"]
+
+# pyarrow.json's default block is 1 MiB; a row longer than the block cannot be parsed
+_MIN_BLOCK = 1 << 20
+
+
+class _Bad(Exception):
+    """One value cannot take its field's type; the message is the row's reason."""
+
+
+class _Num:
+    """A JSON number kept as its text, so range and exactness are judged on what was written."""
+
+    __slots__ = ("text", "integral")
+
+    def __init__(self, text: str, integral: bool) -> None:
+        self.text = text
+        self.integral = integral
+
+
+class _Constant(_Num):
+    """``NaN``, ``Infinity`` and ``-Infinity`` written bare (Spark accepts them by default)."""
+
+
+_DECODER = _json.JSONDecoder(
+    parse_int=lambda s: _Num(s, True),
+    parse_float=lambda s: _Num(s, False),
+    parse_constant=lambda s: _Constant(s, False),
+)
+
+_INT_RANGES = {8: "TINYINT", 16: "SMALLINT", 32: "INT", 64: "BIGINT"}
+_NON_NUMERIC = {"NaN": math.nan, "Infinity": math.inf, "+Infinity": math.inf, "-Infinity": -math.inf,
+                "INF": math.inf, "+INF": math.inf, "-INF": -math.inf}
+_FLOAT32_MAX = 3.4028234663852886e38
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+# Spark's DateTimeUtils.stringToDate / stringToTimestamp (the lenient fallback its JSON reader uses)
+_DATE_TEXT = re.compile(r"\s*([+-]?\d{4,6})(?:-(\d{1,2})(?:-(\d{1,2})(?:[T ].*)?)?)?\s*", re.DOTALL)
+_TIMESTAMP_TEXT = re.compile(
+    r"\s*([+-]?\d{4,6})(?:-(\d{1,2})(?:-(\d{1,2})"
+    r"(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{0,9}))?)?)?)?)?"
+    r"\s*(Z|UTC|GMT|[+-]\d{1,2}(?::?\d{2})?)?\s*"
+)
+
+
+def _json_text(value: Any) -> str:
+    """A parsed value back to compact JSON text, as Spark gives a nested value read as STRING."""
+    if isinstance(value, _Num):
+        return _number_text(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_json.dumps(k, ensure_ascii=False)}:{_json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(v) for v in value) + "]"
+    return _json.dumps(value, ensure_ascii=False)
+
+
+def _number_text(num: _Num) -> str:
+    if num.integral or isinstance(num, _Constant):
+        return num.text
+    # Spark re-writes a non-integral number through a double (1.50 -> 1.5)
+    return _java_double_text(float(num.text))
+
+
+def _java_double_text(x: float) -> str:
+    """Java's ``Double.toString``: plain between 1e-3 and 1e7, ``1.0E10`` style outside."""
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if math.isnan(x):
+        return "NaN"
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        text = repr(x)
+        return text if "e" not in text else format(x, "f")
+    # the shortest digits that give x back, as d.ddd E exponent
+    sign, digits, exponent = decimal.Decimal(repr(x)).as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    power = len(digits) - 1 + exponent
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"
+
+
+def _int(value: Any, bits: int) -> int:
+    if not isinstance(value, _Num) or isinstance(value, _Constant) or not value.integral:
+        raise _Bad(f"expected an integer for {_INT_RANGES[bits]}, got {_describe(value)}")
+    number = int(value.text)
+    if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+        raise _Bad(f"{value.text} is out of range for {_INT_RANGES[bits]}")
+    return number
+
+
+def _float(value: Any, single: bool) -> float:
+    if isinstance(value, _Num):
+        number = float(value.text) if not isinstance(value, _Constant) else _NON_NUMERIC[value.text]
+    elif isinstance(value, str) and value in _NON_NUMERIC:
+        number = _NON_NUMERIC[value]
+    else:
+        raise _Bad(f"expected a number for {'FLOAT' if single else 'DOUBLE'}, got {_describe(value)}")
+    if single and math.isfinite(number) and abs(number) > _FLOAT32_MAX:
+        number = math.copysign(math.inf, number)
+    return number
+
+
+def _decimal(value: Any, data_type: pa.Decimal128Type) -> decimal.Decimal:
+    if isinstance(value, _Num) and not isinstance(value, _Constant):
+        text = value.text
+    elif isinstance(value, str):
+        text = value
+    else:
+        raise _Bad(f"expected a number for DECIMAL({data_type.precision},{data_type.scale}), got {_describe(value)}")
+    try:
+        number = decimal.Decimal(text.strip())
+    except decimal.InvalidOperation:
+        raise _Bad(f"{text!r} is not a decimal number") from None
+    if not number.is_finite():
+        raise _Bad(f"{text!r} is not a finite decimal")
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80
+        rounded = number.quantize(decimal.Decimal(1).scaleb(-data_type.scale), rounding=decimal.ROUND_HALF_UP)
+    if len(rounded.as_tuple().digits) > data_type.precision and rounded != 0:
+        raise _Bad(f"{text} does not fit DECIMAL({data_type.precision},{data_type.scale})")
+    return rounded
+
+
+def _timestamp(value: Any, zoned: bool) -> _dt.datetime:
+    if isinstance(value, _Num) and value.integral and not isinstance(value, _Constant):
+        seconds = int(value.text)  # Spark reads an integer as seconds since the epoch
+        try:
+            stamp = _EPOCH + _dt.timedelta(seconds=seconds)
+        except OverflowError:
+            raise _Bad(f"{value.text} seconds is out of the timestamp range") from None
+        return stamp if zoned else stamp.replace(tzinfo=None)
+    if not isinstance(value, str):
+        raise _Bad(f"expected a timestamp text or integer seconds, got {_describe(value)}")
+    m = _TIMESTAMP_TEXT.fullmatch(value)
+    if m is None:
+        raise _Bad(f"{value!r} is not a timestamp")
+    year, month, day, hour, minute, second, fraction, zone = m.groups()
+    try:
+        stamp = _dt.datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
+                             int(second or 0), int((fraction or "0")[:6].ljust(6, "0")))
+    except ValueError as exc:
+        raise _Bad(f"{value!r} is not a timestamp: {exc}") from None
+    offset = _dt.timedelta(0)
+    if zone and zone not in ("Z", "UTC", "GMT"):
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        hours, minutes = (digits[:-2], digits[-2:]) if len(digits) > 2 else (digits, "0")
+        offset = sign * _dt.timedelta(hours=int(hours), minutes=int(minutes))
+    stamp = stamp - offset
+    return stamp.replace(tzinfo=_dt.timezone.utc) if zoned else stamp
+
+
+def _date(value: Any) -> _dt.date:
+    if not isinstance(value, str):
+        raise _Bad(f"expected a date text, got {_describe(value)}")
+    m = _DATE_TEXT.fullmatch(value)
+    if m is None:
+        raise _Bad(f"{value!r} is not a date")
+    try:
+        return _dt.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+    except ValueError as exc:
+        raise _Bad(f"{value!r} is not a date: {exc}") from None
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, _Num):
+        return value.text
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else repr(value[:40] + "...")
+    return _json.dumps(value)
+
+
+def _convert(value: Any, data_type: pa.DataType, path: str, problems: list[str]) -> Any:
+    """One parsed JSON value -> the Python value of ``data_type``, by Spark's rules.
+
+    A struct keeps the fields that convert (each failure is appended to ``problems``); any other
+    failure raises :class:`_Bad` and takes its whole value with it, as in Spark.
+    """
+    if value is None:
+        return None
+    try:
+        if isinstance(data_type, pa.StructType):
+            if not isinstance(value, dict):
+                raise _Bad(f"expected an object, got {_describe(value)}")
+            return {f.name: _field(value, f, f"{path}.{f.name}" if path else f.name, problems) for f in data_type}
+        if isinstance(data_type, (pa.ListType, pa.LargeListType)):
+            if not isinstance(value, list):
+                raise _Bad(f"expected an array, got {_describe(value)}")
+            return [_strict(item, data_type.value_type, f"{path}[{i}]") for i, item in enumerate(value)]
+        if isinstance(data_type, pa.MapType):
+            if not isinstance(value, dict):
+                raise _Bad(f"expected an object for a MAP, got {_describe(value)}")
+            return [(_map_key(k, data_type.key_type), _strict(v, data_type.item_type, f"{path}[{k!r}]"))
+                    for k, v in value.items()]
+        return _scalar(value, data_type)
+    except _Bad as exc:
+        # the innermost place names the field; outer levels pass the message on unchanged
+        if str(exc).startswith("field "):
+            raise
+        raise _Bad(f"field {path or '<value>'}: {exc}") from None
+
+
+def _strict(value: Any, data_type: pa.DataType, path: str) -> Any:
+    """Inside an array or map Spark keeps no partial struct: any failure fails the whole value."""
+    problems: list[str] = []
+    result = _convert(value, data_type, path, problems)
+    if problems:
+        raise _Bad(problems[0])
+    return result
+
+
+def _field(obj: dict[str, Any], field: pa.Field, path: str, problems: list[str]) -> Any:
+    try:
+        return _convert(obj.get(field.name), field.type, path, problems)
+    except _Bad as exc:
+        problems.append(str(exc))
+        return None
+
+
+def _map_key(key: str, key_type: pa.DataType) -> Any:
+    if pa.types.is_string(key_type) or pa.types.is_large_string(key_type):
+        return key
+    # a JSON key is always text: other key types take the text's meaning
+    return _scalar(_Num(key, key.lstrip("-").isdigit()) if _looks_numeric(key) else key, key_type)
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _scalar(value: Any, data_type: pa.DataType) -> Any:
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        if isinstance(value, str):
+            return value
+        return _json_text(value)  # Spark gives the JSON text of a non-string value
+    if pa.types.is_boolean(data_type):
+        if isinstance(value, bool):
+            return value
+        raise _Bad(f"expected true or false, got {_describe(value)}")
+    if pa.types.is_integer(data_type):
+        return _int(value, data_type.bit_width)
+    if pa.types.is_floating(data_type):
+        return _float(value, data_type.bit_width == 32)
+    if pa.types.is_decimal(data_type):
+        return _decimal(value, data_type)
+    if pa.types.is_timestamp(data_type):
+        return _timestamp(value, data_type.tz is not None)
+    if pa.types.is_date(data_type):
+        return _date(value)
+    if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
+        if not isinstance(value, str):
+            raise _Bad(f"expected base64 text for BINARY, got {_describe(value)}")
+        try:
+            return base64.b64decode(value, validate=True)
+        except ValueError:
+            raise _Bad(f"{_describe(value)} is not base64") from None
+    raise _Bad(f"the type {data_type} is not supported for JSON values")
+
+
+def _parse_row(raw: bytes, data_type: pa.StructType) -> tuple[Any, str | None, bool]:
+    """One value by Spark's rules -> (row, reason or None, malformed).
+
+    ``row`` is Spark's result: a dict (fields that converted), or None for an empty value;
+    ``malformed`` says the text is not a JSON object at all (Spark then gives a struct of nulls).
+    """
+    text = raw.decode("utf-8", errors="replace")
+    start = len(text) - len(text.lstrip())
+    if start == len(text):
+        return None, None, False  # empty or whitespace: Spark gives null, no error
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except _json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} (character {exc.pos})", True
+    except RecursionError:
+        return None, "not valid JSON: nested too deeply", True
+    if not isinstance(value, dict):
+        return None, f"not a JSON object: {_describe(value)}", True
+    problems: list[str] = []
+    row = {f.name: _field(value, f, f.name, problems) for f in data_type}
+    if not problems and _has_lone_surrogate(row):
+        return None, "a string holds a lone UTF-16 surrogate escape", True
+    return row, (problems[0] if problems else None), False
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _nullable(data_type: pa.DataType) -> pa.DataType:
+    """Every field nullable, as Spark's from_json makes its schema."""
+    if isinstance(data_type, pa.StructType):
+        return pa.struct([pa.field(f.name, _nullable(f.type), nullable=True) for f in data_type])
+    if isinstance(data_type, pa.ListType):
+        return pa.list_(_nullable(data_type.value_type))
+    if isinstance(data_type, pa.LargeListType):
+        return pa.large_list(_nullable(data_type.value_type))
+    if isinstance(data_type, pa.MapType):
+        return pa.map_(data_type.key_type, _nullable(data_type.item_type))
+    return data_type
+
+
+def _has(data_type: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
+    if test(data_type):
+        return True
+    if isinstance(data_type, pa.StructType):
+        return any(_has(f.type, test) for f in data_type)
+    if isinstance(data_type, (pa.ListType, pa.LargeListType)):
+        return _has(data_type.value_type, test)
+    if isinstance(data_type, pa.MapType):
+        return _has(data_type.key_type, test) or _has(data_type.item_type, test)
+    return False
+
+
+def _fast_type(data_type: pa.DataType) -> pa.DataType:
+    """The type pyarrow.json reads: dates as zone-less timestamps (it refuses date text)."""
+    if pa.types.is_date(data_type):
+        return pa.timestamp("us")
+    if isinstance(data_type, pa.StructType):
+        return pa.struct([pa.field(f.name, _fast_type(f.type)) for f in data_type])
+    if isinstance(data_type, pa.ListType):
+        return pa.list_(_fast_type(data_type.value_type))
+    if isinstance(data_type, pa.LargeListType):
+        return pa.large_list(_fast_type(data_type.value_type))
+    return data_type
+
+
+def decode_json_rows(values: list[bytes | None], schema: Any, *, partial_results: bool = False) -> Decoded:
+    """The Python reader alone, row by row (the reference the fast path is tested against)."""
+    target = _nullable(pa.struct(list(to_arrow_schema(schema))))
+    rows: list[Any] = []
+    errors: dict[int, str] = {}
+    for i, raw in enumerate(values):
+        if raw is None:
+            rows.append(None)
+            continue
+        row, reason, malformed = _parse_row(raw, target)
+        if reason is not None:
+            errors[i] = reason
+            if not partial_results:
+                row = None
+            elif malformed:
+                row = {}  # Spark: a struct of nulls
+        rows.append(row)
+    return Decoded(pa.array(rows, type=target), errors)
+
+
+def _as_binary(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_string(values.type):
+        return values.view(pa.binary())
+    if pa.types.is_large_string(values.type):
+        return values.view(pa.large_binary())
+    if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
+        return values
+    raise TypeError(f"JSON values must be a binary or string array, not {values.type}")
+
+
+def decode_json(
+    values: pa.Array | pa.ChunkedArray,
+    schema: Any,
+    *,
+    partial_results: bool = False,
+    use_threads: bool = False,
+) -> Decoded:
+    """Decode JSON values into one struct array of ``schema`` (DDL, StructType or pyarrow schema).
+
+    ``values`` is a binary (or string) array, one JSON document per entry, nulls allowed. The
+    result has one row per value; a bad row is null (or, with ``partial_results``, what Spark's
+    ``from_json`` gives) and its reason is in ``errors``. ``use_threads`` lets pyarrow parse
+    blocks on its own threads (off by default: the callers already decode on several threads).
+    """
+    arrow_schema = to_arrow_schema(schema)
+    target = _nullable(pa.struct(list(arrow_schema)))
+    data = _as_binary(values)
+    n = len(data)
+    if n == 0:
+        return Decoded(pa.array([], type=target), {})
+    present = data.is_valid()
+    if _has(target, pa.types.is_map):
+        fast = pa.array([False] * n)  # pyarrow.json cannot build maps
+    else:
+        starts = pc.starts_with(data, "{")
+        if not pc.all(pc.fill_null(starts, True)).as_py():
+            starts = pc.or_(starts, pc.match_substring_regex(data, r"^[ \t]*\{"))
+        breaks = pc.or_(pc.match_substring(data, "\n"), pc.match_substring(data, "\r"))
+        fast = pc.fill_null(pc.and_not(starts, breaks), False)
+
+    slow_rows: list[int] = pc.indices_nonzero(pc.and_not(present, fast)).to_pylist()
+    chunks: list[tuple[int, int, pa.StructArray]] = []
+    uncovered: list[int] = list(range(n))  # rows no pyarrow chunk holds
+    if pc.any(fast).as_py():
+        chunks, uncovered = _fast_path(data, fast, target, use_threads)
+        slow_rows = sorted(slow_rows + uncovered)
+
+    # the Python reader for the rows the fast path could not take
+    replaced: list[int] = []
+    replacements: list[Any] = []
+    errors: dict[int, str] = {}
+    for i in slow_rows:
+        row, reason, malformed = _parse_row(data[i].as_py(), target)
+        if reason is not None:
+            errors[i] = reason
+            if not partial_results:
+                continue
+            if malformed:
+                row = {}  # Spark: a struct of nulls
+        if row is not None:
+            replaced.append(i)
+            replacements.append(row)
+    return Decoded(_assemble(n, target, chunks, uncovered, fast, replaced, replacements), errors)
+
+
+def _assemble(
+    n: int,
+    target: pa.StructType,
+    chunks: list[tuple[int, int, pa.StructArray]],
+    uncovered: list[int],
+    fast: pa.Array,
+    replaced: list[int],
+    replacements: list[Any],
+) -> pa.Array:
+    """Fast chunks and Python rows -> one array in row order; rows with neither are null."""
+    if not replaced and not uncovered:
+        # the common case: one pass of pyarrow covered every row; off-path rows were "{}"
+        whole = pa.concat_arrays([c for _, _, c in chunks]) if len(chunks) > 1 else chunks[0][2]
+        return pa.StructArray.from_arrays(whole.flatten(), fields=list(target), mask=pc.invert(fast))
+    # rows in order: the chunks, with one null row standing for each row no chunk holds
+    pieces: list[pa.Array] = []
+    at = 0
+    for row in uncovered + [n]:
+        while chunks and chunks[0][0] < row:
+            start, stop, chunk = chunks.pop(0)
+            pieces.append(chunk)
+            at = stop
+        if row < n:
+            pieces.append(pa.nulls(1, type=target))
+            at = row + 1
+    assert at == n or not pieces, "chunks must cover every row"
+    pieces.append(pa.array(replacements, type=target))
+    combined = pa.concat_arrays(pieces)
+    index = pc.subtract(pc.cumulative_sum(pa.nulls(n, pa.int64()).fill_null(1)), 1)
+    keep = fast
+    if uncovered:
+        keep = pc.and_not(keep, pc.is_in(index, value_set=pa.array(uncovered, pa.int64())))
+    if replaced:
+        is_replaced = pc.is_in(index, value_set=pa.array(replaced, pa.int64()))
+        index = pc.replace_with_mask(index, is_replaced, pa.array(range(n, n + len(replaced)), pa.int64()))
+        keep = pc.or_(keep, is_replaced)
+    index = pc.if_else(keep, index, pa.nulls(n, pa.int64()))
+    return combined.take(index)
+
+
+def _fast_path(
+    data: pa.Array, fast: pa.Array, target: pa.StructType, use_threads: bool
+) -> tuple[list[tuple[int, int, pa.StructArray]], list[int]]:
+    """pyarrow.json over the fast rows -> (parsed chunks as (first row, end row, array), failed rows).
+
+    Rows off the fast path stand in the buffer as ``{}`` so row numbers stay aligned.
+    """
+    placeholder = pa.scalar(b"{}", type=data.type)
+    lines = pc.binary_join_element_wise(pc.if_else(fast, data, placeholder), b"", b"\n")
+    offsets_buf, body = lines.buffers()[1], lines.buffers()[2]
+    offsets = memoryview(offsets_buf).cast("q" if pa.types.is_large_binary(lines.type) else "i")
+    longest = pc.max(pc.binary_length(lines)).as_py() or 0
+    read_options = pajson.ReadOptions(use_threads=use_threads, block_size=max(_MIN_BLOCK, longest + 2))
+    fast_schema = pa.schema([pa.field(f.name, _fast_type(f.type)) for f in target])
+    parse_options = pajson.ParseOptions(explicit_schema=fast_schema, unexpected_field_behavior="ignore")
+    has_dates = _has(target, pa.types.is_date)
+
+    chunks: list[tuple[int, int, pa.StructArray]] = []
+    failed: list[int] = []
+    pending = [(0, len(data))]
+    while pending:
+        start, stop = pending.pop()
+        table = None
+        try:
+            table = pajson.read_json(pa.BufferReader(body[offsets[start]:offsets[stop]]),
+                                     read_options=read_options, parse_options=parse_options)
+        except (pa.ArrowInvalid, UnicodeDecodeError, pa.ArrowNotImplementedError):
+            table = None
+        if table is not None and table.num_rows == stop - start:
+            if has_dates:
+                table = table.cast(pa.schema(list(target)), safe=False)
+            chunks.append((start, stop, table.to_struct_array().combine_chunks()))
+            continue
+        if stop - start == 1:
+            failed.append(start)
+            continue
+        middle = (start + stop) // 2
+        # the second half is pushed first so chunks come out in row order
+        pending.append((middle, stop))
+        pending.append((start, middle))
+    chunks.sort(key=lambda c: c[0])
+    return chunks, failed
+
+
+def decode_string(values: pa.Array | pa.ChunkedArray) -> Decoded:
+    """Binary values -> a string array; a value that is not valid UTF-8 is a null row with its reason.
+
+    Valid values are not copied one by one: the whole array is checked by Arrow, and only when
+    that fails are the bad rows looked for.
+    """
+    data = _as_binary(values)
+    as_string = pa.large_string() if pa.types.is_large_binary(data.type) else pa.string()
+    try:
+        return Decoded(data.cast(as_string), {})
+    except pa.ArrowInvalid:
+        pass
+    errors: dict[int, str] = {}
+    keep: list[bool] = []
+    for i, value in enumerate(data.to_pylist()):
+        if value is None:
+            keep.append(True)
+            continue
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors[i] = f"invalid UTF-8 at byte {exc.start}: {exc.reason}"
+            keep.append(False)
+            continue
+        keep.append(True)
+    mask = pa.array(keep)
+    cleaned = pc.if_else(mask, data, pa.nulls(len(data), data.type))
+    return Decoded(cleaned.cast(as_string), errors)
