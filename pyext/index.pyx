@@ -3,6 +3,8 @@
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdlib cimport free, realloc
 
+cdef str _NO_TOPIC = ""                        # the Where of an index's reader names none
+
 
 @cython.final
 cdef class RecordSetIndex:
@@ -59,7 +61,7 @@ cdef class RecordSetIndex:
         cdef int8_t magic
         cdef Py_ssize_t left
         cdef bint judging = True               # still before the last V2_HEADER bytes
-        where.topic = NULL                     # never read: no read here can fail
+        where.topic = <PyObject*>_NO_TOPIC     # for errors, and no read here can fail
         where.partition = -1
         where.origin = 0
         where.inflated = False
