@@ -1,0 +1,793 @@
+# --------------------------------------------------------------------------- Avro values
+
+from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, uintptr_t
+from libc.stdlib cimport free, malloc, realloc
+from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException, PyErr_Restore
+from cpython.ref cimport Py_XDECREF
+from libc.string cimport memcpy, memset
+
+cdef extern from *:
+    """
+    /* A big-endian two's complement integer of n bytes as a 16-byte little-endian decimal128,
+     * 0 if it fits; 1 if it needs more than 128 bits; 2 if |value| >= 10**precision. */
+    static int av_dec128(const uint8_t *p, Py_ssize_t n, int precision, uint8_t *out) {
+        __int128 v = 0, lim = 1;
+        unsigned __int128 u;
+        Py_ssize_t i, k = 0;
+        uint8_t sign = (n > 0 && (p[0] & 0x80)) ? 0xFF : 0x00;
+        if (n > 16) {
+            for (k = 0; k < n - 16; k++) if (p[k] != sign) return 1;
+            if (((p[k] ^ sign) & 0x80) != 0) return 1;
+        }
+        u = sign ? ~(unsigned __int128)0 : 0;
+        for (i = k; i < n; i++) u = (u << 8) | p[i];
+        v = (__int128)u;
+        for (i = 0; i < precision; i++) lim *= 10;
+        if (v >= lim || v <= -lim) return 2;
+        memcpy(out, &v, 16);
+        return 0;
+    }
+    """
+    int av_dec128(const uint8_t* p, Py_ssize_t n, int precision, uint8_t* out) noexcept nogil
+
+# a value may hold at most this many items that take no bytes (arrays of null): a count is
+# otherwise bounded by the bytes left, this bounds the work a hostile count can ask for
+DEF AV_ZERO_LIMIT = 1 << 20
+
+# the row function without exception checks: a reader fault (-1, an exception set) is
+# turned into a row error by the caller instead of propagating
+ctypedef int (*av_row_t)(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) noexcept nogil
+
+
+@cython.final
+cdef class AvroProgram:
+    """A compiled Avro (writer, reader) program, pinned for the decoder (see
+    pyconsumer.values.avro.Program: code and aux are int64 arrays, native order)."""
+
+    def __init__(self, code, aux, bytes blob, kinds, children, widths, reasons=()):
+        self._code = bytes(memoryview(code).cast("B"))
+        self._aux = bytes(memoryview(aux).cast("B"))
+        self._blob = blob
+        if len(self._code) % 32 or len(self._aux) % 8:
+            raise ValueError("code is 4 int64 per instruction, aux int64")
+        self.kinds = tuple(int(k) for k in kinds)
+        self.children = tuple(int(c) for c in children)
+        self.widths = tuple(int(w) for w in widths)
+        self.reasons = tuple(str(x) for x in reasons)
+        if not (len(self.kinds) == len(self.children) == len(self.widths)) or not self.kinds:
+            raise ValueError("one kind, child and width per column")
+        if len(self._aux) < 16 * len(self.kinds):
+            raise ValueError("aux starts with a (start, count) null list per column")
+        self.prog.code = <const int64_t*><const char*>self._code
+        self.prog.ncode = len(self._code) // 32
+        self.prog.aux = <const int64_t*><const char*>self._aux
+        self.prog.blob = <const uint8_t*><const char*>self._blob
+        self.prog.blob_len = len(self._blob)
+
+
+# --------------------------------------------------------------------------- appends
+
+cdef inline int av_room(AvState* st, int col, int in_bytes, Py_ssize_t need) noexcept nogil:
+    st.err = AV_E_ROOM
+    st.grow_col = col
+    st.grow_bytes = in_bytes
+    st.grow_need = need
+    return -2
+
+
+cdef inline int av_fail(AvState* st, int err, int64_t a, int64_t b, Py_ssize_t pos) noexcept nogil:
+    st.err = err
+    st.ea = a
+    st.eb = b
+    st.epos = pos
+    return -2
+
+
+cdef inline void av_bit(uint8_t* bits, Py_ssize_t i, bint v) noexcept nogil:
+    if v:
+        bits[i >> 3] |= <uint8_t>(1 << (i & 7))
+    else:
+        bits[i >> 3] &= <uint8_t>~(1 << (i & 7))
+
+
+cdef int av_nulls(AvState* st, int col) noexcept nogil:
+    """A null at col, and at each struct child of it (struct children stay row-aligned)."""
+    cdef AvCol* c
+    cdef int m
+    cdef Py_ssize_t j, start, count
+    # the null list of col sits at the start of aux: (start, count) pairs, one per column
+    start = <Py_ssize_t>st.aux[2 * col]
+    count = <Py_ssize_t>st.aux[2 * col + 1]
+    for j in range(count):
+        m = <int>st.aux[start + j]
+        c = &st.cols[m]
+        if c.kind == AV_K_NULL:
+            c.n += 1
+            continue
+        if c.n >= c.cap:
+            return av_room(st, m, 0, c.n + 1)
+        av_bit(c.valid, c.n, False)
+        if c.kind == AV_K_BIN:
+            (<int32_t*>c.data)[c.n + 1] = <int32_t>c.used
+        elif c.kind == AV_K_LIST:
+            (<int32_t*>c.data)[c.n + 1] = (<int32_t*>c.data)[c.n]
+        elif c.kind == AV_K_BOOL:
+            av_bit(c.data, c.n, False)
+        elif c.width:
+            memset(c.data + c.n * c.width, 0, c.width)
+        c.n += 1
+    return 0
+
+
+cdef inline int av_long(AvState* st, Reader* r, int64_t* out) except -1 nogil:
+    """An Avro long: a zig-zag varint of at most 10 bytes whose value fits 64 bits."""
+    cdef uint64_t u
+    cdef Py_ssize_t at = r.pos
+    rd_uvarint(r, &u, 10)
+    if r.pos - at == 10 and r.buf[r.pos - 1] > 1:
+        return av_fail(st, AV_E_RANGE, 64, 0, at)
+    out[0] = <int64_t>((u >> 1) ^ ((<uint64_t>0) - (u & 1)))
+    return 0
+
+
+cdef inline int av_int(AvState* st, Reader* r, int64_t* out) except -1 nogil:
+    """An Avro int: a zig-zag varint of at most 5 bytes whose value fits 32 bits."""
+    cdef uint64_t u
+    cdef uint32_t v
+    cdef Py_ssize_t at = r.pos
+    rd_uvarint(r, &u, 5)
+    if u > <uint64_t>0xFFFFFFFFU:
+        return av_fail(st, AV_E_RANGE, 32, 0, at)
+    v = <uint32_t>u
+    out[0] = <int32_t>((v >> 1) ^ ((<uint32_t>0) - (v & 1)))
+    return 0
+
+
+cdef inline int av_number(AvState* st, AvCol* c, int col, int target, int64_t mul,
+                          int64_t v, Py_ssize_t at) noexcept nogil:
+    if c.n >= c.cap:
+        return av_room(st, col, 0, c.n + 1)
+    if target == 0:
+        (<int32_t*>c.data)[c.n] = <int32_t>v
+    elif target == 1:
+        if mul != 1:
+            if v > INT64_MAX // mul or v < INT64_MIN // mul:
+                return av_fail(st, AV_E_OVERFLOW, v, 0, at)
+            v *= mul
+        (<int64_t*>c.data)[c.n] = v
+    elif target == 2:
+        (<float*>c.data)[c.n] = <float>v
+    else:
+        (<double*>c.data)[c.n] = <double>v
+    av_bit(c.valid, c.n, True)
+    c.n += 1
+    return 0
+
+
+cdef inline int av_put_bytes(AvState* st, AvCol* c, int col, const uint8_t* p,
+                             Py_ssize_t n) noexcept nogil:
+    if c.n >= c.cap:
+        return av_room(st, col, 0, c.n + 1)
+    if c.used + n > c.bcap:
+        return av_room(st, col, 1, c.used + n)
+    if n:
+        pyx_copy(c.bytes + c.used, p, n)
+    c.used += n
+    (<int32_t*>c.data)[c.n + 1] = <int32_t>c.used
+    av_bit(c.valid, c.n, True)
+    c.n += 1
+    return 0
+
+
+# --------------------------------------------------------------------------- the interpreter
+
+cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1 nogil:
+    """Run instructions [pc, end) over r: 0, -2 (a row error or AV_E_ROOM in st), or -1 (a
+    reader fault, an exception set)."""
+    cdef const int64_t* ins
+    cdef const int64_t* t
+    cdef AvCol* c
+    cdef int64_t op, v, count, size
+    cdef int64_t a, b, cc
+    cdef uint64_t u
+    cdef Py_ssize_t at, start, stop, left
+    cdef const uint8_t* p
+    cdef uint8_t bt
+    cdef float f
+    cdef double d
+    cdef Reader sub
+    cdef int rc
+    while pc < end:
+        ins = st.code + 4 * pc
+        op = ins[0]
+        a = ins[1]
+        b = ins[2]
+        cc = ins[3]
+        at = r.pos
+        if op == AV_INT:
+            av_int(st, r, &v)
+            if st.err:
+                return -2
+            if av_number(st, &st.cols[a], <int>a, <int>b, cc, v, at):
+                return -2
+        elif op == AV_LONG:
+            av_long(st, r, &v)
+            if st.err:
+                return -2
+            if av_number(st, &st.cols[a], <int>a, <int>b, cc, v, at):
+                return -2
+        elif op == AV_BYTES:
+            av_long(st, r, &v)
+            if st.err:
+                return -2
+            p = rd_bytes(r, <Py_ssize_t>v)
+            if b and not pyx_utf8_valid(p, <size_t>v):
+                return av_fail(st, AV_E_UTF8, 0, 0, at)
+            if av_put_bytes(st, &st.cols[a], <int>a, p, <Py_ssize_t>v):
+                return -2
+        elif op == AV_DOUBLE or op == AV_FLOAT:
+            c = &st.cols[a]
+            if c.n >= c.cap:
+                return av_room(st, <int>a, 0, c.n + 1)
+            if op == AV_DOUBLE:
+                p = rd_bytes(r, 8)
+                memcpy(&d, p, 8)                  # Avro is little-endian, like the hosts
+                (<double*>c.data)[c.n] = d
+            else:
+                p = rd_bytes(r, 4)
+                memcpy(&f, p, 4)
+                if b == 2:
+                    (<float*>c.data)[c.n] = f
+                else:
+                    (<double*>c.data)[c.n] = <double>f
+            av_bit(c.valid, c.n, True)
+            c.n += 1
+        elif op == AV_BOOL:
+            c = &st.cols[a]
+            if c.n >= c.cap:
+                return av_room(st, <int>a, 0, c.n + 1)
+            p = rd_bytes(r, 1)
+            if p[0] > 1:
+                return av_fail(st, AV_E_BOOL, p[0], 0, at)
+            av_bit(c.data, c.n, p[0] == 1)
+            av_bit(c.valid, c.n, True)
+            c.n += 1
+        elif op == AV_STRUCT:
+            c = &st.cols[a]
+            if c.n >= c.cap:
+                return av_room(st, <int>a, 0, c.n + 1)
+            av_bit(c.valid, c.n, True)
+            c.n += 1
+        elif op == AV_NULLS:
+            if av_nulls(st, <int>a):
+                return -2
+        elif op == AV_NULLTYPE:
+            st.cols[a].n += 1
+        elif op == AV_UNION:
+            av_long(st, r, &v)
+            if st.err:
+                return -2
+            if v < 0 or v >= a:
+                return av_fail(st, AV_E_UNION, v, a, at)
+            t = st.aux + b + 2 * v
+            rc = av_run(st, r, <Py_ssize_t>t[0], <Py_ssize_t>(t[0] + t[1]))
+            if rc:
+                return rc
+            pc = <Py_ssize_t>cc
+            continue
+        elif op == AV_ARRAY:
+            start = pc + 1
+            stop = start + <Py_ssize_t>b
+            while True:
+                at = r.pos
+                av_long(st, r, &count)
+                if st.err:
+                    return -2
+                if count == 0:
+                    break
+                if count < 0:
+                    if count == INT64_MIN:
+                        return av_fail(st, AV_E_COUNT, count, rd_left(r), at)
+                    count = -count
+                    av_long(st, r, &size)          # the block's bytes: not needed to read it
+                    if st.err:
+                        return -2
+                    if size < 0:
+                        return av_fail(st, AV_E_BLOCK, size, 0, at)
+                left = rd_left(r)
+                if cc > 0:
+                    if count > left // cc:
+                        return av_fail(st, AV_E_COUNT, count, left, at)
+                else:
+                    st.zero_items += count
+                    if st.zero_items > AV_ZERO_LIMIT:
+                        return av_fail(st, AV_E_ZERO, AV_ZERO_LIMIT, 0, at)
+                while count > 0:
+                    rc = av_run(st, r, start, stop)
+                    if rc:
+                        return rc
+                    count -= 1
+            if a >= 0:
+                c = &st.cols[a]
+                if c.n >= c.cap:
+                    return av_room(st, <int>a, 0, c.n + 1)
+                (<int32_t*>c.data)[c.n + 1] = <int32_t>st.cols[c.child].n
+                av_bit(c.valid, c.n, True)
+                c.n += 1
+            pc = stop
+            continue
+        elif op == AV_ENUM:
+            av_int(st, r, &v)
+            if st.err:
+                return -2
+            if v < 0 or v >= cc:
+                return av_fail(st, AV_E_ENUM, v, cc, at)
+            t = st.aux + b + 2 * v
+            if t[0] < 0:
+                return av_fail(st, AV_E_FAIL, t[1], 0, at)
+            if av_put_bytes(st, &st.cols[a], <int>a, st.blob + t[0], <Py_ssize_t>t[1]):
+                return -2
+        elif op == AV_FIXED:
+            p = rd_bytes(r, <Py_ssize_t>b)
+            if av_put_bytes(st, &st.cols[a], <int>a, p, <Py_ssize_t>b):
+                return -2
+        elif op == AV_DEC_BYTES or op == AV_DEC_FIXED:
+            c = &st.cols[a]
+            if c.n >= c.cap:
+                return av_room(st, <int>a, 0, c.n + 1)
+            if op == AV_DEC_BYTES:
+                av_long(st, r, &v)
+                if st.err:
+                    return -2
+                size = v
+                cc = b                              # precision
+            else:
+                size = b
+            p = rd_bytes(r, <Py_ssize_t>size)
+            rc = av_dec128(p, <Py_ssize_t>size, <int>cc, c.data + 16 * c.n)
+            if rc:
+                return av_fail(st, AV_E_DECIMAL, size, rc, at)
+            av_bit(c.valid, c.n, True)
+            c.n += 1
+        elif op == AV_DEFAULT:
+            rd_init(&sub, st.blob + a, <Py_ssize_t>b, r.where, r.offset)
+            rc = av_run(st, &sub, pc + 1, pc + 1 + <Py_ssize_t>cc)
+            if rc:
+                return rc
+            pc += 1 + <Py_ssize_t>cc
+            continue
+        elif op == AV_FAIL:
+            return av_fail(st, AV_E_FAIL, a, 0, at)
+        elif op == AV_SKIP_VARINT:
+            rd_uvarint(r, &u, 10)
+        elif op == AV_SKIP_N:
+            rd_skip(r, <Py_ssize_t>a)
+        elif op == AV_SKIP_BYTES:
+            av_long(st, r, &v)
+            if st.err:
+                return -2
+            rd_skip(r, <Py_ssize_t>v)
+        pc += 1
+    return 0
+
+
+# --------------------------------------------------------------------------- the columns
+
+@cython.final
+cdef class _AvColumns:
+    """The output columns of one decode: AvCol structs over _PBuf blocks."""
+    cdef AvCol* cols
+    cdef int ncols
+    cdef list valid
+    cdef list data
+    cdef list bytes_
+
+    def __cinit__(self, AvroProgram first, Py_ssize_t rows, Py_ssize_t data_bytes):
+        cdef int k
+        cdef AvCol* c
+        self.ncols = len(first.kinds)
+        self.cols = <AvCol*>malloc(self.ncols * sizeof(AvCol))
+        if self.cols == NULL:
+            raise MemoryError()
+        memset(self.cols, 0, self.ncols * sizeof(AvCol))
+        self.valid, self.data, self.bytes_ = [], [], []
+        if rows < 16:
+            rows = 16
+        for k in range(self.ncols):
+            c = &self.cols[k]
+            c.kind = first.kinds[k]
+            c.child = first.children[k]
+            c.width = first.widths[k]
+            self.valid.append(None)
+            self.data.append(None)
+            self.bytes_.append(None)
+            if c.kind == AV_K_NULL:
+                continue
+            # the root has one entry a row; nested columns start as small and grow
+            self._grow(k, 0, rows if k == 0 else 16)
+            if c.kind == AV_K_BIN:
+                self._grow(k, 1, data_bytes if k == 0 else 64)
+        # offsets start at 0
+        for k in range(self.ncols):
+            c = &self.cols[k]
+            if c.kind == AV_K_BIN or c.kind == AV_K_LIST:
+                (<int32_t*>c.data)[0] = 0
+
+    def __dealloc__(self):
+        free(self.cols)
+
+    cdef int _grow(self, int k, int in_bytes, Py_ssize_t need) except -1:
+        cdef AvCol* c = &self.cols[k]
+        cdef _PBuf buf
+        cdef Py_ssize_t cap
+        if in_bytes:
+            cap = c.bcap * 2
+            if cap < need:
+                cap = need
+            if cap > INT32_MAX:
+                if need > INT32_MAX:
+                    raise ValueError("an Avro string or bytes column would pass 2 GiB (Arrow's "
+                                     "int32 offsets): decode fewer values at a time")
+                cap = INT32_MAX
+            buf = self.bytes_[k]
+            if buf is None:
+                buf = _PBuf(cap)
+                self.bytes_[k] = buf
+            buf.ensure(cap)
+            c.bytes = buf.ptr
+            c.bcap = cap
+            return 0
+        cap = c.cap * 2
+        if cap < need:
+            cap = need
+        for which in range(2):
+            lst = self.valid if which == 0 else self.data
+            if which == 0:
+                nbytes = cap // 8 + 1
+            elif c.kind == AV_K_BOOL:
+                nbytes = cap // 8 + 1
+            elif c.kind == AV_K_BIN or c.kind == AV_K_LIST:
+                nbytes = (cap + 1) * 4
+            else:
+                nbytes = cap * c.width
+            if nbytes == 0:
+                continue
+            buf = lst[k]
+            if buf is None:
+                buf = _PBuf(nbytes)
+                lst[k] = buf
+            buf.ensure(nbytes)
+            if which == 0:
+                c.valid = buf.ptr
+            else:
+                c.data = buf.ptr
+        c.cap = cap
+        return 0
+
+    cdef list finish(self):
+        """Per column: (entries, validity, values or offsets, data) as pa.Buffer or None."""
+        cdef AvCol* c
+        cdef int k
+        out = []
+        for k in range(self.ncols):
+            c = &self.cols[k]
+            if c.kind == AV_K_NULL:
+                out.append((c.n, None, None, None))
+                continue
+            vb = (<_PBuf>self.valid[k]).finish(c.n // 8 + 1)
+            if c.kind == AV_K_STRUCT:
+                db = None
+            elif c.kind == AV_K_BOOL:
+                db = (<_PBuf>self.data[k]).finish(c.n // 8 + 1)
+            elif c.kind == AV_K_BIN or c.kind == AV_K_LIST:
+                db = (<_PBuf>self.data[k]).finish((c.n + 1) * 4)
+            else:
+                db = (<_PBuf>self.data[k]).finish(c.n * c.width)
+            bb = (<_PBuf>self.bytes_[k]).finish(c.used) if c.kind == AV_K_BIN else None
+            out.append((c.n, vb, db, bb))
+        return out
+
+
+cdef inline const uint8_t* _av_address(object buf):
+    return <const uint8_t*><uintptr_t>buf.address if buf is not None else NULL
+
+
+def avro_frame_scan(values):
+    """The Confluent prefix of each value of a pa.BinaryArray: (slots, skips, keys). slots:
+    int32 per row, an index into keys (schema ids as int, GUIDs as 16 bytes), -1 for a null
+    value, -AV_E_HEADER for a value shorter than its header, -AV_E_MAGIC for a magic byte
+    that is neither 0 nor 1; skips: uint8 per row, the header's bytes (5 or 17)."""
+    cdef Py_ssize_t n = len(values), i, j, nk = 0, kcap = 16
+    cdef Py_ssize_t off0 = values.offset
+    bufs = values.buffers()
+    cdef const uint8_t* vbits = _av_address(bufs[0])
+    cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
+    cdef const uint8_t* data = _av_address(bufs[2])
+    slots_b = bytearray(4 * n)
+    skips_b = bytearray(n)
+    cdef int32_t* slots = <int32_t*><char*>slots_b if n else NULL
+    cdef uint8_t* skips = <uint8_t*><char*>skips_b if n else NULL
+    cdef const uint8_t* p
+    cdef Py_ssize_t len_
+    cdef int64_t key
+    # distinct keys: int ids as themselves, GUIDs as -(1 + index into the guid table)
+    cdef int64_t* keys = <int64_t*>malloc(kcap * sizeof(int64_t))
+    cdef int64_t* nkeys
+    cdef Py_ssize_t nguid = 0
+    guids = []
+    if keys == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
+                slots[i] = -1
+                continue
+            p = data + offs[i + off0]
+            len_ = offs[i + off0 + 1] - offs[i + off0]
+            if len_ < 1 or (p[0] == 0 and len_ < 5) or (p[0] == 1 and len_ < 17):
+                slots[i] = -AV_E_HEADER
+                continue
+            if p[0] == 0:
+                key = pyx_be32(p + 1)
+                skips[i] = 5
+            elif p[0] == 1:
+                g = (<const char*>p)[1:17]          # GUIDs are rare: a Python object each
+                try:
+                    key = -1 - guids.index(g)
+                except ValueError:
+                    guids.append(g)
+                    key = -len(guids)
+                skips[i] = 17
+            else:
+                slots[i] = -AV_E_MAGIC
+                continue
+            for j in range(nk):
+                if keys[j] == key:
+                    break
+            else:
+                if nk == kcap:
+                    kcap *= 2
+                    nkeys = <int64_t*>realloc(keys, kcap * sizeof(int64_t))
+                    if nkeys == NULL:
+                        raise MemoryError()
+                    keys = nkeys
+                keys[nk] = key
+                j = nk
+                nk += 1
+            slots[i] = <int32_t>j
+        out_keys = [keys[j] if keys[j] >= 0 else guids[-1 - keys[j]] for j in range(nk)]
+    finally:
+        free(keys)
+    return bytes(slots_b), bytes(skips_b), out_keys
+
+
+def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0):
+    """Decode the Avro values of a pa.BinaryArray with the programs (all of one reader
+    schema). A row runs programs[slots[i]] (slots: int32 per row, None: all 0) from byte
+    skips[i] (uint8 per row; None: ``skip``); an entry of programs that is a str is the
+    reason of a row error for the rows of that slot. Returns (columns, errors): per column
+    (entries, validity, values or offsets, data) buffers, and [(row, reason)]."""
+    cdef Py_ssize_t n = len(values), i, off0 = values.offset, nprog = len(programs), k
+    cdef Py_ssize_t start, length, sk, data_bytes
+    cdef int32_t slot
+    cdef AvroProgram first = None
+    for prog in programs:
+        if isinstance(prog, AvroProgram):
+            if first is None:
+                first = prog
+            elif ((<AvroProgram>prog).kinds != first.kinds
+                  or (<AvroProgram>prog).children != first.children):
+                raise ValueError("the programs of one decode must share the reader schema")
+        elif not isinstance(prog, str):
+            raise TypeError(f"a program or a reason, got {type(prog).__name__}")
+    if first is None:
+        raise ValueError("avro_decode needs at least one compiled program")
+    bufs = values.buffers()
+    if len(bufs) != 3:
+        raise TypeError("avro_decode takes a pa.BinaryArray")
+    cdef const uint8_t* vbits = _av_address(bufs[0])
+    cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
+    cdef const uint8_t* data = _av_address(bufs[2])
+    cdef const int32_t* slot_of = NULL
+    cdef const uint8_t* skip_of = NULL
+    if slots is not None:
+        slots_v = memoryview(slots).cast("B")
+        if len(slots_v) != 4 * n:
+            raise ValueError("slots: one int32 per value")
+        slots_keep = bytes(slots_v)
+        slot_of = <const int32_t*><const char*>slots_keep
+    if skips is not None:
+        skips_keep = bytes(memoryview(skips).cast("B"))
+        if len(skips_keep) != n:
+            raise ValueError("skips: one uint8 per value")
+        skip_of = <const uint8_t*><const char*>skips_keep
+    data_bytes = (offs[off0 + n] - offs[off0]) if n else 0
+    cols = _AvColumns(first, n, data_bytes)
+    cdef AvProg* progs = <AvProg*>malloc((nprog if nprog else 1) * sizeof(AvProg))
+    if progs == NULL:
+        raise MemoryError()
+    for k in range(nprog):
+        if isinstance(programs[k], AvroProgram):
+            progs[k] = (<AvroProgram>programs[k]).prog
+        else:
+            progs[k].code = NULL
+    cdef AvState st
+    cdef Reader r
+    cdef Where where
+    cdef int rc = 0, fault
+    cdef bint pending_null = False      # the row is done (bad or null) but its null needs room
+    cdef AvCol* c
+    cdef av_row_t row_fn = <av_row_t>av_run
+    errors = []
+    where.topic = NULL
+    where.partition = -1
+    where.origin = 0
+    where.inflated = False
+    st.cols = cols.cols
+    st.ncols = cols.ncols
+    st.code = first.prog.code
+    st.aux = first.prog.aux   # the null lists open every aux alike (one reader schema)
+    st.blob = first.prog.blob
+    slot = 0
+    sk = 0
+    i = 0
+    try:
+        while i < n:
+            with nogil:
+                while i < n:
+                    st.err = 0
+                    st.epos = -1
+                    st.zero_items = 0
+                    rc = 0
+                    if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
+                        if av_nulls(&st, 0):      # a tombstone: a null value, not an error
+                            pending_null = True
+                            break
+                        i += 1
+                        continue
+                    slot = slot_of[i] if slot_of != NULL else 0
+                    sk = skip_of[i] if skip_of != NULL else skip
+                    start = offs[i + off0]
+                    length = offs[i + off0 + 1] - start
+                    for k in range(st.ncols):
+                        c = &st.cols[k]
+                        c.snap_n = c.n
+                        c.snap_used = c.used
+                    if slot == -1:
+                        if av_nulls(&st, 0):
+                            pending_null = True
+                            break
+                        i += 1
+                        continue
+                    if slot < 0:
+                        av_fail(&st, -slot, length if slot == -AV_E_HEADER else
+                                (data[start] if length else 0), 0, -1)
+                        rc = -2
+                    elif slot >= nprog or progs[slot].code == NULL:
+                        av_fail(&st, AV_E_UNKNOWN, slot, 0, -1)
+                        rc = -2
+                    elif sk > length:
+                        av_fail(&st, AV_E_HEADER, length, 0, -1)
+                        rc = -2
+                    else:
+                        st.code = progs[slot].code
+                        st.aux = progs[slot].aux
+                        st.blob = progs[slot].blob
+                        rd_init(&r, data + start + sk, length - sk, &where, i)
+                        rc = row_fn(&st, &r, 0, progs[slot].ncode)
+                        if rc == 0 and r.pos != r.end:
+                            av_fail(&st, AV_E_TRAILING, r.end - r.pos, 0, r.pos)
+                            rc = -2
+                        if rc == -2 and st.epos >= 0:
+                            st.epos += sk
+                    if rc == 0:
+                        i += 1
+                        continue
+                    for k in range(st.ncols):         # roll the row back
+                        c = &st.cols[k]
+                        c.n = c.snap_n
+                        c.used = c.snap_used
+                    if rc == -1 or st.err == AV_E_ROOM:
+                        break                         # needs the GIL: below
+                    with gil:
+                        errors.append((i, _av_reason(&st, programs, slot)))
+                    if av_nulls(&st, 0):
+                        pending_null = True
+                        break
+                    i += 1
+            if i >= n:
+                break
+            if rc == -1:
+                # a reader fault: the row is bad, the pending exception says how
+                fault = _av_fault()
+                errors.append((i, _av_fault_reason(fault, r.pos + sk)))
+                pending_null = True
+            elif st.err == AV_E_ROOM:
+                # grow the column; an unfinished row runs again from its start (its partial
+                # entries were rolled back), a finished one gets its null
+                cols._grow(st.grow_col, st.grow_bytes, st.grow_need)
+            if pending_null:
+                st.err = 0
+                while av_nulls(&st, 0):
+                    cols._grow(st.grow_col, st.grow_bytes, st.grow_need)
+                    st.err = 0
+                pending_null = False
+                i += 1
+    finally:
+        free(progs)
+    return cols.finish(), errors
+
+
+cdef int _av_fault() except -1:
+    """The pending exception of a reader fault as 1 truncated, 2 bad varint, 3 negative
+    length, cleared; any other exception (MemoryError, ...) propagates."""
+    cdef PyObject* t = NULL
+    cdef PyObject* v = NULL
+    cdef PyObject* tb = NULL
+    PyErr_Fetch(&t, &v, &tb)
+    if t == NULL:
+        raise SystemError("an Avro row failed without an exception")
+    PyErr_NormalizeException(&t, &v, &tb)
+    exc = <object>v if v != NULL else None
+    if CorruptRecordError is _ErrorClassesNotSet or not isinstance(exc, CorruptRecordError):
+        PyErr_Restore(t, v, tb)                 # not a reader fault: it goes on
+        return -1
+    Py_XDECREF(t)
+    Py_XDECREF(v)
+    Py_XDECREF(tb)
+    reason = str(getattr(exc, "reason", exc))
+    if reason.startswith("Malformed varint"):
+        return 2
+    if reason.startswith("Invalid length"):
+        return 3
+    return 1
+
+
+cdef str _av_fault_reason(int fault, Py_ssize_t pos):
+    if fault == 2:
+        return f"bad varint (over 10 bytes) at byte {pos}"
+    if fault == 3:
+        return f"negative length at byte {pos}"
+    return f"truncated value at byte {pos}"
+
+
+cdef str _av_reason(AvState* st, list programs, Py_ssize_t slot):
+    cdef int e = st.err
+    cdef int64_t a = st.ea, b = st.eb
+    where = f" at byte {st.epos}" if st.epos >= 0 else ""
+    if e == AV_E_UNION:
+        return f"union index {a} out of range ({b} branches){where}"
+    if e == AV_E_UTF8:
+        return f"invalid UTF-8 in a string{where}"
+    if e == AV_E_FAIL:
+        prog = programs[slot] if 0 <= slot < len(programs) else None
+        if isinstance(prog, AvroProgram) and 0 <= a < len(prog.reasons):
+            return prog.reasons[a] + where
+        return f"schema resolution error {a}{where}"
+    if e == AV_E_ENUM:
+        return f"enum index {a} out of range ({b} symbols){where}"
+    if e == AV_E_COUNT:
+        return f"array or map block of {a} items cannot fit the {b} bytes left{where}"
+    if e == AV_E_RANGE:
+        return f"varint out of the {a}-bit range{where}"
+    if e == AV_E_BOOL:
+        return f"boolean byte {a} is neither 0 nor 1{where}"
+    if e == AV_E_TRAILING:
+        return f"{a} trailing bytes after the value{where}"
+    if e == AV_E_OVERFLOW:
+        return f"timestamp {a} ms out of range in microseconds{where}"
+    if e == AV_E_DECIMAL:
+        return (f"decimal of {a} bytes " + ("needs over 128 bits" if b == 1 else
+                                             "exceeds its precision") + where)
+    if e == AV_E_HEADER:
+        return f"value of {a} bytes is shorter than its Confluent header"
+    if e == AV_E_MAGIC:
+        return f"bad magic byte 0x{a:02x} (Confluent framing has 0x00 or 0x01)"
+    if e == AV_E_UNKNOWN:
+        p = programs[a] if 0 <= a < len(programs) else None
+        return p if isinstance(p, str) else f"no program for slot {a}"
+    if e == AV_E_BLOCK:
+        return f"negative block size {a}{where}"
+    if e == AV_E_ZERO:
+        return f"over {a} items that take no bytes in one value{where}"
+    return f"Avro decode error {e}{where}"
