@@ -385,9 +385,9 @@ def _has(data_type: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
 
 
 def _fast_type(data_type: pa.DataType) -> pa.DataType:
-    """The type pyarrow.json reads: dates as zone-less timestamps (it refuses date text)."""
+    """The type pyarrow.json reads: dates as text (it refuses date text for date32, takes numbers)."""
     if pa.types.is_date(data_type):
-        return pa.timestamp("us")
+        return pa.string()
     if isinstance(data_type, pa.StructType):
         return pa.struct([pa.field(f.name, _fast_type(f.type)) for f in data_type])
     if isinstance(data_type, pa.ListType):
@@ -458,13 +458,18 @@ def decode_json(
             starts = pc.or_(starts, pc.match_substring_regex(data, r"^[ \t]*\{"))
         breaks = pc.or_(pc.match_substring(data, "\n"), pc.match_substring(data, "\r"))
         fast = pc.fill_null(pc.and_not(starts, breaks), False)
+        # pyarrow.json copies string bytes unchecked: invalid UTF-8 must not reach it
+        bad_utf8 = _invalid_utf8_rows(data, 0, n)
+        if bad_utf8:
+            fast = pc.and_not(fast, pc.is_in(_row_numbers(n), value_set=pa.array(bad_utf8, pa.int64())))
 
     slow_rows: list[int] = pc.indices_nonzero(pc.and_not(present, fast)).to_pylist()
     chunks: list[tuple[int, int, pa.StructArray]] = []
     uncovered: list[int] = list(range(n))  # rows no pyarrow chunk holds
+    overridden: list[int] = []  # rows a chunk holds but must not show (a date it cannot read)
     if pc.any(fast).as_py():
-        chunks, uncovered = _fast_path(data, fast, target, use_threads)
-        slow_rows = sorted(slow_rows + uncovered)
+        chunks, uncovered, overridden = _fast_path(data, fast, target, use_threads)
+        slow_rows = sorted(slow_rows + uncovered + overridden)
 
     # the Python reader for the rows the fast path could not take
     replaced: list[int] = []
@@ -481,7 +486,26 @@ def decode_json(
         if row is not None:
             replaced.append(i)
             replacements.append(row)
-    return Decoded(_assemble(n, target, chunks, uncovered, fast, replaced, replacements), errors)
+    return Decoded(_assemble(n, target, chunks, uncovered, overridden, fast, replaced, replacements), errors)
+
+
+def _row_numbers(n: int) -> pa.Array:
+    """0, 1, ..., n - 1 as an int64 array, built by Arrow kernels."""
+    return pc.subtract(pc.cumulative_sum(pa.nulls(n, pa.int64()).fill_null(1)), 1)
+
+
+def _invalid_utf8_rows(data: pa.Array, start: int, stop: int) -> list[int]:
+    """The rows of ``data[start:stop]`` that are not valid UTF-8: one cast when all are valid,
+    halves re-checked when not."""
+    text = pa.large_string() if pa.types.is_large_binary(data.type) else pa.string()
+    try:
+        data.slice(start, stop - start).cast(text)
+        return []
+    except pa.ArrowInvalid:
+        if stop - start == 1:
+            return [start]
+    middle = (start + stop) // 2
+    return _invalid_utf8_rows(data, start, middle) + _invalid_utf8_rows(data, middle, stop)
 
 
 def _assemble(
@@ -489,12 +513,13 @@ def _assemble(
     target: pa.StructType,
     chunks: list[tuple[int, int, pa.StructArray]],
     uncovered: list[int],
+    overridden: list[int],
     fast: pa.Array,
     replaced: list[int],
     replacements: list[Any],
 ) -> pa.Array:
     """Fast chunks and Python rows -> one array in row order; rows with neither are null."""
-    if not replaced and not uncovered:
+    if not replaced and not uncovered and not overridden:
         # the common case: one pass of pyarrow covered every row; off-path rows were "{}"
         whole = pa.concat_arrays([c for _, _, c in chunks]) if len(chunks) > 1 else chunks[0][2]
         return pa.StructArray.from_arrays(whole.flatten(), fields=list(target), mask=pc.invert(fast))
@@ -512,10 +537,11 @@ def _assemble(
     assert at == n or not pieces, "chunks must cover every row"
     pieces.append(pa.array(replacements, type=target))
     combined = pa.concat_arrays(pieces)
-    index = pc.subtract(pc.cumulative_sum(pa.nulls(n, pa.int64()).fill_null(1)), 1)
+    index = _row_numbers(n)
     keep = fast
-    if uncovered:
-        keep = pc.and_not(keep, pc.is_in(index, value_set=pa.array(uncovered, pa.int64())))
+    if uncovered or overridden:
+        hidden = pa.array(uncovered + overridden, pa.int64())
+        keep = pc.and_not(keep, pc.is_in(index, value_set=hidden))
     if replaced:
         is_replaced = pc.is_in(index, value_set=pa.array(replaced, pa.int64()))
         index = pc.replace_with_mask(index, is_replaced, pa.array(range(n, n + len(replaced)), pa.int64()))
@@ -526,13 +552,15 @@ def _assemble(
 
 def _fast_path(
     data: pa.Array, fast: pa.Array, target: pa.StructType, use_threads: bool
-) -> tuple[list[tuple[int, int, pa.StructArray]], list[int]]:
-    """pyarrow.json over the fast rows -> (parsed chunks as (first row, end row, array), failed rows).
+) -> tuple[list[tuple[int, int, pa.StructArray]], list[int], list[int]]:
+    """pyarrow.json over the fast rows -> (chunks as (first row, end row, array), failed rows, rows
+    whose date text the chunk could not read).
 
     Rows off the fast path stand in the buffer as ``{}`` so row numbers stay aligned.
     """
     placeholder = pa.scalar(b"{}", type=data.type)
-    lines = pc.binary_join_element_wise(pc.if_else(fast, data, placeholder), b"", b"\n")
+    empty, newline = pa.scalar(b"", type=data.type), pa.scalar(b"\n", type=data.type)
+    lines = pc.binary_join_element_wise(pc.if_else(fast, data, placeholder), empty, newline)
     offsets_buf, body = lines.buffers()[1], lines.buffers()[2]
     offsets = memoryview(offsets_buf).cast("q" if pa.types.is_large_binary(lines.type) else "i")
     longest = pc.max(pc.binary_length(lines)).as_py() or 0
@@ -543,6 +571,7 @@ def _fast_path(
 
     chunks: list[tuple[int, int, pa.StructArray]] = []
     failed: list[int] = []
+    overridden: list[int] = []
     pending = [(0, len(data))]
     while pending:
         start, stop = pending.pop()
@@ -553,9 +582,11 @@ def _fast_path(
         except (pa.ArrowInvalid, UnicodeDecodeError, pa.ArrowNotImplementedError):
             table = None
         if table is not None and table.num_rows == stop - start:
+            chunk = table.to_struct_array().combine_chunks()
             if has_dates:
-                table = table.cast(pa.schema(list(target)), safe=False)
-            chunks.append((start, stop, table.to_struct_array().combine_chunks()))
+                chunk, bad = _read_dates(chunk, target)
+                overridden.extend(start + i for i in bad.to_pylist())
+            chunks.append((start, stop, chunk))
             continue
         if stop - start == 1:
             failed.append(start)
@@ -565,7 +596,43 @@ def _fast_path(
         pending.append((middle, stop))
         pending.append((start, middle))
     chunks.sort(key=lambda c: c[0])
-    return chunks, failed
+    return chunks, failed, sorted(set(overridden))
+
+
+_STRICT_DATE = r"^\d{4}-\d{2}-\d{2}$"
+
+
+def _read_dates(array: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """Date text read by pyarrow (as strings) -> date32, and the positions in ``array`` of the
+    entries holding a date Arrow cannot read strictly as ``YYYY-MM-DD`` (the Python reader takes
+    those rows, with Spark's lenient rules). ``array`` is fresh from read_json (offset 0).
+    """
+    none = pa.array([], pa.int64())
+    if pa.types.is_date(target):
+        parsed = pc.strptime(array, format="%Y-%m-%d", unit="s", error_is_null=True)
+        strict = pc.match_substring_regex(array, _STRICT_DATE)
+        good = pc.or_kleene(array.is_null(), pc.and_kleene(strict, parsed.is_valid()))
+        bad = pc.indices_nonzero(pc.invert(pc.fill_null(good, False)))
+        return parsed.cast(pa.date32()), pc.cast(bad, pa.int64())
+    if not _has(target, pa.types.is_date):
+        return array, none
+    if isinstance(target, pa.StructType):
+        children, bads = [], []
+        for i, field in enumerate(target):
+            child, bad = _read_dates(array.field(i), field.type)
+            children.append(child)
+            bads.append(bad)
+        mask = array.is_null() if array.null_count else None
+        rebuilt = pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+        return rebuilt, pc.unique(pa.concat_arrays(bads))
+    if isinstance(target, (pa.ListType, pa.LargeListType)):
+        values, bad = _read_dates(array.values, target.value_type)
+        cls = pa.LargeListArray if isinstance(target, pa.LargeListType) else pa.ListArray
+        mask = array.is_null() if array.null_count else None
+        rebuilt = cls.from_arrays(array.offsets, values, type=target, mask=mask)
+        parents = pc.list_parent_indices(array)
+        return rebuilt, pc.cast(pc.unique(pc.take(parents, bad)), pa.int64())
+    return array, none  # pragma: no cover - maps never reach the fast path
 
 
 def decode_string(values: pa.Array | pa.ChunkedArray) -> Decoded:
