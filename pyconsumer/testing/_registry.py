@@ -115,8 +115,9 @@ class FakeSchemaRegistry:
         server.daemon_threads = True
         self.port = int(server.server_address[1])
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name=f"fake-registry-{self.port}",
-                                        daemon=True)
+        # a short poll interval: stop() (and down()) waits for one
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.02,),
+                                        name=f"fake-registry-{self.port}", daemon=True)
         self._thread.start()
         return self
 
