@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from ._errors import BrokerStartError, require_module
-from ._maven import _DEPENDENCY_PLUGIN, cache_dir, require_tool
+from ._maven import _DEPENDENCY_PLUGIN, MissingToolError, cache_dir, require_tool
 from ._process import BrokerProcess
 
 __all__ = ["APICURIO_VERSION", "ApicurioRegistry", "FakeSchemaRegistry", "find_java",
@@ -338,7 +338,7 @@ def _java_major(java: str) -> int | None:
 
 def find_java(minimum: int) -> str:
     """A ``java`` of at least version ``minimum``: ``$JAVA_HOME``, PATH, then ``/usr/lib/jvm/*``
-    (newest first). Raises BrokerStartError saying what to install."""
+    (newest first). Raises MissingToolError (a BrokerStartError) saying what to install."""
     candidates: list[str] = []
     if os.environ.get("JAVA_HOME"):
         candidates.append(os.path.join(os.environ["JAVA_HOME"], "bin", "java"))
@@ -353,7 +353,7 @@ def find_java(minimum: int) -> str:
             major = _java_major(java)
             if major is not None and major >= minimum:
                 return java
-    raise BrokerStartError(f"needs Java {minimum} or newer (set JAVA_HOME or install one under "
+    raise MissingToolError(f"needs Java {minimum} or newer (set JAVA_HOME or install one under "
                            f"/usr/lib/jvm); looked at {candidates or 'nothing'}")
 
 
