@@ -60,6 +60,7 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.deadline import Retry, remaining_ms, retry_until
 from pyconsumer.net.future import Future
+from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
@@ -369,10 +370,11 @@ class GroupMembership(MembershipBase):
                                 timeout_ms=self.config.max_poll_interval_ms + 5000)
 
     def _after_sync(self, resp: Response) -> Assignment:
-        code = resp.body["error_code"]
+        body = body_of(resp, ApiKey.SYNC_GROUP)
+        code = body["error_code"]
         if code:
             self._group_error(ApiKey.SYNC_GROUP, code, "SyncGroup")
-        return decode_assignment(resp.body["assignment"] or b"")
+        return decode_assignment(body["assignment"] or b"")
 
     def _lead(self, protocol_name: str, members: list[dict[str, Any]]) -> list[dict[str, Any]]:
         assignor = next((a for a in self.assignors if a.name == protocol_name), None)
@@ -470,7 +472,7 @@ class GroupMembership(MembershipBase):
             return
         self.timer.received(now)
         assert fut.value is not None
-        code = fut.value.body["error_code"]
+        code = body_of(fut.value, ApiKey.HEARTBEAT)["error_code"]
         if generation != self.generation:
             return                                  # an answer for an older generation
         action = classify(ApiKey.HEARTBEAT, code)

@@ -63,6 +63,7 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.deadline import remaining_ms
 from pyconsumer.net.future import Future
+from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
@@ -347,14 +348,14 @@ class ConsumerProtocolMembership(MembershipBase):
             return
         self.timer.received(now)
         assert fut.value is not None
-        body = fut.value.body
+        body = body_of(fut.value, ApiKey.CONSUMER_GROUP_HEARTBEAT)
         code = body["error_code"]
         if code:
             self._on_heartbeat_error(code, body.get("error_message"), now)
             return
         self.fields.answered()
-        if body["member_id"]:
-            self.member_id = body["member_id"]        # a v0 broker assigns it
+        if member_id := body["member_id"]:
+            self.member_id = member_id                # a v0 broker assigns it
         self.member_epoch = body["member_epoch"]
         interval = body["heartbeat_interval_ms"]
         if interval > 0:
@@ -367,8 +368,8 @@ class ConsumerProtocolMembership(MembershipBase):
             self.state = MemberState.STABLE
         self.coordinator.generation = self.member_epoch
         self.coordinator.member_id = self.member_id
-        if body["assignment"] is not None:
-            self._target = assignment_from_response(body["assignment"])
+        if (assignment := body["assignment"]) is not None:
+            self._target = assignment_from_response(assignment)
             self._target_version += 1
 
     def _on_heartbeat_error(self, code: int, message: str | None, now: float) -> None:
