@@ -232,8 +232,9 @@ def _describe(value: Any) -> str:
 def _convert(value: Any, data_type: pa.DataType, path: str, problems: list[str]) -> Any:
     """One parsed JSON value -> the Python value of ``data_type``, by Spark's rules.
 
-    A struct keeps the fields that convert (each failure is appended to ``problems``); any other
-    failure raises :class:`_Bad` and takes its whole value with it, as in Spark.
+    A struct, at any depth, keeps the fields that convert (each failure is appended to
+    ``problems``); any other failure raises :class:`_Bad` and takes its whole value with it, up to
+    the nearest struct field: a bad number in an array nulls the array, as in Spark.
     """
     if value is None:
         return None
@@ -245,11 +246,11 @@ def _convert(value: Any, data_type: pa.DataType, path: str, problems: list[str])
         if isinstance(data_type, (pa.ListType, pa.LargeListType)):
             if not isinstance(value, list):
                 raise _Bad(f"expected an array, got {_describe(value)}")
-            return [_strict(item, data_type.value_type, f"{path}[{i}]") for i, item in enumerate(value)]
+            return [_convert(item, data_type.value_type, f"{path}[{i}]", problems) for i, item in enumerate(value)]
         if isinstance(data_type, pa.MapType):
             if not isinstance(value, dict):
                 raise _Bad(f"expected an object for a MAP, got {_describe(value)}")
-            return [(_map_key(k, data_type.key_type), _strict(v, data_type.item_type, f"{path}[{k!r}]"))
+            return [(_map_key(k, data_type.key_type), _convert(v, data_type.item_type, f"{path}[{k!r}]", problems))
                     for k, v in value.items()]
         return _scalar(value, data_type)
     except _Bad as exc:
@@ -257,15 +258,6 @@ def _convert(value: Any, data_type: pa.DataType, path: str, problems: list[str])
         if str(exc).startswith("field "):
             raise
         raise _Bad(f"field {path or '<value>'}: {exc}") from None
-
-
-def _strict(value: Any, data_type: pa.DataType, path: str) -> Any:
-    """Inside an array or map Spark keeps no partial struct: any failure fails the whole value."""
-    problems: list[str] = []
-    result = _convert(value, data_type, path, problems)
-    if problems:
-        raise _Bad(problems[0])
-    return result
 
 
 def _field(obj: dict[str, Any], field: pa.Field, path: str, problems: list[str]) -> Any:
