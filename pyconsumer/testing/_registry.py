@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import tarfile
 import tempfile
@@ -83,15 +84,17 @@ class FakeSchemaRegistry:
     ``GET /subjects/{s}/versions/{v|latest}``, ``GET|PUT /config[/{s}]``, with Confluent's
     error codes (40401 subject, 40402 version, 40403 schema not found).
 
+    With ``ssl_context`` (a server context holding a certificate) it serves https.
     Faults: :meth:`down` / :meth:`up` (the port refuses connections, then listens again),
     ``delay_s`` (every answer waits), :meth:`fail_next` (the next answers get these statuses),
     :meth:`require_basic_auth` / :meth:`require_bearer` (401 otherwise). ``requests`` lists
     (method, path) of every request served, faults included.
     """
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host = "127.0.0.1"
         self.port = port
+        self._ssl_context = ssl_context          # a server context: the registry speaks https
         self.requests: list[tuple[str, str]] = []
         self._faults = _Faults()
         self._lock = threading.Lock()
@@ -105,7 +108,8 @@ class FakeSchemaRegistry:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self._ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     def start(self) -> FakeSchemaRegistry:
         if self._server is not None:
@@ -113,6 +117,8 @@ class FakeSchemaRegistry:
         self._released.clear()
         server = ThreadingHTTPServer((self.host, self.port), _handler_for(self))
         server.daemon_threads = True
+        if self._ssl_context is not None:
+            server.socket = self._ssl_context.wrap_socket(server.socket, server_side=True)
         self.port = int(server.server_address[1])
         self._server = server
         # a short poll interval: stop() (and down()) waits for one

@@ -19,6 +19,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+import ssl
 from ssl import SSLContext
 from typing import Any
 
@@ -281,9 +282,8 @@ class SchemaRegistryClient:
     def latest(self, subject: str) -> RegisteredSchema:
         """The subject's latest version, asked every call (it changes); cached by its version."""
         schema = self._fetch_version(subject, "latest")
-        if schema.version is not None:
-            with self._lock:
-                self._by_version.setdefault((subject, schema.version), schema)
+        with self._lock:
+            self._remember(schema)
         return schema
 
     def version(self, subject: str, version: int) -> RegisteredSchema:
@@ -339,15 +339,24 @@ class SchemaRegistryClient:
                 hit = table.get(table_key)
                 if hit is not None:
                     return hit
-            schema = fetch()
+            try:
+                schema = fetch()
+            finally:
+                with self._lock:
+                    self._inflight.pop(key, None)
             with self._lock:
                 table[table_key] = schema
-                if schema.id is not None and table is not self._by_id:
-                    self._by_id.setdefault(schema.id, schema)
-                if schema.guid is not None:
-                    self._by_guid.setdefault(schema.guid, schema)
-                self._inflight.pop(key, None)
+                self._remember(schema)
             return schema
+
+    def _remember(self, schema: RegisteredSchema) -> None:
+        """Cache ``schema`` under its id and GUID too (the caller holds the lock)."""
+        if schema.id is not None:
+            self._by_id.setdefault(schema.id, schema)
+        if schema.guid is not None:
+            self._by_guid.setdefault(schema.guid, schema)
+        if schema.subject is not None and schema.version is not None:
+            self._by_version.setdefault((schema.subject, schema.version), schema)
 
     # ------------------------------------------------------------------ answers to schemas
 
@@ -402,6 +411,7 @@ class SchemaRegistryClient:
             schema = self._fetch_version(ref["subject"], str(ref["version"]), depth + 1)
             with self._lock:
                 self._by_version.setdefault(key, schema)
+                self._remember(schema)
         return SchemaReference(ref["name"], ref["subject"], ref["version"], schema)
 
     # ------------------------------------------------------------------ HTTP
@@ -464,6 +474,10 @@ class SchemaRegistryClient:
                                       f"{status}: {detail}", url=base, status=status) from None
         except (urllib.error.URLError, OSError) as failed:
             reason = failed.reason if isinstance(failed, urllib.error.URLError) else failed
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                # a certificate we do not trust will not become trusted by retrying
+                raise SchemaRegistryError(f"schema registry at {base}: TLS certificate not trusted "
+                                          f"({reason.verify_message or reason})", url=base) from None
             if isinstance(reason, TimeoutError):
                 raise _Attempt(f"no answer within {self._timeout_s:g} s") from None
             raise _Attempt(str(reason) or type(reason).__name__) from None

@@ -7,6 +7,8 @@ drive the retry and error paths. The real registry (Apicurio) is in tests/kafka/
 from __future__ import annotations
 
 import json
+import os
+import ssl
 import threading
 import uuid
 from collections.abc import Iterator
@@ -433,3 +435,26 @@ def test_subject_name_errors() -> None:
         subject_name("RecordNameStrategy", "orders", False)
     with pytest.raises(ConfigurationError, match="TopicRecordNameStrategy needs the record's full name"):
         subject_name(SubjectNameStrategy.TOPIC_RECORD, "orders", False, "")
+
+
+# ---------------------------------------------------------------------- TLS
+
+CERTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "certs")
+
+
+def test_https_with_the_registry_ca_and_without() -> None:
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(os.path.join(CERTS, "broker.pem"), os.path.join(CERTS, "broker.key"))
+    with FakeSchemaRegistry(ssl_context=server) as registry:
+        registry.register("orders-value", RECORD_V1)
+        assert registry.url.startswith("https://127.0.0.1:")
+        trusting = ssl.create_default_context(cafile=os.path.join(CERTS, "ca.pem"))
+        c, _ = client(registry.url, ssl_context=trusting)
+        assert c.schema_by_id(1).schema_text == RECORD_V1
+        other = ssl.create_default_context(cafile=os.path.join(CERTS, "other-ca.pem"))
+        c, slept = client(registry.url, ssl_context=other)
+        with pytest.raises(SchemaRegistryError) as err:
+            c.schema_by_id(1)
+        assert str(err.value).startswith(f"schema registry at {registry.url}: TLS certificate not trusted (")
+        assert "unable to get local issuer certificate" in str(err.value)
+        assert slept == []                                # not retried
