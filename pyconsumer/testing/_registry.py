@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import importlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from ._errors import BrokerStartError, require_module
+from ._errors import BrokerStartError, MissingExtraError
 from ._maven import _DEPENDENCY_PLUGIN, MissingToolError, cache_dir, require_tool
 from ._process import BrokerProcess
 
@@ -469,10 +470,22 @@ class ApicurioRegistry(BrokerProcess):
 # ====================================================================== producers
 
 
+def _require_serializers(kind: str) -> None:
+    """confluent-kafka's registry serializers import, or one sentence saying what to install
+    (they need more than confluent-kafka itself: fastavro, httpx2, authlib, jsonschema...)."""
+    module = {"avro": "confluent_kafka.schema_registry.avro",
+              "json": "confluent_kafka.schema_registry.json_schema"}[kind]
+    try:
+        importlib.import_module(module)
+    except ImportError as missing:
+        raise MissingExtraError(
+            f"produce_{kind}() needs confluent-kafka's schema-registry serializers "
+            f"({missing.name or module} is missing): pip install 'pyconsumer[test]'") from None
+
+
 def _serializing_producer(bootstrap: str, registry_url: str, serializer_kind: str, schema_str: str,
                           registry_conf: Mapping[str, Any], serializer_conf: Mapping[str, Any],
                           use_guid_header: bool) -> tuple[Any, Any]:
-    require_module(f"produce_{serializer_kind}()", "confluent_kafka")
     from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
 
     client = SchemaRegistryClient({"url": registry_url, **registry_conf})
@@ -491,6 +504,7 @@ def _produce_serialized(kind: str, bootstrap: str, topic: str, records: Iterable
                         partition: int | None, registry_conf: Mapping[str, Any] | None,
                         serializer_conf: Mapping[str, Any] | None, use_guid_header: bool,
                         timeout: float, producer_conf: Mapping[str, Any]) -> list[tuple[int, int]]:
+    _require_serializers(kind)
     from confluent_kafka import Producer
     from confluent_kafka.serialization import MessageField, SerializationContext
 

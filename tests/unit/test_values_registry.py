@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from pyconsumer.errors import AuthenticationError, ConfigurationError, KafkaClientError
-from pyconsumer.testing import FakeSchemaRegistry
+from pyconsumer.testing import FakeSchemaRegistry, MissingExtraError, produce_avro, produce_json
 from pyconsumer.values.registry import (
     SchemaNotFoundError,
     SchemaRegistryAuthenticationError,
@@ -458,3 +459,18 @@ def test_https_with_the_registry_ca_and_without() -> None:
         assert str(err.value).startswith(f"schema registry at {registry.url}: TLS certificate not trusted (")
         assert "unable to get local issuer certificate" in str(err.value)
         assert slept == []                                # not retried
+
+
+# ---------------------------------------------------------------------- the producers' extra
+
+
+@pytest.mark.parametrize(("kind", "module"), [("avro", "confluent_kafka.schema_registry.avro"),
+                                              ("json", "confluent_kafka.schema_registry.json_schema")])
+def test_producers_without_the_serializers_say_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                               kind: str, module: str) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    produce = produce_avro if kind == "avro" else produce_json
+    with pytest.raises(MissingExtraError) as err:
+        produce("127.0.0.1:9", "t", [], "{}", "http://127.0.0.1:9")
+    assert str(err.value) == (f"produce_{kind}() needs confluent-kafka's schema-registry serializers "
+                              f"({module} is missing): pip install 'pyconsumer[test]'")
