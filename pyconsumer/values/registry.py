@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import os
 import http.client
 import json
 import threading
@@ -35,6 +36,7 @@ __all__ = [
     "SchemaRegistryError",
     "SchemaRegistryUnavailableError",
     "SubjectNameStrategy",
+    "shared_client",
     "subject_name",
 ]
 
@@ -256,6 +258,48 @@ class SchemaRegistryClient:
         # one lock per key being fetched, so concurrent decode threads ask the registry once
         self._inflight: dict[object, threading.Lock] = {}
         self.requests_sent = 0
+
+    @classmethod
+    def from_config(cls, conf: Mapping[str, object]) -> SchemaRegistryClient:
+        """A client from confluent-kafka's registry settings, each name bare or with the
+        ``schema.registry.`` prefix the consumer settings use: ``url``, ``basic.auth.user.info``,
+        ``basic.auth.credentials.source`` (USER_INFO or URL), ``bearer.auth.token``,
+        ``bearer.auth.credentials.source`` (STATIC_TOKEN), ``ssl.ca.location``,
+        ``ssl.certificate.location``, ``ssl.key.location``, ``ssl.key.password``, ``timeout``
+        (seconds), ``max.retries``, ``retries.wait.ms``, ``retries.max.wait.ms``.
+        Raises ConfigurationError naming an unknown or ill-typed setting."""
+        settings: dict[str, object] = {}
+        for name, value in conf.items():
+            bare = name.removeprefix("schema.registry.")
+            if bare not in _CONFIG_NAMES:
+                raise ConfigurationError(f"unknown schema registry setting {name!r}: one of "
+                                         f"{', '.join(sorted(_CONFIG_NAMES))}")
+            settings[bare] = value
+        if "url" not in settings:
+            raise ConfigurationError("schema registry setting 'url' is required")
+        source = str(settings.get("basic.auth.credentials.source", "USER_INFO")).upper()
+        if source not in ("USER_INFO", "URL"):
+            raise ConfigurationError(f"basic.auth.credentials.source {source!r} is not supported "
+                                     "(USER_INFO or URL)")
+        bearer_source = str(settings.get("bearer.auth.credentials.source", "STATIC_TOKEN")).upper()
+        if bearer_source != "STATIC_TOKEN":
+            raise ConfigurationError(f"bearer.auth.credentials.source {bearer_source!r} is not supported "
+                                     "(STATIC_TOKEN)")
+        kwargs: dict[str, Any] = {}
+        if "timeout" in settings:
+            kwargs["timeout_s"] = _number(settings, "timeout")
+        if "max.retries" in settings:
+            kwargs["retries"] = int(_number(settings, "max.retries"))
+        if "retries.wait.ms" in settings:
+            kwargs["backoff_s"] = _number(settings, "retries.wait.ms") / 1000
+        if "retries.max.wait.ms" in settings:
+            kwargs["max_backoff_s"] = _number(settings, "retries.max.wait.ms") / 1000
+        user_info = settings.get("basic.auth.user.info")
+        bearer = settings.get("bearer.auth.token")
+        return cls(str(settings["url"]),
+                   basic_auth_user_info=None if user_info is None or source == "URL" else str(user_info),
+                   bearer_auth_token=None if bearer is None else str(bearer),
+                   ssl_context=_ssl_context(settings), **kwargs)
 
     @property
     def urls(self) -> list[str]:
@@ -518,3 +562,62 @@ def _not_found_message(what: str, subject: str | None, detail: str, base: str) -
         return f"unknown subject {subject!r} at {base}"
     return f"{what} at {base}"
 
+
+
+_CONFIG_NAMES = frozenset({
+    "url", "basic.auth.user.info", "basic.auth.credentials.source", "bearer.auth.token",
+    "bearer.auth.credentials.source", "ssl.ca.location", "ssl.certificate.location",
+    "ssl.key.location", "ssl.key.password", "timeout", "max.retries", "retries.wait.ms",
+    "retries.max.wait.ms",
+})
+
+
+def _number(settings: Mapping[str, object], name: str) -> float:
+    value = settings[name]
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"schema registry setting {name!r} is a number, got {value!r}") from None
+    if number < 0:
+        raise ConfigurationError(f"schema registry setting {name!r} must be >= 0, got {value!r}")
+    return number
+
+
+def _ssl_context(settings: Mapping[str, object]) -> SSLContext | None:
+    """An SSLContext from the ssl.* settings, or None when there are none (system defaults)."""
+    ca, cert = settings.get("ssl.ca.location"), settings.get("ssl.certificate.location")
+    key, password = settings.get("ssl.key.location"), settings.get("ssl.key.password")
+    if ca is None and cert is None and key is None and password is None:
+        return None
+    if cert is None and (key is not None or password is not None):
+        raise ConfigurationError("ssl.certificate.location is required with ssl.key.location or ssl.key.password")
+    try:
+        if ca is None:
+            context = ssl.create_default_context()
+        elif str(ca) and os.path.isdir(str(ca)):
+            context = ssl.create_default_context(capath=str(ca))
+        else:
+            context = ssl.create_default_context(cafile=str(ca))
+        if cert is not None:
+            context.load_cert_chain(str(cert), None if key is None else str(key),
+                                    None if password is None else str(password))
+    except (OSError, ssl.SSLError) as bad:
+        raise ConfigurationError(f"schema registry TLS settings: {bad}") from None
+    return context
+
+
+_shared: dict[tuple[tuple[str, str], ...], SchemaRegistryClient] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_client(conf: Mapping[str, object]) -> SchemaRegistryClient:
+    """The one client of this process for these settings (:meth:`SchemaRegistryClient.from_config`),
+    so every reader and decode thread of a process shares one cache of schemas."""
+    key = tuple(sorted((name.removeprefix("schema.registry."), str(value)) for name, value in conf.items()))
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is None:
+            found = _shared[key] = SchemaRegistryClient.from_config(conf)
+        return found

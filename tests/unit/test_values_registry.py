@@ -25,6 +25,7 @@ from pyconsumer.values.registry import (
     SchemaRegistryError,
     SchemaRegistryUnavailableError,
     SubjectNameStrategy,
+    shared_client,
     subject_name,
 )
 
@@ -474,3 +475,68 @@ def test_producers_without_the_serializers_say_what_to_install(monkeypatch: pyte
         produce("127.0.0.1:9", "t", [], "{}", "http://127.0.0.1:9")
     assert str(err.value) == (f"produce_{kind}() needs confluent-kafka's schema-registry serializers "
                               f"({module} is missing): pip install 'pyconsumer[test]'")
+
+
+# ---------------------------------------------------------------------- confluent-kafka's settings
+
+
+def test_from_config_takes_confluent_names_bare_or_prefixed(registry: FakeSchemaRegistry) -> None:
+    registry.register("orders-value", RECORD_V1)
+    registry.require_basic_auth("alice:s3cret")
+    c = SchemaRegistryClient.from_config({"schema.registry.url": registry.url,
+                                          "schema.registry.basic.auth.user.info": "alice:s3cret",
+                                          "max.retries": "0", "timeout": 5})
+    assert c.schema_by_id(1).schema_text == RECORD_V1
+    registry.require_basic_auth(None)
+    registry.require_bearer("tok")
+    assert SchemaRegistryClient.from_config({"url": registry.url, "bearer.auth.token": "tok",
+                                             "bearer.auth.credentials.source": "STATIC_TOKEN"}
+                                            ).schema_by_id(1).id == 1
+
+
+def test_from_config_retries_and_backoff(registry: FakeSchemaRegistry) -> None:
+    registry.down()
+    c = SchemaRegistryClient.from_config({"url": registry.url, "max.retries": 2, "retries.wait.ms": 1,
+                                          "retries.max.wait.ms": 1})
+    with pytest.raises(SchemaRegistryUnavailableError) as err:
+        c.schema_by_id(1)
+    assert err.value.attempts == 3
+
+
+def test_from_config_tls_settings() -> None:
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(os.path.join(CERTS, "broker.pem"), os.path.join(CERTS, "broker.key"))
+    with FakeSchemaRegistry(ssl_context=server) as registry:
+        registry.register("orders-value", RECORD_V1)
+        c = SchemaRegistryClient.from_config({"url": registry.url,
+                                              "ssl.ca.location": os.path.join(CERTS, "ca.pem")})
+        assert c.schema_by_id(1).schema_text == RECORD_V1
+
+
+@pytest.mark.parametrize(("conf", "message"), [
+    ({}, "schema registry setting 'url' is required"),
+    ({"url": "http://h:1", "schema.registry.cache.capacity": 10},
+     "unknown schema registry setting 'schema.registry.cache.capacity'"),
+    ({"url": "http://h:1", "max.retries": "many"}, "setting 'max.retries' is a number, got 'many'"),
+    ({"url": "http://h:1", "timeout": -1}, "setting 'timeout' must be >= 0"),
+    ({"url": "http://h:1", "basic.auth.credentials.source": "SASL_INHERIT"},
+     "basic.auth.credentials.source 'SASL_INHERIT' is not supported"),
+    ({"url": "http://h:1", "bearer.auth.credentials.source": "OAUTHBEARER"},
+     "bearer.auth.credentials.source 'OAUTHBEARER' is not supported"),
+    ({"url": "http://h:1", "ssl.key.location": "k.pem"}, "ssl.certificate.location is required"),
+    ({"url": "http://h:1", "ssl.ca.location": "/nonexistent/ca.pem"}, "schema registry TLS settings: "),
+])
+def test_from_config_errors(conf: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigurationError) as err:
+        SchemaRegistryClient.from_config(conf)
+    assert message in str(err.value)
+
+
+def test_shared_client_is_one_per_process_and_settings(registry: FakeSchemaRegistry) -> None:
+    registry.register("orders-value", RECORD_V1)
+    first = shared_client({"schema.registry.url": registry.url})
+    assert shared_client({"url": registry.url}) is first
+    assert shared_client({"url": registry.url, "timeout": 3}) is not first
+    first.schema_by_id(1)
+    shared_client({"url": registry.url}).schema_by_id(1)
+    assert registry.count("GET", "/schemas/ids/1") == 1
