@@ -280,10 +280,12 @@ def parse_schema(schema: str | Mapping[str, object] | Sequence[object],
     """An Avro schema from JSON text or parsed JSON. ``named`` holds already-parsed named
     schemas (a registry's references) by full name, for the schema to refer to."""
     if isinstance(schema, str):
-        try:
-            obj: object = json.loads(schema)
-        except json.JSONDecodeError:
-            obj = schema                          # a bare name such as "string" or "a.B"
+        obj: object = schema                      # a bare name such as "null" or "a.B"
+        if schema.lstrip()[:1] in ("{", "[", '"'):
+            try:
+                obj = json.loads(schema)
+            except json.JSONDecodeError as e:
+                raise AvroSchemaError(f"an Avro schema is not valid JSON: {e}") from None
     else:
         obj = schema
     return _Parser(named or {}).parse(obj, None)

@@ -1,0 +1,33 @@
+"""The compiled Avro decoder the tests of pyconsumer.values.avro run against.
+
+pyconsumer._records once it includes pyext/avro.pyx; until then a scratch build of the same
+job files named by ``PYCONSUMER_AVRO_DEV`` (a directory holding an ``_avro_dev`` module built
+from pyext/errors.pyx, buffers.pyx and avro.pyx). Without either the tests skip.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from types import ModuleType
+
+import pytest
+
+
+def avro_backend() -> ModuleType:
+    import pyconsumer.records  # noqa: F401  (injects the error classes into _records)
+    from pyconsumer import _records
+    if hasattr(_records, "avro_decode"):
+        return _records
+    dev = os.environ.get("PYCONSUMER_AVRO_DEV")
+    if not dev:
+        pytest.skip("pyconsumer._records has no Avro decoder (rebuild it, or set "
+                    "PYCONSUMER_AVRO_DEV to a scratch build)")
+    if dev not in sys.path:
+        sys.path.insert(0, dev)
+    mod = importlib.import_module("_avro_dev")
+    from pyconsumer.errors import (
+        CorruptRecordError, RecordDeserializationError, UnsupportedCodecError,
+    )
+    mod._set_error_classes(CorruptRecordError, UnsupportedCodecError, RecordDeserializationError)
+    return mod
