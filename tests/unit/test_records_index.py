@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
@@ -115,8 +116,9 @@ def put(data: bytes, at: int, fmt: str, value: int) -> bytes:
     (lambda d: put(d, 0, ">q", -2), 3, None, None),            # negative base offset
 ])
 def test_hostile_headers_stop_the_index_or_leave_end_and_bound_unknown(
-        damage: object, entries: int, end: int | None, bound: int | None) -> None:
-    data = damage(A) + B + C                                    # type: ignore[operator]
+        damage: Callable[[bytes], bytes], entries: int, end: int | None,
+        bound: int | None) -> None:
+    data = damage(A) + B + C
     ix = RecordSetIndex(data, 10)
     assert len(ix) == entries
     assert (ix.end, ix.bound) == (end, bound) == oracle(data, 10)
