@@ -39,6 +39,7 @@ makes every field nullable too).
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime as _dt
 import decimal
 import json as _json
@@ -58,6 +59,10 @@ __all__ = ["decode_json", "decode_string", "decode_json_rows"]
 
 # pyarrow.json's default block is 1 MiB; a row longer than the block cannot be parsed
 _MIN_BLOCK = 1 << 20
+# pyarrow.json's parse errors end "in row N" (N counted from the block's start)
+_ROW_HINT = re.compile(r" in row (\d+)$")
+# a failing range this small goes to the Python reader whole instead of being split again
+_SMALLEST_RETRY = 4
 
 
 class _Bad(Exception):
@@ -448,8 +453,10 @@ def decode_json(
         starts = pc.starts_with(data, "{")
         if not pc.all(pc.fill_null(starts, True)).as_py():
             starts = pc.or_(starts, pc.match_substring_regex(data, r"^[ \t]*\{"))
-        breaks = pc.or_(pc.match_substring(data, "\n"), pc.match_substring(data, "\r"))
-        fast = pc.fill_null(pc.and_not(starts, breaks), False)
+        fast = pc.fill_null(starts, False)
+        broken = _rows_with_breaks(data)
+        if broken:
+            fast = pc.and_not(fast, pc.is_in(_row_numbers(n), value_set=pa.array(broken, pa.int64())))
         # pyarrow.json copies string bytes unchecked: invalid UTF-8 must not reach it
         bad_utf8 = _invalid_utf8_rows(data, 0, n)
         if bad_utf8:
@@ -461,14 +468,17 @@ def decode_json(
     overridden: list[int] = []  # rows a chunk holds but must not show (a date it cannot read)
     if pc.any(fast).as_py():
         chunks, uncovered, overridden = _fast_path(data, fast, target, use_threads)
-        slow_rows = sorted(slow_rows + uncovered + overridden)
+        slow_rows = sorted(set(slow_rows).union(uncovered, overridden))
 
     # the Python reader for the rows the fast path could not take
     replaced: list[int] = []
     replacements: list[Any] = []
     errors: dict[int, str] = {}
     for i in slow_rows:
-        row, reason, malformed = _parse_row(data[i].as_py(), target)
+        raw = data[i].as_py()
+        if raw is None:
+            continue  # a tombstone caught in a range that failed: it stays null
+        row, reason, malformed = _parse_row(raw, target)
         if reason is not None:
             errors[i] = reason
             if not partial_results:
@@ -484,6 +494,28 @@ def decode_json(
 def _row_numbers(n: int) -> pa.Array:
     """0, 1, ..., n - 1 as an int64 array, built by Arrow kernels."""
     return pc.subtract(pc.cumulative_sum(pa.nulls(n, pa.int64()).fill_null(1)), 1)
+
+
+_LF, _CR = re.compile(b"\n"), re.compile(b"\r")
+
+
+def _rows_with_breaks(data: pa.Array) -> list[int]:
+    """The rows holding a raw CR or LF, found by a byte search over the whole value buffer (a
+    literal search there is several times faster than Arrow's per-row substring kernel)."""
+    n = len(data)
+    offsets = memoryview(data.buffers()[1]).cast("q" if pa.types.is_large_binary(data.type) else "i")
+    first, end = offsets[data.offset], offsets[data.offset + n]
+    if data.buffers()[2] is None or first == end:
+        return []
+    body = memoryview(data.buffers()[2])
+    rows: set[int] = set()
+    for pattern in (_LF, _CR):
+        at = first
+        while (m := pattern.search(body, at, end)) is not None:
+            row = bisect.bisect_right(offsets, m.start(), data.offset, data.offset + n + 1) - 1
+            rows.add(row - data.offset)
+            at = offsets[row + 1]  # one hit is enough: go on from the next row
+    return sorted(rows)
 
 
 def _invalid_utf8_rows(data: pa.Array, start: int, stop: int) -> list[int]:
@@ -565,14 +597,24 @@ def _fast_path(
     failed: list[int] = []
     overridden: list[int] = []
     pending = [(0, len(data))]
+    first = True
     while pending:
         start, stop = pending.pop()
+        size = offsets[stop] - offsets[start]
+        options = read_options
+        if not first and size > read_options.block_size:
+            # one block per retry, so "in row N" in pyarrow's error counts from this range's start
+            options = pajson.ReadOptions(use_threads=use_threads, block_size=size + 1)
+        single_block = size <= options.block_size
+        first = False
         table = None
+        hint = None
         try:
             table = pajson.read_json(pa.BufferReader(body[offsets[start]:offsets[stop]]),
-                                     read_options=read_options, parse_options=parse_options)
-        except (pa.ArrowInvalid, UnicodeDecodeError, pa.ArrowNotImplementedError):
-            table = None
+                                     read_options=options, parse_options=parse_options)
+        except (pa.ArrowInvalid, UnicodeDecodeError, pa.ArrowNotImplementedError) as exc:
+            m = _ROW_HINT.search(str(exc))
+            hint = int(m.group(1)) if (m and single_block and int(m.group(1)) < stop - start) else None
         if table is not None and table.num_rows == stop - start:
             chunk = table.to_struct_array().combine_chunks()
             if has_dates:
@@ -580,15 +622,25 @@ def _fast_path(
                 overridden.extend(start + i for i in bad.to_pylist())
             chunks.append((start, stop, chunk))
             continue
-        if stop - start == 1:
-            failed.append(start)
+        if hint is not None:
+            # a parse error names its row: that row fails, both sides of it are tried again
+            failed.append(start + hint)
+            if start + hint + 1 < stop:
+                pending.append((start + hint + 1, stop))
+            if hint > 0:
+                pending.append((start, start + hint))
+            continue
+        if stop - start <= _SMALLEST_RETRY:
+            # a conversion error names no row: below a few rows the Python reader is cheaper
+            # than more pyarrow calls, and it gives the same values
+            failed.extend(range(start, stop))
             continue
         middle = (start + stop) // 2
         # the second half is pushed first so chunks come out in row order
         pending.append((middle, stop))
         pending.append((start, middle))
     chunks.sort(key=lambda c: c[0])
-    return chunks, failed, sorted(set(overridden))
+    return chunks, sorted(failed), sorted(set(overridden))
 
 
 _STRICT_DATE = r"^\d{4}-\d{2}-\d{2}$"

@@ -196,6 +196,11 @@ def test_input_kinds_string_large_chunked_and_sliced() -> None:
     sliced = pa.array([b"junk"] + values, pa.binary()).slice(1)
     decoded = decode_json(sliced, "a INT")
     assert decoded.array.to_pylist() == want and list(decoded.errors) == [1]
+    # raw newlines found by the buffer search must map to the slice's rows
+    lines = pa.array([b'{"a":\n0}', b'{"a": 1}', b'{"a":\r\n2}', b'{"a": 3', b'{"a": 4}', b'{\n"a": 5}'], pa.binary())
+    decoded = decode_json(lines.slice(1, 4), "a INT")
+    assert decoded.array.to_pylist() == [{"a": 1}, {"a": 2}, None, {"a": 4}]
+    assert list(decoded.errors) == [2]
     with pytest.raises(TypeError, match="binary or string array, not int64"):
         decode_json(pa.array([1]), "a INT")
 
@@ -297,9 +302,10 @@ def test_generated_rows_decode_to_what_was_written(records: list[dict[str, Any]]
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=24) | st.sampled_from([
     b'{"a": 1}', b"null", b"{", b"}", b'{"a": [', b"\n", b'{"a": 1}\n{"a": 2}', b"\x00", b'{"a": 9e999}',
-    b'{"a": "\\u12"}', b' {"a": 2} ', b"[]", b'{"a": {"b": 1}}',
+    b'{"a": "\\u12"}', b' {"a": 2} ', b"[]", b'{"a": {"b": 1}}', b'{"a": 3,\n"s": "x"}', b'{"a": 1.5}',
+    b'{"s": 4}', b"", None,
 ]), max_size=20))
-def test_arbitrary_bytes_never_crash_and_agree_with_the_python_reader(values: list[bytes]) -> None:
+def test_arbitrary_bytes_never_crash_and_agree_with_the_python_reader(values: list[bytes | None]) -> None:
     decoded = decode_json(pa.array(values, pa.binary()), "a BIGINT, s STRING")
     reference = decode_json_rows(list(values), "a BIGINT, s STRING")
     assert len(decoded.array) == len(values)
