@@ -98,14 +98,17 @@ cdef int av_nulls(AvState* st, int col) noexcept nogil:
     # the null list of col sits at the start of aux: (start, count) pairs, one per column
     start = <Py_ssize_t>st.aux[2 * col]
     count = <Py_ssize_t>st.aux[2 * col + 1]
+    for j in range(count):            # room first: all the nulls are written, or none
+        m = <int>st.aux[start + j]
+        c = &st.cols[m]
+        if c.kind != AV_K_NULL and c.n >= c.cap:
+            return av_room(st, m, 0, c.n + 1)
     for j in range(count):
         m = <int>st.aux[start + j]
         c = &st.cols[m]
         if c.kind == AV_K_NULL:
             c.n += 1
             continue
-        if c.n >= c.cap:
-            return av_room(st, m, 0, c.n + 1)
         av_bit(c.valid, c.n, False)
         if c.kind == AV_K_BIN:
             (<int32_t*>c.data)[c.n + 1] = <int32_t>c.used

@@ -403,7 +403,8 @@ def _union_shape(u: UnionSchema) -> tuple[str, list[Schema]]:
         return "null", rest
     if len(rest) == 1:
         return "nullable", rest
-    plain = {b.type for b in rest if isinstance(b, Primitive) and b.logical is None}
+    # Spark looks at the Avro types only: [date, long] is a long too
+    plain = {b.type for b in rest if isinstance(b, Primitive)}
     if len(plain) == len(rest) == 2 and plain == {"int", "long"}:
         return "long", rest
     if len(plain) == len(rest) == 2 and plain == {"float", "double"}:
@@ -689,8 +690,10 @@ class _Compiler:
                 if wt not in order or order[wt] > order[rt]:
                     raise fail
                 target = _NUM_TARGET[spec.kind]
-                mul = 1000 if r.logical in ("timestamp-millis",
-                                            "local-timestamp-millis") else 1
+                # a timestamp column holds microseconds; a merged [long, int] union column
+                # (Spark's LongType) holds a timestamp-millis branch's value as it is
+                mul = 1000 if r.logical in ("timestamp-millis", "local-timestamp-millis") and \
+                    pa.types.is_timestamp(spec.type) else 1
                 op = {"int": OP_INT, "long": OP_LONG, "float": OP_FLOAT,
                       "double": OP_DOUBLE}[wt]
                 self.emit(op, col, target, mul)
