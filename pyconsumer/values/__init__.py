@@ -1,10 +1,33 @@
 """Typed values: Kafka record values decoded to Arrow (JSON, Avro, string).
 
 Core-level: imports only :mod:`pyconsumer.errors`, :mod:`pyconsumer.structs`,
-pyarrow and the stdlib. Every decoder returns a :class:`~pyconsumer.values.result.Decoded`.
+pyarrow and the stdlib. Every decoder returns a :class:`~pyconsumer.values.result.Decoded`
+(the typed array, a bad row null, and the reasons by row index); :func:`apply_mode` then applies
+Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
+
+- :mod:`~pyconsumer.values.schema`: a Spark DDL string, a pyspark StructType or a pyarrow schema
+  -> a pyarrow schema; :func:`infer_schema` from a JSON sample (once, on the driver).
+- :mod:`~pyconsumer.values.json`: :func:`decode_json` (Spark ``from_json`` results) and
+  :func:`decode_string`.
+- :mod:`~pyconsumer.values.modes`: the bad-record modes.
 """
 from __future__ import annotations
 
+from pyconsumer.values.json import decode_json, decode_string
+from pyconsumer.values.modes import (
+    DEFAULT_CORRUPT_COLUMN,
+    MalformedValueError,
+    Mode,
+    ModeResult,
+    apply_mode,
+    parse_mode,
+)
 from pyconsumer.values.result import Decoded
+from pyconsumer.values.schema import SchemaError, infer_schema, parse_ddl, to_arrow_schema
 
-__all__ = ["Decoded"]
+__all__ = [
+    "Decoded",
+    "decode_json", "decode_string",
+    "Mode", "ModeResult", "MalformedValueError", "apply_mode", "parse_mode", "DEFAULT_CORRUPT_COLUMN",
+    "SchemaError", "infer_schema", "parse_ddl", "to_arrow_schema",
+]
