@@ -584,7 +584,9 @@ def _fast_path(
     """
     placeholder = pa.scalar(b"{}", type=data.type)
     empty, newline = pa.scalar(b"", type=data.type), pa.scalar(b"\n", type=data.type)
-    lines = pc.binary_join_element_wise(pc.if_else(fast, data, placeholder), empty, newline)
+    # off-path rows stand in as "{}" (skipped, saving a copy, when every row is on the path)
+    source = data if pc.all(fast).as_py() else pc.if_else(fast, data, placeholder)
+    lines = pc.binary_join_element_wise(source, empty, newline)
     offsets_buf, body = lines.buffers()[1], lines.buffers()[2]
     offsets = memoryview(offsets_buf).cast("q" if pa.types.is_large_binary(lines.type) else "i")
     longest = pc.max(pc.binary_length(lines)).as_py() or 0
