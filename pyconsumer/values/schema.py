@@ -295,10 +295,11 @@ def _infer_value(value: Any) -> pa.DataType:
     if isinstance(value, bool):
         return pa.bool_()
     if isinstance(value, int):
-        # Spark infers LongType, and DECIMAL(38,0) beyond it; past that a double
+        # Spark infers LongType, beyond it DECIMAL(digits, 0), past 38 digits a double
         if -(2**63) <= value < 2**63:
             return pa.int64()
-        return pa.decimal128(38, 0) if abs(value) < 10**38 else pa.float64()
+        digits = len(str(abs(value)))
+        return pa.decimal128(digits, 0) if digits <= 38 else pa.float64()
     if isinstance(value, float):
         return pa.float64()
     if isinstance(value, str):
@@ -324,11 +325,14 @@ def _merge(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     if a in _NUMERIC_RANK and b in _NUMERIC_RANK:
         return pa.float64()
     if pa.types.is_decimal(a) or pa.types.is_decimal(b):
-        other = b if pa.types.is_decimal(a) else a
-        if pa.types.is_integer(other) or pa.types.is_decimal(other):
-            return pa.decimal128(38, 0)
-        if pa.types.is_floating(other):
+        # a long widens as DECIMAL(20,0); a double wins over any decimal
+        x, y = (pa.decimal128(20, 0) if t == pa.int64() else t for t in (a, b))
+        if pa.types.is_floating(x) or pa.types.is_floating(y):
             return pa.float64()
+        if pa.types.is_decimal(x) and pa.types.is_decimal(y):
+            scale = max(x.scale, y.scale)
+            whole = max(x.precision - x.scale, y.precision - y.scale)
+            return pa.decimal128(min(whole + scale, 38), scale)
     if isinstance(a, pa.StructType) and isinstance(b, pa.StructType):
         merged = {f.name: f.type for f in a}
         for f in b:
@@ -353,11 +357,14 @@ def _finish(data_type: pa.DataType) -> pa.DataType:
 def infer_schema(samples: Iterable[bytes | str | None]) -> pa.Schema:
     """Infer a schema from sample JSON values the way Spark's JSON reader does.
 
-    Integers -> BIGINT, other numbers -> DOUBLE, text -> STRING (no timestamp guessing), objects ->
-    structs with fields sorted by name, arrays -> arrays of the merged element type; a field seen
+    Integers -> BIGINT (DECIMAL(digits, 0) beyond its range), other numbers -> DOUBLE, text ->
+    STRING (no timestamp or date guessing, as Spark's defaults), objects -> structs with fields
+    sorted by name, arrays -> arrays of the merged element type, null-only -> STRING; a field seen
     with two types gets the wider one (BIGINT + DOUBLE -> DOUBLE) or STRING. Values that are not
-    JSON objects and null values are skipped. Run it once, on the driver, on a small sample: it is
-    a Python loop over every value.
+    JSON objects and null values are skipped (Spark would add a ``_corrupt_record`` column for
+    them). Python's ``json`` is used rather than pyarrow's inference, which guesses timestamps and
+    fails a whole block on a type conflict. Run it once, on the driver, on a small sample: it is a
+    Python loop over every value.
     """
     merged: pa.DataType = pa.struct([])
     seen = 0

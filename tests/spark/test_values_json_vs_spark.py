@@ -113,3 +113,19 @@ def test_the_deliberate_differences_are_still_differences(spark: Any, value: byt
     ours = decode_json(pa.array([value], pa.binary()), EXTRA_DDL, partial_results=True)
     assert list(ours.errors) == [0]
     assert spark_row.asDict() != ours.array[0].as_py()
+
+
+def test_infer_schema_equals_sparks_json_inference(spark: Any) -> None:
+    from pyconsumer.values.schema import infer_schema, to_arrow_schema
+
+    samples = [
+        '{"n": 1, "x": 1, "s": "a", "arr": [1, 2], "o": {"z": true, "y": null}}',
+        '{"n": 2.5, "x": "text", "big": 123456789012345678901, "nul": null, "mix": [1, 2.5], '
+        '"t": "2024-01-01T00:00:00Z", "d": "2024-01-01"}',
+        '{"big2": 123456789012345678901, "dec": 1.5, "wide": 1234567890123456789012345}',
+        '{"big2": 5, "arr2": [[1], [2.5]], "o2": {"a": 1}, "wide": 1.5}',
+        '{"o2": {"b": "x"}, "e": [], "deep": [{"k": [null, {"m": 1}]}]}',
+        '{"deep": [{"k": [{"m": "s"}]}], "flag": false}',
+    ]
+    theirs = spark.read.json(spark.sparkContext.parallelize(samples)).schema
+    assert infer_schema(s.encode() for s in samples) == to_arrow_schema(theirs)
