@@ -63,6 +63,7 @@ ctypedef struct AvCol:
     int kind
     int child           # AV_K_LIST: the item (or map entries) column
     int width           # bytes per value (fixed-width kinds)
+    bint aligned        # one entry a row (the root and its struct children, not in a list)
     Py_ssize_t n        # entries
     Py_ssize_t used     # AV_K_BIN: data bytes
     Py_ssize_t cap      # entries the validity and value/offset buffers hold
@@ -70,7 +71,8 @@ ctypedef struct AvCol:
     uint8_t* valid      # validity bitmap
     uint8_t* data       # values, a bitmap (bool) or int32 offsets (n + 1)
     uint8_t* bytes      # AV_K_BIN data
-    Py_ssize_t snap_n   # n and used at the start of the row, to roll a bad row back
+    Py_ssize_t snap_n   # n and used at the start of the row, to roll a bad row back (the
+                        # columns not aligned; aligned ones go back to the root's count)
     Py_ssize_t snap_used
 
 ctypedef struct AvProg:
@@ -104,6 +106,7 @@ cdef class AvroProgram:
     cdef readonly tuple kinds     # column kinds
     cdef readonly tuple children  # AV_K_LIST: item column; else -1
     cdef readonly tuple widths
+    cdef readonly tuple aligned   # one entry a row: the root and its struct descendants
     cdef readonly tuple reasons   # the row errors AV_FAIL and enums name by index
 
 cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1 nogil

@@ -44,7 +44,7 @@ cdef class AvroProgram:
     """A compiled Avro (writer, reader) program, pinned for the decoder (see
     pyconsumer.values.avro.Program: code and aux are int64 arrays, native order)."""
 
-    def __init__(self, code, aux, bytes blob, kinds, children, widths, reasons=()):
+    def __init__(self, code, aux, bytes blob, kinds, children, widths, aligned, reasons=()):
         self._code = bytes(memoryview(code).cast("B"))
         self._aux = bytes(memoryview(aux).cast("B"))
         self._blob = blob
@@ -53,9 +53,12 @@ cdef class AvroProgram:
         self.kinds = tuple(int(k) for k in kinds)
         self.children = tuple(int(c) for c in children)
         self.widths = tuple(int(w) for w in widths)
+        self.aligned = tuple(bool(a) for a in aligned)
         self.reasons = tuple(str(x) for x in reasons)
-        if not (len(self.kinds) == len(self.children) == len(self.widths)) or not self.kinds:
-            raise ValueError("one kind, child and width per column")
+        if not (len(self.kinds) == len(self.children) == len(self.widths)
+                == len(self.aligned)) or not self.kinds or not self.aligned[0]:
+            raise ValueError("one kind, child, width and alignment per column (the root "
+                             "aligned)")
         if len(self._aux) < 16 * len(self.kinds):
             raise ValueError("aux starts with a (start, count) null list per column")
         self.prog.code = <const int64_t*><const char*>self._code
@@ -98,6 +101,24 @@ cdef int av_nulls(AvState* st, int col) noexcept nogil:
     # the null list of col sits at the start of aux: (start, count) pairs, one per column
     start = <Py_ssize_t>st.aux[2 * col]
     count = <Py_ssize_t>st.aux[2 * col + 1]
+    if count == 1:                    # a leaf: the common case of [null, T]
+        c = &st.cols[col]
+        if c.kind == AV_K_NULL:
+            c.n += 1
+            return 0
+        if c.n >= c.cap:
+            return av_room(st, col, 0, c.n + 1)
+        av_bit(c.valid, c.n, False)
+        if c.kind == AV_K_BIN:
+            (<int32_t*>c.data)[c.n + 1] = <int32_t>c.used
+        elif c.kind == AV_K_LIST:
+            (<int32_t*>c.data)[c.n + 1] = (<int32_t*>c.data)[c.n]
+        elif c.kind == AV_K_BOOL:
+            av_bit(c.data, c.n, False)
+        elif c.width:
+            memset(c.data + c.n * c.width, 0, c.width)
+        c.n += 1
+        return 0
     for j in range(count):            # room first: all the nulls are written, or none
         m = <int>st.aux[start + j]
         c = &st.cols[m]
@@ -394,22 +415,29 @@ cdef class _AvColumns:
             raise MemoryError()
         memset(self.cols, 0, self.ncols * sizeof(AvCol))
         self.valid, self.data, self.bytes_ = [], [], []
+        cdef Py_ssize_t nbin = 0
         if rows < 16:
             rows = 16
+        for k in range(self.ncols):
+            if first.kinds[k] == AV_K_BIN and first.aligned[k]:
+                nbin += 1
         for k in range(self.ncols):
             c = &self.cols[k]
             c.kind = first.kinds[k]
             c.child = first.children[k]
             c.width = first.widths[k]
+            c.aligned = first.aligned[k]
             self.valid.append(None)
             self.data.append(None)
             self.bytes_.append(None)
             if c.kind == AV_K_NULL:
                 continue
-            # the root has one entry a row; nested columns start as small and grow
-            self._grow(k, 0, rows if k == 0 else 16)
+            # aligned columns have one entry a row; their strings share the input's bytes
+            # (twice a fair share: growing a big buffer copies it); columns inside lists
+            # start small and grow
+            self._grow(k, 0, rows if c.aligned else 16)
             if c.kind == AV_K_BIN:
-                self._grow(k, 1, data_bytes if k == 0 else 64)
+                self._grow(k, 1, (2 * data_bytes // (nbin + 1) + 64) if c.aligned else 64)
         # offsets start at 0
         for k in range(self.ncols):
             c = &self.cols[k]
@@ -579,7 +607,8 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
             if first is None:
                 first = prog
             elif ((<AvroProgram>prog).kinds != first.kinds
-                  or (<AvroProgram>prog).children != first.children):
+                  or (<AvroProgram>prog).children != first.children
+                  or (<AvroProgram>prog).aligned != first.aligned):
                 raise ValueError("the programs of one decode must share the reader schema")
         elif not isinstance(prog, str):
             raise TypeError(f"a program or a reason, got {type(prog).__name__}")
@@ -615,6 +644,14 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
         else:
             progs[k].code = NULL
     cdef AvState st
+    cdef Py_ssize_t root_n = 0, nnested = 0
+    cdef int* nested = <int*>malloc((cols.ncols + 1) * sizeof(int))
+    if nested == NULL:
+        raise MemoryError()
+    for k in range(cols.ncols):
+        if not cols.cols[k].aligned:
+            nested[nnested] = <int>k
+            nnested += 1
     cdef Reader r
     cdef Where where
     cdef int rc = 0, fault
@@ -652,8 +689,11 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
                     sk = skip_of[i] if skip_of != NULL else skip
                     start = offs[i + off0]
                     length = offs[i + off0 + 1] - start
-                    for k in range(st.ncols):
-                        c = &st.cols[k]
+                    # a row adds one entry to the root and to each column aligned with it,
+                    # so only the columns inside lists need their counts kept to roll back
+                    root_n = st.cols[0].n
+                    for k in range(nnested):
+                        c = &st.cols[nested[k]]
                         c.snap_n = c.n
                         c.snap_used = c.used
                     if slot == -1:
@@ -688,8 +728,13 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
                         continue
                     for k in range(st.ncols):         # roll the row back
                         c = &st.cols[k]
-                        c.n = c.snap_n
-                        c.used = c.snap_used
+                        if c.aligned:
+                            c.n = root_n
+                            if c.kind == AV_K_BIN:
+                                c.used = (<int32_t*>c.data)[root_n]
+                        else:
+                            c.n = c.snap_n
+                            c.used = c.snap_used
                     if rc == -1 or st.err == AV_E_ROOM:
                         break                         # needs the GIL: below
                     with gil:
@@ -718,6 +763,7 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
                 i += 1
     finally:
         free(progs)
+        free(nested)
     return cols.finish(), errors
 
 

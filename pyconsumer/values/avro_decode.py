@@ -116,9 +116,21 @@ def _pin(program: Program, backend: ModuleType) -> Any:
         pinned = backend.AvroProgram(
             array("q", program.code), array("q", program.aux), program.blob,
             [c.kind for c in cols], [c.children[0] if c.kind == K_LIST else -1 for c in cols],
-            [c.width for c in cols], program.reasons)
+            [c.width for c in cols], _aligned(program), program.reasons)
         program.cache[key] = pinned
     return pinned
+
+
+def _aligned(program: Program) -> list[bool]:
+    """Columns with one entry a row: the root and, under it, struct children (not lists)."""
+    out = [False] * len(program.columns)
+    todo = [0]
+    while todo:
+        k = todo.pop()
+        out[k] = True
+        if program.columns[k].kind == K_STRUCT:
+            todo.extend(program.columns[k].children)
+    return out
 
 
 def _as_binary(values: pa.Array | pa.ChunkedArray | Iterable[bytes | None]) -> pa.Array:
