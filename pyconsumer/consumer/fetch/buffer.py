@@ -23,12 +23,13 @@ import collections
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch import decode
 from pyconsumer.consumer.fetch.replicas import ReadReplicas
 from pyconsumer.consumer.metrics import ConsumerMetrics
+from pyconsumer.consumer.partition_errors import PartitionAction, classify
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
@@ -39,17 +40,19 @@ from pyconsumer.errors import (
 )
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.records import CompletedFetch, RecordSetIndex
+from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:  # types only
+    from pyconsumer.protocol.bodies import PartitionData
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# partition errors after which the leader is looked up again (Java FetchCollector)
-_REFRESH_METADATA = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REPLICA_NOT_AVAILABLE,
-                     ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.FENCED_LEADER_EPOCH,
-                     ErrorCode.OFFSET_NOT_AVAILABLE}
-_UNKNOWN_TOPIC = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID}
+# the RETRY codes (partition_errors' FETCH table) a fetch warns of, as Java's FetchCollector;
+# the others (an unknown leader epoch) are a debug line
+_WARN_ON_RETRY = frozenset({ErrorCode.UNKNOWN_SERVER_ERROR})
 
 # re-fetches of a partition stuck on an incomplete batch before it fails: one, asking for
 # the whole batch (and placed first in its request, so the response budget goes to it)
@@ -75,7 +78,7 @@ class Fetched:
                  "bound", "index")
 
     def __init__(self, tp: TopicPartition, fetch_offset: int, max_bytes: int,
-                 data: dict[str, Any], version: int) -> None:
+                 data: PartitionData, version: int) -> None:
         self.tp = tp
         self.fetch_offset = fetch_offset
         #: the offset after its last complete batch, when the headers say (prefetch goes there)
@@ -202,17 +205,22 @@ class FetchBuffer:
                         raise err
                     return None
                 return cursor
-            if code in _REFRESH_METADATA:
+            action = classify(ApiKey.FETCH, code)
+            if action is PartitionAction.REFRESH_METADATA:
                 log.debug("fetch of %s: %s; refreshing metadata", tp, error_for_code(code))
                 self.replicas.clear(tp)
                 self.client.metadata.request_update()
-            elif code == ErrorCode.UNKNOWN_LEADER_EPOCH:
-                log.debug("fetch of %s: unknown leader epoch", tp)
-            elif code in _UNKNOWN_TOPIC:
+            elif action is PartitionAction.UNKNOWN_TOPIC:
                 log.warning("fetch of %s: %s", tp, error_for_code(code))
                 self.replicas.clear(tp)
                 self.client.metadata.request_update()
-            elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            elif action is PartitionAction.RETRY:
+                if code in _WARN_ON_RETRY:
+                    log.warning("fetch of %s at offset %d: %s; retrying", tp,
+                                fetched.fetch_offset, error_for_code(code))
+                else:
+                    log.debug("fetch of %s: %s; retrying", tp, error_for_code(code))
+            elif action is PartitionAction.RESET_OFFSET:
                 position = subs.position(tp)
                 if self.replicas.clear(tp):
                     # a replica may lag the leader: only the leader's word resets (KIP-392)
@@ -228,9 +236,7 @@ class FetchBuffer:
                     raise OffsetOutOfRangeError(
                         f"Fetch position {fetched.fetch_offset} is out of range for partition "
                         f"{tp} (auto.offset.reset=none)")
-            elif code == ErrorCode.UNKNOWN_SERVER_ERROR:
-                log.warning("unknown error fetching %s at offset %d", tp, fetched.fetch_offset)
-            else:
+            else:     # FATAL (the table's default for a fetch)
                 err = error_for_code(code, f"fetching {tp} at offset {fetched.fetch_offset}")
                 assert err is not None
                 raise err
@@ -239,7 +245,7 @@ class FetchBuffer:
             if code != 0:
                 subs.move_to_end(tp)
 
-    def apply_answer(self, tp: TopicPartition, fetch_offset: int, data: dict[str, Any]) -> bool:
+    def apply_answer(self, tp: TopicPartition, fetch_offset: int, data: PartitionData) -> bool:
         """What an error-free partition answer says of the log (high watermark, log start,
         last stable offset, read replica), if it is still current: the partition is
         fetchable and its position is where the fetch started. False for a stale one."""
@@ -318,14 +324,15 @@ class FetchBuffer:
         budget = remaining
         size = 0
         for fetched in self._completed:
-            if len(group) == threads or fetched.data["error_code"] or not fetched.has_bytes:
-                break
+            records = fetched.data.get("records")
+            if len(group) == threads or fetched.data["error_code"] or not records:
+                break     # a full group, an error, or no record bytes
             bound = fetched.bound
             if bound is None or bound > budget:
                 break
             group.append((fetched, bound))
             budget -= bound
-            size += len(fetched.data["records"])
+            size += len(records)
         if len(group) < 2 or size < decode.min_bytes:
             return None
         jobs: list[tuple[Fetched, int]] = []

@@ -37,7 +37,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch.buffer import FetchBuffer, Fetched
@@ -54,9 +54,13 @@ from pyconsumer.errors import ErrorCode, KafkaError, error_for_code
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
+from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import RecordSetIndex
 from pyconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:  # types only
+    from pyconsumer.protocol import bodies
 
 log = logging.getLogger(__name__)
 
@@ -339,10 +343,10 @@ class FetchRequests:
             return
         assert fut.value is not None
         response = fut.value
-        body = response.body
+        body = body_of(response, ApiKey.FETCH)
         code = body.get("error_code", 0)
         by_name = response.version <= _LAST_VERSION_BY_NAME
-        parts: list[tuple[TopicPartition, dict[str, Any], RecordSetIndex]] = []
+        parts: list[tuple[TopicPartition, bodies.PartitionData, RecordSetIndex]] = []
         topic_bytes: list[tuple[str | None, int]] = []
         unknown_ids = 0
         for t in body["responses"]:
