@@ -335,6 +335,8 @@ cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1
                 c = &st.cols[a]
                 if c.n >= c.cap:
                     return av_room(st, <int>a, 0, c.n + 1)
+                if st.cols[c.child].n > INT32_MAX:   # (null items have no buffer to fill)
+                    return av_room(st, c.child, 0, st.cols[c.child].n)
                 (<int32_t*>c.data)[c.n + 1] = <int32_t>st.cols[c.child].n
                 av_bit(c.valid, c.n, True)
                 c.n += 1
@@ -451,14 +453,14 @@ cdef class _AvColumns:
         cdef AvCol* c = &self.cols[k]
         cdef _PBuf buf
         cdef Py_ssize_t cap
+        if need > INT32_MAX:
+            raise ValueError("an Avro column would pass 2**31 entries or bytes (Arrow's int32 "
+                             "offsets): decode fewer values at a time")
         if in_bytes:
             cap = c.bcap * 2
             if cap < need:
                 cap = need
             if cap > INT32_MAX:
-                if need > INT32_MAX:
-                    raise ValueError("an Avro string or bytes column would pass 2 GiB (Arrow's "
-                                     "int32 offsets): decode fewer values at a time")
                 cap = INT32_MAX
             buf = self.bytes_[k]
             if buf is None:
@@ -523,6 +525,11 @@ cdef inline const uint8_t* _av_address(object buf):
     return <const uint8_t*><uintptr_t>buf.address if buf is not None else NULL
 
 
+cdef inline const uint8_t* _av_data(object buf):
+    # a binary array of empty values may have no data buffer; readers need a pointer
+    return <const uint8_t*><uintptr_t>buf.address if buf is not None else <const uint8_t*>""
+
+
 def avro_frame_scan(values):
     """The Confluent prefix of each value of a pa.BinaryArray: (slots, skips, keys). slots:
     int32 per row, an index into keys (schema ids as int, GUIDs as 16 bytes), -1 for a null
@@ -533,7 +540,7 @@ def avro_frame_scan(values):
     bufs = values.buffers()
     cdef const uint8_t* vbits = _av_address(bufs[0])
     cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
-    cdef const uint8_t* data = _av_address(bufs[2])
+    cdef const uint8_t* data = _av_data(bufs[2])
     slots_b = bytearray(4 * n)
     skips_b = bytearray(n)
     cdef int32_t* slots = <int32_t*><char*>slots_b if n else NULL
@@ -619,7 +626,7 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
         raise TypeError("avro_decode takes a pa.BinaryArray")
     cdef const uint8_t* vbits = _av_address(bufs[0])
     cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
-    cdef const uint8_t* data = _av_address(bufs[2])
+    cdef const uint8_t* data = _av_data(bufs[2])
     cdef const int32_t* slot_of = NULL
     cdef const uint8_t* skip_of = NULL
     if slots is not None:

@@ -205,17 +205,15 @@ def decode_avro(
     base = compile_decoder(r, r)           # the columns every program must write
     slots_b, skips_b, keys = mod.avro_frame_scan(arr)
     ids: list[SchemaId] = [k if isinstance(k, int) else uuid.UUID(bytes=k) for k in keys]
-    slots = array("i")
-    slots.frombytes(slots_b)
-    skips = bytearray(skips_b)
     used: set[int] | None = None
     if schema_ids is not None:
-        _apply_header_ids(arr, schema_ids, ids, slots, skips)
-        used = set(slots)      # the prefix scan read ids from header rows' bodies too
+        slots_b, skips_b = _apply_header_ids(arr, schema_ids, ids, slots_b, skips_b)
+        # the prefix scan read "ids" from header rows' bodies too: look up only those in use
+        used = set(pc.unique(_int32s(slots_b, len(arr))).to_pylist())
     entries: list[Any] = []
     for k, sid in enumerate(ids):
         if used is not None and k not in used:
-            entries.append("unused")           # no lookup of an id no row names
+            entries.append("unused")
             continue
         try:
             prog = source.program_for(sid)
@@ -227,45 +225,52 @@ def decode_avro(
                              f"reader schema's {base.arrow_type}")
         entries.append(_pin(prog, mod))
     entries.append(_pin(base, mod))        # gives the layout when no id resolved
-    raw, errs = mod.avro_decode(arr, entries, slots.tobytes(), bytes(skips), 0)
+    raw, errs = mod.avro_decode(arr, entries, slots_b, skips_b, 0)
     return Decoded(_assemble(base, raw), dict(errs))
 
 
-def _apply_header_ids(arr: pa.Array, schema_ids: pa.Array | Sequence[SchemaId | None],
-                      ids: list[SchemaId], slots: array[int], skips: bytearray) -> None:
-    """Rows with a header id run that id's program over the whole value (no prefix)."""
+def _int32s(data: bytes, n: int) -> pa.Array:
+    return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(data)])
+
+
+def _apply_header_ids(arr: pa.Array, schema_ids: pa.Array | pa.ChunkedArray
+                      | Sequence[SchemaId | None], ids: list[SchemaId], slots_b: bytes,
+                      skips_b: bytes) -> tuple[bytes, bytes]:
+    """Rows with a header id run that id's program over the whole value (no prefix); new
+    (slots, skips). A tombstone stays a null value."""
     n = len(arr)
-    if isinstance(schema_ids, (pa.Array, pa.ChunkedArray)) and pa.types.is_integer(
-            schema_ids.type):
-        col = schema_ids.combine_chunks() if isinstance(schema_ids, pa.ChunkedArray) \
-            else schema_ids
+    if isinstance(schema_ids, pa.ChunkedArray):
+        schema_ids = schema_ids.combine_chunks()
+    if isinstance(schema_ids, pa.Array) and pa.types.is_integer(schema_ids.type):
+        col = schema_ids
         if len(col) != n:
             raise ValueError(f"schema_ids has {len(col)} entries for {n} values")
         uniq = pc.unique(col.drop_null()).to_pylist()
-        at = {u: (ids.index(u) if u in ids else -1) for u in uniq}
         for u in uniq:
-            if at[u] < 0:
+            if u not in ids:
                 ids.append(u)
-                at[u] = len(ids) - 1
-        where = pc.index_in(col, pa.array(uniq, col.type))
-        slot_of = pa.array([at[u] for u in uniq], pa.int32())
-        mapped = pc.take(slot_of, where)
-        valid = col.is_valid().to_pylist() if col.null_count else None
-        for i, s in enumerate(mapped.to_pylist()):
-            if s is not None and (valid is None or valid[i]):
-                if slots[i] != -1:             # a tombstone stays a null value
-                    slots[i] = s
-                    skips[i] = 0
-        return
+        slot_of = pa.array([ids.index(u) for u in uniq], pa.int32())
+        mapped = pc.take(slot_of, pc.index_in(col, pa.array(uniq, col.type)))
+        scan = _int32s(slots_b, n)
+        use = pc.and_(col.is_valid(), pc.not_equal(scan, -1)).fill_null(False)
+        slots = pc.if_else(use, mapped, scan)
+        skips = pc.if_else(use, pa.scalar(0, pa.uint8()),
+                           pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(skips_b)]))
+        return (slots.buffers()[1].to_pybytes()[: 4 * n],
+                skips.buffers()[1].to_pybytes()[:n])
     seq = list(schema_ids)
     if len(seq) != n:
         raise ValueError(f"schema_ids has {len(seq)} entries for {n} values")
+    slot_list = array("i")
+    slot_list.frombytes(slots_b)
+    skip_list = bytearray(skips_b)
     for i, sid in enumerate(seq):
-        if sid is None or slots[i] == -1:
+        if sid is None or slot_list[i] == -1:
             continue
         if not isinstance(sid, (int, uuid.UUID)) or isinstance(sid, bool):
             raise TypeError(f"a schema id is an int or a UUID, got {sid!r}")
         if sid not in ids:
             ids.append(sid)
-        slots[i] = ids.index(sid)
-        skips[i] = 0
+        slot_list[i] = ids.index(sid)
+        skip_list[i] = 0
+    return slot_list.tobytes(), bytes(skip_list)

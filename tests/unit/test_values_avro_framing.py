@@ -154,6 +154,10 @@ def test_unframed_values_and_inputs(avro_mod: ModuleType) -> None:
         assert got.array.to_pylist() == rows
     empty = decode_avro([], framing="none", writer=V1, backend=avro_mod)
     assert len(empty.array) == 0 and empty.array.type == arrow_type(parse_schema(V1))
+    # empty values (no data buffer at all) of a schema that takes no bytes
+    nulls = decode_avro(pa.array([b"", b""], pa.binary()), framing="none", writer="null",
+                        backend=avro_mod)
+    assert nulls.errors == {} and nulls.array.type == pa.null() and len(nulls.array) == 2
 
 
 def zz(n: int) -> bytes:
