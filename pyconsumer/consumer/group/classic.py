@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.group.assignors import Assignor, RebalanceProtocol, assignor_for
@@ -53,6 +53,7 @@ from pyconsumer.errors import (
     CommitFailedError,
     ErrorCode,
     KafkaError,
+    KafkaProtocolError,
     RebalanceInProgressError,
     error_for_code,
 )
@@ -64,7 +65,21 @@ from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
+if TYPE_CHECKING:  # types only
+    from pyconsumer.protocol import bodies
+
 log = logging.getLogger(__name__)
+
+
+def _named(value: str | None, field: str, answer: str) -> str:
+    """A JoinGroup string Kafka never sends null in this ``answer``. The codec reads
+    member_id, leader and protocol_name as nullable (librdkafka's mock sends nulls beside an
+    error code); protocol_name is nullable on the wire from v7 (an empty string before), but
+    the broker leaves it out only beside an error. A null one here is a broken answer: said
+    at once, rather than kept as the member's id or the group's protocol."""
+    if value is None:
+        raise KafkaProtocolError(f"JoinGroup answered {answer} with a null {field}")
+    return value
 
 
 class _OutOfTime(Exception):
@@ -344,18 +359,22 @@ class GroupMembership(MembershipBase):
                                 timeout_ms=rebalance + 5000)
 
     def _after_join(self, resp: Response) -> Future[Response]:
-        body = resp.body
+        body = body_of(resp, ApiKey.JOIN_GROUP)
         code = body["error_code"]
         if code == ErrorCode.MEMBER_ID_REQUIRED:
-            self.coordinator.member_id = body["member_id"]   # rejoin at once with it (KIP-394)
+            # rejoin at once with it (KIP-394)
+            self.coordinator.member_id = _named(body["member_id"], "member_id",
+                                                "MEMBER_ID_REQUIRED")
         if code:
             self._group_error(ApiKey.JOIN_GROUP, code, "JoinGroup")
+        joined = _named(body["member_id"], "member_id", "without error")
+        leader = _named(body["leader"], "leader", "without error")
+        protocol_name = _named(body["protocol_name"], "protocol_name", "without error")
         self.coordinator.generation = body["generation_id"]
-        self.coordinator.member_id = body["member_id"]
+        self.coordinator.member_id = joined
         self.state = MemberState.COMPLETING_REBALANCE
-        protocol_name = body["protocol_name"]
         assignments: list[dict[str, Any]] = []
-        if body["leader"] == body["member_id"] and not body.get("skip_assignment", False):
+        if leader == joined and not body.get("skip_assignment", False):
             assignments = self._lead(protocol_name, body["members"])
         group, generation, member_id = self.coordinator.group_id, self.generation, self.member_id
         instance = self.coordinator.group_instance_id
@@ -376,7 +395,8 @@ class GroupMembership(MembershipBase):
             self._group_error(ApiKey.SYNC_GROUP, code, "SyncGroup")
         return decode_assignment(body["assignment"] or b"")
 
-    def _lead(self, protocol_name: str, members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _lead(self, protocol_name: str, members: list[bodies.JoinGroupResponseMember]
+              ) -> list[dict[str, Any]]:
         assignor = next((a for a in self.assignors if a.name == protocol_name), None)
         if assignor is None:
             raise KafkaError(f"the group chose assignor {protocol_name!r}, which this member "
