@@ -630,13 +630,12 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
     cdef const int32_t* slot_of = NULL
     cdef const uint8_t* skip_of = NULL
     if slots is not None:
-        slots_v = memoryview(slots).cast("B")
-        if len(slots_v) != 4 * n:
+        slots_keep = slots if type(slots) is bytes else bytes(memoryview(slots).cast("B"))
+        if len(slots_keep) != 4 * n:
             raise ValueError("slots: one int32 per value")
-        slots_keep = bytes(slots_v)
         slot_of = <const int32_t*><const char*>slots_keep
     if skips is not None:
-        skips_keep = bytes(memoryview(skips).cast("B"))
+        skips_keep = skips if type(skips) is bytes else bytes(memoryview(skips).cast("B"))
         if len(skips_keep) != n:
             raise ValueError("skips: one uint8 per value")
         skip_of = <const uint8_t*><const char*>skips_keep

@@ -327,6 +327,10 @@ def evolve(reader: Json, rnd: random.Random, counter: list[int]) -> Json:
     if isinstance(reader, list):
         if reader[0] == "null" and len(reader) == 2 and rnd.random() < 0.3:
             return evolve(reader[1], rnd, counter)
+        if len(reader) > 2 and rnd.random() < 0.4:
+            # a writer union of some of the reader's branches, in another order
+            some = rnd.sample(reader, rnd.randint(2, len(reader)))
+            return [b if b == "null" else evolve(b, rnd, counter) for b in some]
         return [b if isinstance(b, str) and b == "null" else evolve(b, rnd, counter)
                 for b in reader]
     t = reader["type"]
@@ -357,7 +361,7 @@ def evolve(reader: Json, rnd: random.Random, counter: list[int]) -> Json:
 
 # --------------------------------------------------------------------------- tests
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_same_schema_matches_fastavro(avro_mod: ModuleType, data: st.DataObject) -> None:
     schema = data.draw(schemas)
@@ -365,7 +369,7 @@ def test_same_schema_matches_fastavro(avro_mod: ModuleType, data: st.DataObject)
     check(avro_mod, schema, schema, values)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_evolved_pairs_match_fastavro(avro_mod: ModuleType, data: st.DataObject) -> None:
     reader = data.draw(schemas)
