@@ -5,13 +5,16 @@ one struct array of a given schema, reporting every bad row by index instead of 
 
 How. The values are joined into one newline-delimited buffer by Arrow kernels (no Python object
 per record) and parsed by ``pyarrow.json.read_json`` with the explicit schema, unexpected fields
-ignored. ``read_json`` fails a whole block for one bad row, so a failing range is bisected until
-each bad row stands alone; a lone bad row, and any row the fast path must not see, is decoded by a
-Python reader that follows Spark's rules. Rows kept off the fast path: those with a raw CR or LF
-(whitespace between tokens is legal JSON but would split the row), those not starting with ``{``
-(``read_json`` crashes on a top-level ``null``), and every row when the schema has a MAP (``read_json``
-cannot build maps). DATE fields are read by the fast path as zone-less timestamps and truncated, so
-a date written with a zone offset goes to the Python reader (Spark keeps the written day).
+ignored. ``read_json`` fails a whole block for one bad row, so a failing range is split (around the
+row a parse error names, else in halves) until each bad row stands alone; a lone bad row, and any
+row the fast path must not see, is decoded by a Python reader that follows Spark's rules. Rows kept
+off the fast path: those with a raw CR or LF (whitespace between tokens is legal JSON but would
+split the row), those not starting with ``{`` (``read_json`` crashes on a top-level ``null``), rows
+with invalid UTF-8 (``read_json`` copies it unchecked), and every row when the schema has a MAP,
+BINARY or TIMESTAMP_NTZ field (``read_json`` builds no maps, keeps base64 text undecoded, shifts a
+zoned time into a zone-less one). DATE fields are read by the fast path as text and parsed strictly
+as ``YYYY-MM-DD``; other date text goes to the Python reader (pyarrow would shift a zoned time to
+UTC, and would take a number as days, where Spark keeps the written day and refuses numbers).
 
 What a row gives, checked against Spark 4 ``from_json(col.cast("string"), ddl)`` (session zone UTC):
 
@@ -23,8 +26,9 @@ What a row gives, checked against Spark 4 ``from_json(col.cast("string"), ddl)``
 - not a JSON object (``[1]``, ``5``, ``"s"``, ``null``) or not JSON at all: a row error;
 - coercions Spark makes, made here too: any number for DOUBLE/FLOAT (overflow to infinity),
   ``NaN``/``Infinity`` bare or quoted, a number or a nested object/array for STRING (its JSON text),
-  a quoted number for DECIMAL (rounded half-up to the scale), integer seconds for TIMESTAMP, and
-  Spark's lenient date/timestamp text (``2024-1-5``, ``2024-01-01 10:00``, a date for a timestamp);
+  a quoted number for DECIMAL (rounded half-up to the scale), integer seconds for TIMESTAMP,
+  Spark's lenient date/timestamp text (``2024-1-5``, ``2024-01-01T10``, a date for a timestamp,
+  offsets and region names such as ``Europe/Paris``), base64 text for BINARY;
 - invalid UTF-8 is read with U+FFFD replacements, as ``cast("string")`` does in Spark.
 
 A bad row is null in :attr:`Decoded.array` (the contract of every decoder); with
@@ -45,6 +49,7 @@ import decimal
 import json as _json
 import math
 import re
+import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
@@ -99,8 +104,8 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _DATE_TEXT = re.compile(r"\s*([+-]?\d{4,6})(?:-(\d{1,2})(?:-(\d{1,2})(?:[T ].*)?)?)?\s*", re.DOTALL)
 _TIMESTAMP_TEXT = re.compile(
     r"\s*([+-]?\d{4,6})(?:-(\d{1,2})(?:-(\d{1,2})"
-    r"(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{0,9}))?)?)?)?)?"
-    r"\s*(Z|UTC|GMT|[+-]\d{1,2}(?::?\d{2})?)?\s*"
+    r"(?:[T ](\d{1,2})(?::(\d{1,2})(?::(\d{1,2})(?:\.(\d{0,9}))?)?)?)?)?)?"
+    r"\s*(Z|[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z0-9_/+-]*)?\s*"
 )
 
 
@@ -182,7 +187,7 @@ def _decimal(value: Any, data_type: pa.Decimal128Type) -> decimal.Decimal:
 
 
 def _timestamp(value: Any, zoned: bool) -> _dt.datetime:
-    if isinstance(value, _Num) and value.integral and not isinstance(value, _Constant):
+    if zoned and isinstance(value, _Num) and value.integral and not isinstance(value, _Constant):
         seconds = int(value.text)  # Spark reads an integer as seconds since the epoch
         try:
             stamp = _EPOCH + _dt.timedelta(seconds=seconds)
@@ -200,13 +205,20 @@ def _timestamp(value: Any, zoned: bool) -> _dt.datetime:
                              int(second or 0), int((fraction or "0")[:6].ljust(6, "0")))
     except ValueError as exc:
         raise _Bad(f"{value!r} is not a timestamp: {exc}") from None
-    offset = _dt.timedelta(0)
-    if zone and zone not in ("Z", "UTC", "GMT"):
+    if zone and not zoned:
+        raise _Bad(f"{value!r} has a zone, which TIMESTAMP_NTZ refuses")
+    if zone and zone[0] in "+-":
         sign = -1 if zone[0] == "-" else 1
         digits = zone[1:].replace(":", "")
         hours, minutes = (digits[:-2], digits[-2:]) if len(digits) > 2 else (digits, "0")
-        offset = sign * _dt.timedelta(hours=int(hours), minutes=int(minutes))
-    stamp = stamp - offset
+        stamp = stamp - sign * _dt.timedelta(hours=int(hours), minutes=int(minutes))
+    elif zone and zone != "Z":
+        # a region name (Europe/Paris, UTC, GMT): its offset at that wall-clock time
+        try:
+            region = zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise _Bad(f"{value!r} names an unknown time zone") from None
+        stamp = stamp.replace(tzinfo=region).astimezone(_dt.timezone.utc).replace(tzinfo=None)
     return stamp.replace(tzinfo=_dt.timezone.utc) if zoned else stamp
 
 
@@ -311,7 +323,8 @@ def _scalar(value: Any, data_type: pa.DataType) -> Any:
         if not isinstance(value, str):
             raise _Bad(f"expected base64 text for BINARY, got {_describe(value)}")
         try:
-            return base64.b64decode(value, validate=True)
+            # Jackson's base64 (Spark's) skips line breaks but wants the padding
+            return base64.b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
         except ValueError:
             raise _Bad(f"{_describe(value)} is not base64") from None
     raise _Bad(f"the type {data_type} is not supported for JSON values")
@@ -381,6 +394,14 @@ def _has(data_type: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
     return False
 
 
+def _python_only(data_type: pa.DataType) -> bool:
+    """Types pyarrow.json cannot read as Spark does: MAP (no conversion at all), BINARY (Spark
+    decodes base64, pyarrow keeps the text) and TIMESTAMP_NTZ (pyarrow shifts a zoned text to
+    UTC, Spark refuses it)."""
+    return (pa.types.is_map(data_type) or pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type)
+            or (pa.types.is_timestamp(data_type) and data_type.tz is None))
+
+
 def _fast_type(data_type: pa.DataType) -> pa.DataType:
     """The type pyarrow.json reads: dates as text (it refuses date text for date32, takes numbers)."""
     if pa.types.is_date(data_type):
@@ -447,8 +468,8 @@ def decode_json(
     if n == 0:
         return Decoded(pa.array([], type=target), {})
     present = data.is_valid()
-    if _has(target, pa.types.is_map):
-        fast = pa.array([False] * n)  # pyarrow.json cannot build maps
+    if _has(target, _python_only):
+        fast = pa.array([False] * n)
     else:
         starts = pc.starts_with(data, "{")
         if not pc.all(pc.fill_null(starts, True)).as_py():
