@@ -11,8 +11,8 @@
   timer, a coordinator to look up, a generation lost or a member fenced, a new target
   assignment, a fatal error. It never changes the assignment, positions or fetched data, and
   never runs user code (reconciliation happens in poll()).
-* **The decode threads** (``pyconsumer-decode_N``, one pool per process, see
-  :mod:`pyconsumer.consumer.side_by_side`) decode record sets to Arrow for ``poll_arrow()``:
+* **The decode threads** (``pyconsumer-decode_N``, one pool per thread count, shared by the
+  process's consumers, see :mod:`pyconsumer.consumer.fetch.decode`) decode record sets to Arrow for ``poll_arrow()``:
   only cursors the application thread hands them, while it waits for them inside the call.
   They touch no consumer state, connection or lock, and run no user code.
 * **One lock** (:class:`ClientLock`, owned by the network client) serialises everything that

@@ -634,7 +634,7 @@ class KafkaConsumer:
 
     def metrics(self) -> dict[MetricName, float]:
         """The consumer's metrics now, by Java's names (Java ``metrics()``): MetricName(name,
-        group, tags) -> value. See :mod:`pyconsumer.metrics` for what each one counts;
+        group, tags) -> value. See :mod:`pyconsumer.consumer.metrics` for what each one counts;
         ``pyconsumer.metrics.find(consumer.metrics(), "records-lag", partition="0")`` picks
         one. Any thread may call it, at any time (a monitoring thread while another polls,
         as Java allows): it reads without taking the consumer, so it never waits for a

@@ -1,6 +1,6 @@
 """Every setting in the table either does something or says it does not.
 
-* A setting marked implemented is read by code outside config.py (found by parsing the
+* A setting marked implemented is read by code outside the config package's table (found by parsing the
   package's source); one marked "accepted, no effect" is not, and setting it to a value other
   than its default logs one WARNING naming it and the reason.
 * The connection settings made to work here: socket.connection.setup.timeout.max.ms (the setup
@@ -39,7 +39,7 @@ from pyconsumer.protocol import ApiKey
 from tests.peers import PeerConnection, ScriptedPeer
 
 PACKAGE = Path(pyconsumer.__file__).parent
-#: the modules that were config.py: the settings table, its parsers and cross-field checks
+#: the config package's table modules (once config.py): the settings table, its parsers and cross-field checks
 #: (config/ssl.py and config/jaas.py came from net/ and are scanned like any reader)
 CONFIG_TABLE = {PACKAGE / "config" / name for name in (
     "__init__.py", "parsers.py", "values.py", "table.py", "checks.py", "consumer_config.py")}
@@ -68,7 +68,7 @@ def rows() -> dict[str, Setting[Any]]:
 
 def names_read_outside_config() -> set[str]:
     """Attribute names loaded (``cfg.fetch_max_bytes``) and string subscripts loaded
-    (``cfg["fetch.max.bytes"]``) anywhere in the package except config.py."""
+    (``cfg["fetch.max.bytes"]``) anywhere in the package except the config table's modules."""
     found: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         if path in CONFIG_TABLE:
@@ -110,7 +110,7 @@ def test_every_implemented_setting_is_read_outside_config() -> None:
     found, aliases = names_read_outside_config(), config_properties()
     unread = [s.name for s in ConsumerConfig.settings() if s.implemented
               and not is_read(s, found, aliases)]
-    assert unread == [], f"implemented but read by nothing outside config.py: {unread}"
+    assert unread == [], f"implemented but read by nothing outside the config table: {unread}"
 
 
 def test_no_effect_settings_are_exactly_the_sampled_ones_and_read_by_nothing() -> None:

@@ -78,7 +78,7 @@ class SaslSettings:
     jaas: JaasEntry | None = dataclasses.field(default=None, repr=False)
     #: OAUTHBEARER: a callable giving a token (``sasl.oauth.token.provider``)
     token_provider: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
-    #: every ``sasl.oauthbearer.*`` setting by its Java name (h-gss's block of config.py)
+    #: every ``sasl.oauthbearer.*`` setting by its Java name (``sasl.oauthbearer.token.endpoint.url``...)
     oauthbearer: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
     #: every ``sasl.kerberos.*`` setting by its Java name (``sasl.kerberos.service.name``...)
     kerberos: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
