@@ -258,6 +258,8 @@ def _from_spark_type(data_type: Any) -> pa.DataType:
         return pa.map_(_from_spark_type(data_type.keyType), _from_spark_type(data_type.valueType))
     if name == "decimal":
         return pa.decimal128(data_type.precision, data_type.scale)
+    if name in _SIZED_STRING:
+        return pa.string()
     spark_names = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}
     simple = _SIMPLE.get(spark_names.get(name, name))
     if simple is None:

@@ -156,3 +156,36 @@ def test_infer_schema_equals_sparks_json_inference(spark: Any) -> None:
     ]
     theirs = spark.read.json(spark.sparkContext.parallelize(samples)).schema
     assert infer_schema(s.encode() for s in samples) == to_arrow_schema(theirs)
+
+
+GOOD_DDL = [
+    "id BIGINT, name STRING, tags ARRAY<STRING>, attrs MAP<STRING,INT>, at TIMESTAMP, price DECIMAL(10,2), "
+    "inner STRUCT<a: INT, b: DOUBLE>",
+    "a int, B Bigint, c tinyint, d smallint, e float, f real, g double, h boolean, i binary, j date",
+    "`weird name` INT NOT NULL COMMENT 'a \\'quoted\\' note', `a``b` STRING",
+    "s STRUCT<x: ARRAY<MAP<STRING, DECIMAL(38, 38)>>, y STRUCT<z: TIMESTAMP_NTZ NOT NULL>>",
+    "STRUCT<a: INT, b: STRING>",
+    "d DECIMAL, e DEC(5), n NUMERIC(7, 1), v VARCHAR(10), c CHAR(2), l LONG, sh SHORT, by BYTE, it INTEGER",
+    "e STRUCT<>, t TIMESTAMP_LTZ",
+    "a: INT, b: STRING",
+]
+BAD_DDL = ["a INT,", "a FOO", "a INT b INT", "a ARRAY<INT", "a MAP<STRING INT>", "a DECIMAL(40,2)", "a INT NOT",
+           "a #", "STRUCT<a: INT> x"]
+
+
+def _plain(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.remove_metadata() for f in schema])
+
+
+def test_parse_ddl_reads_ddl_as_spark_does(spark: Any) -> None:
+    from pyspark.sql.types import StructType
+
+    from pyconsumer.values.schema import SchemaError, parse_ddl, to_arrow_schema
+
+    for ddl in GOOD_DDL:
+        assert _plain(parse_ddl(ddl)) == to_arrow_schema(StructType.fromDDL(ddl)), ddl
+    for ddl in BAD_DDL:
+        with pytest.raises(SchemaError):
+            parse_ddl(ddl)
+        with pytest.raises(Exception):  # noqa: B017 - Spark's parse errors have no one class
+            StructType.fromDDL(ddl)
