@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyconsumer.values.avro_decode import WriterSchemas, decode_avro
+from pyconsumer.values.avro_decode import WriterSchemas, decode_avro, set_error_classes
 
 SCHEMA: dict[str, Any] = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
     {"name": "id", "type": "long"},
@@ -42,19 +42,16 @@ OLD = dict(SCHEMA, fields=[f for f in SCHEMA["fields"] if f["name"] != "note"])
 
 
 def backend() -> ModuleType:
-    import pyconsumer.records  # noqa: F401
     from pyconsumer import _records
     if hasattr(_records, "avro_decode"):
+        set_error_classes(_records)
         return _records
     dev = os.environ.get("PYCONSUMER_AVRO_DEV")
     if not dev:
         sys.exit("pyconsumer._records has no Avro decoder: rebuild it or set PYCONSUMER_AVRO_DEV")
     sys.path.insert(0, dev)
     mod = importlib.import_module("_avro_dev")
-    from pyconsumer.errors import (
-        CorruptRecordError, RecordDeserializationError, UnsupportedCodecError,
-    )
-    mod._set_error_classes(CorruptRecordError, UnsupportedCodecError, RecordDeserializationError)
+    set_error_classes(mod)
     return mod
 
 

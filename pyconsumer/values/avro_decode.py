@@ -16,6 +16,7 @@ that is down) propagates: an outage is not bad data.
 """
 from __future__ import annotations
 
+import importlib
 import uuid
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyconsumer import errors
 from pyconsumer.errors import KafkaClientError
 from pyconsumer.values.avro import (
     K_BOOL, K_LIST, K_NULL, K_STRUCT, Array, Enum, Fixed, Map, Primitive, Program, Record,
@@ -34,7 +36,7 @@ from pyconsumer.values.result import Decoded
 
 __all__ = [
     "SchemaId", "SchemaSource", "UnknownSchemaError", "WriterSchemas", "decode_avro",
-    "schema_id_from_header",
+    "schema_id_from_header", "set_error_classes",
 ]
 
 #: a Confluent schema id, or a schema GUID (the 0x01 framing)
@@ -98,13 +100,23 @@ def schema_id_from_header(value: bytes) -> SchemaId:
 
 
 def _backend() -> ModuleType:
-    # pyconsumer.records injects the error classes the extension's reader faults raise
-    import pyconsumer.records  # noqa: F401
-    from pyconsumer import _records
-    if not hasattr(_records, "avro_decode"):
+    """pyconsumer._records, the compiled decoder (values sits beside pyconsumer.records in
+    the layers, so the extension's error classes are injected here as records does)."""
+    # the compiled module (no layer of its own: it imports nothing from pyconsumer)
+    mod = importlib.import_module("pyconsumer._records")
+    if not hasattr(mod, "avro_decode"):
         raise RuntimeError("this build of pyconsumer._records has no Avro decoder; rebuild it "
                            "(python setup.py build_ext --inplace)")
-    return _records
+    set_error_classes(mod)
+    return mod
+
+
+def set_error_classes(mod: ModuleType) -> None:
+    """Give a build of the decoder pyconsumer.errors' classes (its reader faults raise them,
+    and the decoder turns them into row errors)."""
+    if getattr(mod, "CorruptRecordError", None) is not errors.CorruptRecordError:
+        mod._set_error_classes(errors.CorruptRecordError, errors.UnsupportedCodecError,
+                               errors.RecordDeserializationError)
 
 
 def _pin(program: Program, backend: ModuleType) -> Any:

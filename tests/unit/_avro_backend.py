@@ -13,11 +13,13 @@ from types import ModuleType
 
 import pytest
 
+from pyconsumer.values.avro_decode import set_error_classes
+
 
 def avro_backend() -> ModuleType:
-    import pyconsumer.records  # noqa: F401  (injects the error classes into _records)
     from pyconsumer import _records
     if hasattr(_records, "avro_decode"):
+        set_error_classes(_records)
         return _records
     dev = os.environ.get("PYCONSUMER_AVRO_DEV")
     if not dev:
@@ -26,8 +28,5 @@ def avro_backend() -> ModuleType:
     if dev not in sys.path:
         sys.path.insert(0, dev)
     mod = importlib.import_module("_avro_dev")
-    from pyconsumer.errors import (
-        CorruptRecordError, RecordDeserializationError, UnsupportedCodecError,
-    )
-    mod._set_error_classes(CorruptRecordError, UnsupportedCodecError, RecordDeserializationError)
+    set_error_classes(mod)
     return mod
