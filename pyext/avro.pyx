@@ -4,7 +4,7 @@ from libc.stdint cimport INT32_MAX, INT64_MAX, INT64_MIN, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
 from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException, PyErr_Restore
 from cpython.ref cimport Py_XDECREF
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 cdef extern from *:
     """
@@ -530,12 +530,71 @@ cdef inline const uint8_t* _av_data(object buf):
     return <const uint8_t*><uintptr_t>buf.address if buf is not None else <const uint8_t*>""
 
 
+ctypedef struct _AvKey:
+    int64_t id                  # a schema id (>= 0), or -1: the GUID below
+    uint8_t guid[16]
+
+
+cdef inline uint64_t _av_key_hash(const _AvKey* k) noexcept nogil:
+    cdef uint64_t h = <uint64_t>k.id
+    cdef int j
+    if k.id < 0:
+        for j in range(16):
+            h = h * 31 + k.guid[j]
+    return h * <uint64_t>0x9E3779B97F4A7C15ULL
+
+
+cdef int _av_key_slot(_AvKey** keys, Py_ssize_t* nk, Py_ssize_t* kcap, int32_t** table,
+                      Py_ssize_t* tcap, const _AvKey* k) noexcept nogil:
+    """The index of key k among the distinct keys (added if new): open addressing, so that
+    a batch of many distinct ids costs no more than a few; -1 when out of memory."""
+    cdef uint64_t h
+    cdef Py_ssize_t at, j, mask
+    cdef int32_t* nt
+    cdef _AvKey* nkeys
+    cdef int32_t e
+    if 2 * (nk[0] + 1) > tcap[0]:             # keep the table at most half full
+        nt = <int32_t*>malloc(2 * tcap[0] * sizeof(int32_t))
+        if nt == NULL:
+            return -1
+        memset(nt, 0, 2 * tcap[0] * sizeof(int32_t))
+        mask = 2 * tcap[0] - 1
+        for j in range(nk[0]):
+            at = <Py_ssize_t>(_av_key_hash(&keys[0][j]) >> 20) & mask
+            while nt[at]:
+                at = (at + 1) & mask
+            nt[at] = <int32_t>(j + 1)
+        free(table[0])
+        table[0] = nt
+        tcap[0] *= 2
+    mask = tcap[0] - 1
+    at = <Py_ssize_t>(_av_key_hash(k) >> 20) & mask
+    while True:
+        e = table[0][at]
+        if e == 0:
+            break
+        if keys[0][e - 1].id == k.id and (k.id >= 0 or
+                                          memcmp(keys[0][e - 1].guid, k.guid, 16) == 0):
+            return e - 1
+        at = (at + 1) & mask
+    if nk[0] == kcap[0]:
+        nkeys = <_AvKey*>realloc(keys[0], 2 * kcap[0] * sizeof(_AvKey))
+        if nkeys == NULL:
+            return -1
+        keys[0] = nkeys
+        kcap[0] *= 2
+    keys[0][nk[0]] = k[0]
+    table[0][at] = <int32_t>(nk[0] + 1)
+    nk[0] += 1
+    return <int>(nk[0] - 1)
+
+
 def avro_frame_scan(values):
     """The Confluent prefix of each value of a pa.BinaryArray: (slots, skips, keys). slots:
     int32 per row, an index into keys (schema ids as int, GUIDs as 16 bytes), -1 for a null
     value, -AV_E_HEADER for a value shorter than its header, -AV_E_MAGIC for a magic byte
     that is neither 0 nor 1; skips: uint8 per row, the header's bytes (5 or 17)."""
-    cdef Py_ssize_t n = len(values), i, j, nk = 0, kcap = 16
+    cdef Py_ssize_t n = len(values), i, nk = 0, kcap = 16, tcap = 64
     cdef Py_ssize_t off0 = values.offset
     bufs = values.buffers()
     cdef const uint8_t* vbits = _av_address(bufs[0])
@@ -547,55 +606,53 @@ def avro_frame_scan(values):
     cdef uint8_t* skips = <uint8_t*><char*>skips_b if n else NULL
     cdef const uint8_t* p
     cdef Py_ssize_t len_
-    cdef int64_t key
-    # distinct keys: int ids as themselves, GUIDs as -(1 + index into the guid table)
-    cdef int64_t* keys = <int64_t*>malloc(kcap * sizeof(int64_t))
-    cdef int64_t* nkeys
-    cdef Py_ssize_t nguid = 0
-    guids = []
-    if keys == NULL:
-        raise MemoryError()
+    cdef _AvKey key
+    cdef int slot = 0, last = -1
+    cdef bint failed = False
+    cdef _AvKey* keys = <_AvKey*>malloc(kcap * sizeof(_AvKey))
+    cdef int32_t* table = <int32_t*>malloc(tcap * sizeof(int32_t))
     try:
-        for i in range(n):
-            if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
-                slots[i] = -1
-                continue
-            p = data + offs[i + off0]
-            len_ = offs[i + off0 + 1] - offs[i + off0]
-            if len_ < 1 or (p[0] == 0 and len_ < 5) or (p[0] == 1 and len_ < 17):
-                slots[i] = -AV_E_HEADER
-                continue
-            if p[0] == 0:
-                key = pyx_be32(p + 1)
-                skips[i] = 5
-            elif p[0] == 1:
-                g = (<const char*>p)[1:17]          # GUIDs are rare: a Python object each
-                try:
-                    key = -1 - guids.index(g)
-                except ValueError:
-                    guids.append(g)
-                    key = -len(guids)
-                skips[i] = 17
-            else:
-                slots[i] = -AV_E_MAGIC
-                continue
-            for j in range(nk):
-                if keys[j] == key:
+        if keys == NULL or table == NULL:
+            raise MemoryError()
+        memset(table, 0, tcap * sizeof(int32_t))
+        memset(&key, 0, sizeof(_AvKey))
+        with nogil:
+            for i in range(n):
+                if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
+                    slots[i] = -1
+                    continue
+                p = data + offs[i + off0]
+                len_ = offs[i + off0 + 1] - offs[i + off0]
+                if len_ < 1 or (p[0] == 0 and len_ < 5) or (p[0] == 1 and len_ < 17):
+                    slots[i] = -AV_E_HEADER
+                    continue
+                if p[0] == 0:
+                    key.id = pyx_be32(p + 1)
+                    skips[i] = 5
+                    # the common case: the id of the row before
+                    if last >= 0 and keys[last].id == key.id:
+                        slots[i] = last
+                        continue
+                elif p[0] == 1:
+                    key.id = -1
+                    memcpy(key.guid, p + 1, 16)
+                    skips[i] = 17
+                else:
+                    slots[i] = -AV_E_MAGIC
+                    continue
+                slot = _av_key_slot(&keys, &nk, &kcap, &table, &tcap, &key)
+                if slot < 0:
+                    failed = True
                     break
-            else:
-                if nk == kcap:
-                    kcap *= 2
-                    nkeys = <int64_t*>realloc(keys, kcap * sizeof(int64_t))
-                    if nkeys == NULL:
-                        raise MemoryError()
-                    keys = nkeys
-                keys[nk] = key
-                j = nk
-                nk += 1
-            slots[i] = <int32_t>j
-        out_keys = [keys[j] if keys[j] >= 0 else guids[-1 - keys[j]] for j in range(nk)]
+                slots[i] = slot
+                last = slot
+        if failed:
+            raise MemoryError()
+        out_keys = [keys[i].id if keys[i].id >= 0 else
+                    bytes((<const char*>keys[i].guid)[:16]) for i in range(nk)]
     finally:
         free(keys)
+        free(table)
     return bytes(slots_b), bytes(skips_b), out_keys
 
 

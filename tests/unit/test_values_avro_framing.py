@@ -362,3 +362,63 @@ def test_fuzz_truncations_and_mutations(avro_mod: ModuleType) -> None:
 
 
 _FAILED = object()
+
+
+def test_many_distinct_ids_and_guids(avro_mod: ModuleType) -> None:
+    rnd = random.Random(5)
+    writers: dict[SchemaId, Any] = {}
+    values: list[bytes] = []
+    want: list[Any] = []
+    for i in range(3000):
+        sid: SchemaId = uuid.UUID(int=rnd.getrandbits(128)) if i % 7 == 0 else rnd.randrange(2 ** 32)
+        known = i % 3 != 0
+        if known:
+            writers[sid] = V1
+        rec = {"id": i, "name": str(i)}
+        prefix = (b"\x01" + sid.bytes) if isinstance(sid, uuid.UUID) else (
+            b"\x00" + struct.pack(">I", sid))
+        values.append(prefix + body(V1, rec))
+        want.append(rec if known else None)
+    got = decode_avro(values, reader=V1, source=WriterSchemas(writers, V1), backend=avro_mod)
+    assert got.array.to_pylist() == want
+    assert set(got.errors) == {i for i in range(3000) if i % 3 == 0}
+    assert all(r.startswith("unknown schema ") for r in got.errors.values())
+
+
+def test_fuzz_framing(avro_mod: ModuleType) -> None:
+    rnd = random.Random(11)
+    good = [framed(1, V1, {"id": i, "name": "n" * (i % 5)}) for i in range(50)]
+    cases: list[bytes | None] = []
+    for g in good:
+        cases += [g[:k] for k in range(len(g))]
+        for _ in range(30):
+            m = bytearray(g)
+            m[rnd.randrange(min(len(m), 8))] = rnd.randrange(256)
+            cases.append(bytes(m))
+        cases.append(None)
+    got = decode_avro(cases, reader=V1, source=WriterSchemas({1: V1}, V1), backend=avro_mod)
+    got.array.validate(full=True)
+    rows = got.array.to_pylist()
+    parsed = fastavro.parse_schema(V1)
+    for i, data in enumerate(cases):
+        if data is None:
+            assert rows[i] is None and i not in got.errors
+        elif i not in got.errors:
+            assert data[:5] == b"\x00\x00\x00\x00\x01"
+            buf = io.BytesIO(data[5:])
+            assert rows[i] == fastavro.schemaless_reader(buf, parsed, parsed)
+            assert buf.tell() == len(data) - 5
+        else:
+            assert rows[i] is None
+
+
+def test_threads_decode_side_by_side(avro_mod: ModuleType) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    rows = [{"id": i, "name": "x" * (i % 50)} for i in range(20000)]
+    arr = pa.array([body(V1, r) for r in rows], pa.binary())
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(
+            lambda _: decode_avro(arr, framing="none", writer=V1, backend=avro_mod), range(8)))
+    for r in results:
+        assert r.errors == {}
+        assert r.array.to_pylist() == rows
