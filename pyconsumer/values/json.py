@@ -37,7 +37,9 @@ converted (a struct of nulls when the text is not a JSON object). Deliberate dif
 single-quoted strings and keys are bad rows here (Spark's default accepts them); TINYINT values
 128..255 are out of range here (Spark wraps them to negative numbers); lone UTF-16 surrogates
 escaped in a string are a bad row; a NOT NULL in the schema is not enforced (Spark's ``from_json``
-makes every field nullable too).
+makes every field nullable too); Jackson's size limits, which make Spark call a row malformed
+(nesting 1000 deep, a string over 20 M characters, a number over 1000 digits), are not applied by
+the fast path (the Python reader gives up near 1000 levels of nesting, as a bad row).
 """
 
 from __future__ import annotations

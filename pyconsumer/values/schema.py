@@ -7,7 +7,8 @@ decimal -> ``decimal128``, tinyint/smallint/int/bigint -> int8/16/32/64, ...).
 The DDL forms accepted are those of Spark's ``StructType.fromDDL`` and ``from_json``: a column list
 (``"id BIGINT, name STRING NOT NULL COMMENT 'who'"``) or one ``STRUCT<...>`` type; backquoted names
 (with ```` `` ```` for a backquote inside); type names in any case; ``NOT NULL``; ``COMMENT``. A bad
-DDL raises :class:`SchemaError` naming the position and the token.
+DDL raises :class:`SchemaError` naming the position and the token. One deliberate difference: a
+name repeated at one level (case-sensitively) is refused, where Spark keeps both fields.
 
 :func:`infer_schema` guesses a schema from a sample of JSON values the way Spark's JSON reader
 does; it is meant to run once, on the driver, never per batch.
@@ -216,7 +217,8 @@ def _fields(tokens: _Tokens, closing: str | None) -> list[pa.Field]:
                 comment = re.sub(r"\\(.)", r"\1", text[1:-1])
                 metadata = {b"comment": comment.encode()}
         if name in seen:
-            # Spark refuses duplicate names too: the second would shadow the first
+            # Spark takes them (and from_json fills only the last); a second field of the same
+            # name cannot be addressed in Arrow or Spark, so it is refused here
             raise SchemaError(f"duplicate field name {name!r}", name_pos, name)
         seen.add(name)
         fields.append(pa.field(name, data_type, nullable=nullable, metadata=metadata))
