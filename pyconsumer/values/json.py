@@ -446,6 +446,9 @@ def _as_binary(values: pa.Array | pa.ChunkedArray) -> pa.Array:
         return values.view(pa.large_binary())
     if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
         return values
+    if pa.types.is_binary_view(values.type) or pa.types.is_string_view(values.type):
+        # the kernels and the buffer search here want offsets: one copy into a plain binary array
+        return values.cast(pa.binary()) if values.nbytes < (1 << 31) else values.cast(pa.large_binary())
     raise TypeError(f"JSON values must be a binary or string array, not {values.type}")
 
 

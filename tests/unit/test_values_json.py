@@ -189,6 +189,8 @@ def test_input_kinds_string_large_chunked_and_sliced() -> None:
         pa.array(values, pa.large_binary()),
         pa.array([v.decode() if v is not None else None for v in values], pa.large_string()),
         pa.chunked_array([pa.array(values[:2], pa.binary()), pa.array(values[2:], pa.binary())]),
+        pa.array(values, pa.binary_view()),
+        pa.array([v.decode() if v is not None else None for v in values], pa.string_view()),
     ):
         decoded = decode_json(array, "a INT")
         assert decoded.array.to_pylist() == want
