@@ -109,5 +109,26 @@ cdef class AvroProgram:
     cdef readonly tuple aligned   # one entry a row: the root and its struct descendants
     cdef readonly tuple reasons   # the row errors AV_FAIL and enums name by index
 
+ctypedef struct _AvKey:
+    # a distinct Confluent prefix of a frame scan
+    int64_t id          # a schema id (>= 0), or -1: the GUID below
+    uint8_t guid[16]
+
+cdef class _AvColumns:
+    # The output columns of one decode, sized from the first program's columns.
+    cdef AvCol* cols
+    cdef int ncols
+    cdef list valid     # _PBuf per column (None: a null-type column)
+    cdef list data
+    cdef list bytes_
+    cdef int _grow(self, int k, int in_bytes, Py_ssize_t need) except -1  # with the GIL
+    cdef list finish(self)  # per column (entries, validity, values/offsets, data) pa.Buffers
+
+# the interpreter: 0, -2 (a row error or AV_E_ROOM in st) or -1 (a reader fault, raised)
 cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1 nogil
 cdef int av_nulls(AvState* st, int col) noexcept nogil    # 0, or -2 (AV_E_ROOM)
+cdef int av_long(AvState* st, Reader* r, int64_t* out) except -1 nogil  # zig-zag, 64-bit
+cdef int av_int(AvState* st, Reader* r, int64_t* out) except -1 nogil   # zig-zag, 32-bit
+# the distinct-key table of avro_frame_scan: the key's index, or -1 (out of memory)
+cdef int _av_key_slot(_AvKey** keys, Py_ssize_t* nk, Py_ssize_t* kcap, int32_t** table,
+                      Py_ssize_t* tcap, const _AvKey* k) noexcept nogil

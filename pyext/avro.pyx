@@ -402,11 +402,6 @@ cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1
 @cython.final
 cdef class _AvColumns:
     """The output columns of one decode: AvCol structs over _PBuf blocks."""
-    cdef AvCol* cols
-    cdef int ncols
-    cdef list valid
-    cdef list data
-    cdef list bytes_
 
     def __cinit__(self, AvroProgram first, Py_ssize_t rows, Py_ssize_t data_bytes):
         cdef int k
@@ -528,11 +523,6 @@ cdef inline const uint8_t* _av_address(object buf):
 cdef inline const uint8_t* _av_data(object buf):
     # a binary array of empty values may have no data buffer; readers need a pointer
     return <const uint8_t*><uintptr_t>buf.address if buf is not None else <const uint8_t*>""
-
-
-ctypedef struct _AvKey:
-    int64_t id                  # a schema id (>= 0), or -1: the GUID below
-    uint8_t guid[16]
 
 
 cdef inline uint64_t _av_key_hash(const _AvKey* k) noexcept nogil:
