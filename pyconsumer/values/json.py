@@ -490,11 +490,13 @@ def decode_json(
 
     slow_rows: list[int] = pc.indices_nonzero(pc.and_not(present, fast)).to_pylist()
     chunks: list[tuple[int, int, pa.StructArray]] = []
-    uncovered: list[int] = list(range(n))  # rows no pyarrow chunk holds
     overridden: list[int] = []  # rows a chunk holds but must not show (a date it cannot read)
     if pc.any(fast).as_py():
+        # uncovered: rows no pyarrow chunk holds
         chunks, uncovered, overridden = _fast_path(data, fast, target, use_threads)
         slow_rows = sorted(set(slow_rows).union(uncovered, overridden))
+    else:
+        uncovered = list(range(n))
 
     # the Python reader for the rows the fast path could not take
     replaced: list[int] = []
@@ -573,28 +575,25 @@ def _assemble(
         # the common case: one pass of pyarrow covered every row; off-path rows were "{}"
         whole = pa.concat_arrays([c for _, _, c in chunks]) if len(chunks) > 1 else chunks[0][2]
         return pa.StructArray.from_arrays(whole.flatten(), fields=list(target), mask=pc.invert(fast))
-    # rows in order: the chunks, with one null row standing for each row no chunk holds
-    pieces: list[pa.Array] = []
-    at = 0
-    for row in uncovered + [n]:
-        while chunks and chunks[0][0] < row:
-            start, stop, chunk = chunks.pop(0)
-            pieces.append(chunk)
-            at = stop
-        if row < n:
-            pieces.append(pa.nulls(1, type=target))
-            at = row + 1
-    assert at == n or not pieces, "chunks must cover every row"
-    pieces.append(pa.array(replacements, type=target))
-    combined = pa.concat_arrays(pieces)
-    index = _row_numbers(n)
+    # the chunks hold every row but the uncovered ones, in row order: a row's place among them is
+    # its number less the uncovered rows before it; the Python rows follow the chunks
+    parts = [c for _, _, c in chunks]
+    held = sum(len(c) for c in parts)
+    parts.append(pa.array(replacements, type=target))
+    combined = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+    rows = _row_numbers(n)
+    index = rows
     keep = fast
-    if uncovered or overridden:
-        hidden = pa.array(uncovered + overridden, pa.int64())
-        keep = pc.and_not(keep, pc.is_in(index, value_set=hidden))
+    if uncovered:
+        is_uncovered = pc.is_in(rows, value_set=pa.array(uncovered, pa.int64()))
+        before = pc.subtract(pc.cumulative_sum(pc.cast(is_uncovered, pa.int64())), pc.cast(is_uncovered, pa.int64()))
+        index = pc.subtract(rows, before)
+        keep = pc.and_not(keep, is_uncovered)
+    if overridden:
+        keep = pc.and_not(keep, pc.is_in(rows, value_set=pa.array(overridden, pa.int64())))
     if replaced:
-        is_replaced = pc.is_in(index, value_set=pa.array(replaced, pa.int64()))
-        index = pc.replace_with_mask(index, is_replaced, pa.array(range(n, n + len(replaced)), pa.int64()))
+        is_replaced = pc.is_in(rows, value_set=pa.array(replaced, pa.int64()))
+        index = pc.replace_with_mask(index, is_replaced, pa.array(range(held, held + len(replaced)), pa.int64()))
         keep = pc.or_(keep, is_replaced)
     index = pc.if_else(keep, index, pa.nulls(n, pa.int64()))
     return combined.take(index)
