@@ -422,3 +422,17 @@ def test_threads_decode_side_by_side(avro_mod: ModuleType) -> None:
     for r in results:
         assert r.errors == {}
         assert r.array.to_pylist() == rows
+
+
+def test_logical_types_keep_sparks_raw_values(avro_mod: ModuleType) -> None:
+    # Spark copies a uuid string as it is and a time as its number (no day wrap, no check)
+    schema = {"type": "record", "name": "R", "fields": [
+        {"name": "u", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "d", "type": {"type": "int", "logicalType": "date"}}]}
+    data = zz(len(b"not-a-uuid")) + b"not-a-uuid" + zz(-5) + zz(-800_000)
+    got = decode_avro([data], framing="none", writer=schema, backend=avro_mod)
+    assert got.errors == {}
+    assert got.array.field("u").to_pylist() == ["not-a-uuid"]
+    assert got.array.field("t").to_pylist() == [-5]
+    assert got.array.field("d").cast(pa.int32()).to_pylist() == [-800_000]
