@@ -3,6 +3,7 @@ Fetch responses from tests/fakecluster.py; no consumer loop around them, so each
 answer, seek, pause, drain) happens exactly where the test puts it."""
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -285,6 +286,36 @@ def test_an_error_after_good_records_surfaces_on_the_next_drain(cluster: FakeClu
         rig.drain(100)
     assert rig.drain(100) == []
     assert rig.offsets() == {T0: 5, T1: 0}
+
+
+@pytest.mark.parametrize(("code", "level", "refresh"), [
+    (ErrorCode.UNKNOWN_SERVER_ERROR, logging.WARNING, False),         # retried
+    (ErrorCode.UNKNOWN_LEADER_EPOCH, logging.DEBUG, False),           # retried
+    (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, logging.WARNING, True),
+    (ErrorCode.NOT_LEADER_OR_FOLLOWER, logging.DEBUG, True),
+])
+def test_a_partition_error_fetched_again_logs_at_its_level(
+        cluster: FakeCluster, rig: Rig, caplog: pytest.LogCaptureFixture, code: ErrorCode,
+        level: int, refresh: bool) -> None:
+    def deny_t1(req: Request) -> dict[str, Any]:
+        answer = cluster.default_answer(req)
+        for p in answer["responses"][0]["partitions"]:
+            if p["partition_index"] == 1:
+                p.update(error_code=code, records=b"")
+        return answer
+
+    cluster.control(ApiKey.FETCH, deny_t1)
+    caplog.set_level(logging.DEBUG, logger="pyconsumer.consumer.fetch.buffer")
+    rig.assign({T0: 0, T1: 0})
+    rig.fetch()
+    assert not rig.client.metadata.update_requested()
+    assert rig.drain(100) == [(T0, recs(0, 0, 1, 2, 3, 4))]
+    assert rig.drain(100) == []                        # nothing raised: t-1 is fetched again
+    assert rig.offsets() == {T0: 5, T1: 0}
+    assert rig.client.metadata.update_requested() is refresh
+    said = [r.levelno for r in caplog.records
+            if r.name == "pyconsumer.consumer.fetch.buffer" and "t-1" in r.getMessage()]
+    assert said == [level]
 
 
 def test_a_partition_with_a_batch_over_the_limit_is_fetched_next() -> None:
