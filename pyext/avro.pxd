@@ -58,6 +58,7 @@ cdef enum AvErr:
     AV_E_UNKNOWN = 15   # the program slot a has no program (its reason says why)
     AV_E_BLOCK = 16     # a negative block byte size a
     AV_E_ZERO = 17      # over the limit of zero-byte items (a) in one value
+    AV_E_DEPTH = 18     # bodies nested over a deep (a forged program)
 
 ctypedef struct AvCol:
     int kind
@@ -96,6 +97,7 @@ ctypedef struct AvState:
     int grow_bytes
     Py_ssize_t grow_need
     int64_t zero_items  # zero-byte array items read in this value
+    int depth           # bodies entered (array items, union branches, defaults)
 
 cdef class AvroProgram:
     # One compiled (writer, reader) pair: pyconsumer.values.avro.Program's tables, pinned.
@@ -106,7 +108,8 @@ cdef class AvroProgram:
     cdef readonly tuple kinds     # column kinds
     cdef readonly tuple children  # AV_K_LIST: item column; else -1
     cdef readonly tuple widths
-    cdef readonly tuple aligned   # one entry a row: the root and its struct descendants
+    cdef readonly tuple aligned   # one entry a row: the columns of the root's null list
+    cdef int _check(self) except -1   # ValueError unless every reference is in bounds
     cdef readonly tuple reasons   # the row errors AV_FAIL and enums name by index
 
 ctypedef struct _AvKey:

@@ -33,18 +33,36 @@ cdef extern from *:
 # a value may hold at most this many items that take no bytes (arrays of null): a count is
 # otherwise bounded by the bytes left, this bounds the work a hostile count can ask for
 DEF AV_ZERO_LIMIT = 1 << 20
+# bodies (array items, union branches, defaults) nest at most this deep: the schema's depth
+# for a compiled program; a C stack a forged program cannot exhaust
+DEF AV_DEPTH_LIMIT = 1000
 
 # the row function without exception checks: a reader fault (-1, an exception set) is
 # turned into a row error by the caller instead of propagating
 ctypedef int (*av_row_t)(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) noexcept nogil
 
 
+cdef int _av_col(tuple kinds, Py_ssize_t pc, int64_t k, int want=-1) except -1:
+    if not 0 <= k < len(kinds) or (want >= 0 and kinds[k] != want):
+        raise ValueError(f"instruction {pc}: column {k} is not one it can write")
+    return 0
+
+
+cdef int _av_within(Py_ssize_t pc, int64_t lo, int64_t n, int64_t size, str what) except -1:
+    if lo < 0 or n < 0 or lo > size or n > size - lo:
+        raise ValueError(f"instruction {pc}: {what} [{lo}, +{n}) out of range")
+    return 0
+
+
 @cython.final
 cdef class AvroProgram:
     """A compiled Avro (writer, reader) program, pinned for the decoder (see
-    pyconsumer.values.avro.Program: code and aux are int64 arrays, native order)."""
+    pyconsumer.values.avro.Program: code and aux are int64 arrays, native order). Checked
+    whole here: every column, table, blob range and jump in bounds, bodies strictly after
+    their instruction (so a run ends), a column's kind what its instructions write; a
+    program that is not is a ValueError, never a read or write out of bounds."""
 
-    def __init__(self, code, aux, bytes blob, kinds, children, widths, aligned, reasons=()):
+    def __init__(self, code, aux, bytes blob, kinds, children, widths, reasons=()):
         self._code = bytes(memoryview(code).cast("B"))
         self._aux = bytes(memoryview(aux).cast("B"))
         self._blob = blob
@@ -53,19 +71,105 @@ cdef class AvroProgram:
         self.kinds = tuple(int(k) for k in kinds)
         self.children = tuple(int(c) for c in children)
         self.widths = tuple(int(w) for w in widths)
-        self.aligned = tuple(bool(a) for a in aligned)
         self.reasons = tuple(str(x) for x in reasons)
-        if not (len(self.kinds) == len(self.children) == len(self.widths)
-                == len(self.aligned)) or not self.kinds or not self.aligned[0]:
-            raise ValueError("one kind, child, width and alignment per column (the root "
-                             "aligned)")
-        if len(self._aux) < 16 * len(self.kinds):
-            raise ValueError("aux starts with a (start, count) null list per column")
+        if not (len(self.kinds) == len(self.children) == len(self.widths)) or not self.kinds:
+            raise ValueError("one kind, child and width per column")
         self.prog.code = <const int64_t*><const char*>self._code
         self.prog.ncode = len(self._code) // 32
         self.prog.aux = <const int64_t*><const char*>self._aux
         self.prog.blob = <const uint8_t*><const char*>self._blob
         self.prog.blob_len = len(self._blob)
+        self._check()
+        # the columns a null at the root writes to are those with one entry a row
+        start, count = self.prog.aux[0], self.prog.aux[1]
+        root = {self.prog.aux[start + j] for j in range(count)}
+        self.aligned = tuple(k in root for k in range(len(self.kinds)))
+        if not self.aligned[0]:
+            raise ValueError("the root's null list must hold the root")
+
+    cdef int _check(self) except -1:
+        cdef Py_ssize_t ncols = len(self.kinds), naux = len(self._aux) // 8
+        cdef Py_ssize_t ncode = self.prog.ncode, nblob = self.prog.blob_len, pc, j
+        cdef const int64_t* aux = self.prog.aux
+        cdef const int64_t* ins
+        cdef int64_t op, a, b, c, start, count
+        width_of = {AV_K_I32: 4, AV_K_I64: 8, AV_K_F32: 4, AV_K_F64: 8, AV_K_DEC: 16}
+        for k in range(ncols):
+            kind = self.kinds[k]
+            if not AV_K_NULL <= kind <= AV_K_LIST or self.widths[k] != width_of.get(kind, 0):
+                raise ValueError(f"column {k}: kind {kind} with width {self.widths[k]}")
+            if kind == AV_K_LIST and not 0 <= self.children[k] < ncols:
+                raise ValueError(f"column {k}: a list's child {self.children[k]} is no column")
+            if kind != AV_K_LIST and self.children[k] != -1:
+                raise ValueError(f"column {k}: only a list names a child")
+        if naux < 2 * ncols:
+            raise ValueError("aux opens with a (start, count) null list per column")
+        for k in range(ncols):
+            start, count = aux[2 * k], aux[2 * k + 1]
+            if start < 0 or count < 1 or start + count > naux:
+                raise ValueError(f"column {k}: null list out of aux")
+            for j in range(count):
+                if not 0 <= aux[start + j] < ncols:
+                    raise ValueError(f"column {k}: null list names no column")
+
+        targets = {0: AV_K_I32, 1: AV_K_I64, 2: AV_K_F32, 3: AV_K_F64}
+        for pc in range(ncode):
+            ins = self.prog.code + 4 * pc
+            op, a, b, c = ins[0], ins[1], ins[2], ins[3]
+            if op == AV_NULLS:
+                _av_col(self.kinds, pc, a)
+            elif op == AV_STRUCT:
+                _av_col(self.kinds, pc, a, AV_K_STRUCT)
+            elif op == AV_NULLTYPE:
+                _av_col(self.kinds, pc, a, AV_K_NULL)
+            elif op == AV_BOOL:
+                _av_col(self.kinds, pc, a, AV_K_BOOL)
+            elif op == AV_INT or op == AV_LONG or op == AV_FLOAT:
+                if b not in targets or c < 1 or (op == AV_FLOAT and b < 2):
+                    raise ValueError(f"instruction {pc}: bad target {b} or multiplier {c}")
+                _av_col(self.kinds, pc, a, targets[b])
+            elif op == AV_DOUBLE:
+                _av_col(self.kinds, pc, a, AV_K_F64)
+            elif op == AV_BYTES:
+                _av_col(self.kinds, pc, a, AV_K_BIN)
+            elif op == AV_FIXED:
+                _av_col(self.kinds, pc, a, AV_K_BIN)
+                _av_within(pc, 0, b, 1 << 31, "fixed size")
+            elif op == AV_DEC_BYTES:
+                _av_col(self.kinds, pc, a, AV_K_DEC)
+                _av_within(pc, 0, b, 38, "precision")
+            elif op == AV_DEC_FIXED:
+                _av_col(self.kinds, pc, a, AV_K_DEC)
+                _av_within(pc, 0, b, 1 << 31, "fixed size")
+                _av_within(pc, 0, c, 38, "precision")
+            elif op == AV_ENUM:
+                _av_col(self.kinds, pc, a, AV_K_BIN)
+                _av_within(pc, b, 2 * c, naux, "enum table")
+                for j in range(c):
+                    if aux[b + 2 * j] >= 0:
+                        _av_within(pc, aux[b + 2 * j], aux[b + 2 * j + 1], nblob, "enum symbol")
+            elif op == AV_ARRAY:
+                if a != -1:
+                    _av_col(self.kinds, pc, a, AV_K_LIST)
+                _av_within(pc, pc + 1, b, ncode, "array body")
+                if c < 0:
+                    raise ValueError(f"instruction {pc}: negative item size")
+            elif op == AV_UNION:
+                _av_within(pc, b, 2 * a, naux, "union table")
+                if not pc < c <= ncode:
+                    raise ValueError(f"instruction {pc}: union end {c} out of range")
+                for j in range(a):
+                    _av_within(pc, aux[b + 2 * j], aux[b + 2 * j + 1], c, "union branch")
+                    if aux[b + 2 * j] <= pc:
+                        raise ValueError(f"instruction {pc}: a union branch before the union")
+            elif op == AV_DEFAULT:
+                _av_within(pc, a, b, nblob, "default")
+                _av_within(pc, pc + 1, c, ncode, "default body")
+            elif op == AV_SKIP_N:
+                _av_within(pc, 0, a, 1 << 62, "skip")
+            elif op not in (AV_FAIL, AV_SKIP_VARINT, AV_SKIP_BYTES):
+                raise ValueError(f"instruction {pc}: unknown opcode {op}")
+        return 0
 
 
 # --------------------------------------------------------------------------- appends
@@ -294,7 +398,11 @@ cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1
             if v < 0 or v >= a:
                 return av_fail(st, AV_E_UNION, v, a, at)
             t = st.aux + b + 2 * v
+            if st.depth >= AV_DEPTH_LIMIT:
+                return av_fail(st, AV_E_DEPTH, AV_DEPTH_LIMIT, 0, at)
+            st.depth += 1
             rc = av_run(st, r, <Py_ssize_t>t[0], <Py_ssize_t>(t[0] + t[1]))
+            st.depth -= 1
             if rc:
                 return rc
             pc = <Py_ssize_t>cc
@@ -326,11 +434,15 @@ cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1
                     st.zero_items += count
                     if st.zero_items > AV_ZERO_LIMIT:
                         return av_fail(st, AV_E_ZERO, AV_ZERO_LIMIT, 0, at)
+                if st.depth >= AV_DEPTH_LIMIT:
+                    return av_fail(st, AV_E_DEPTH, AV_DEPTH_LIMIT, 0, at)
+                st.depth += 1
                 while count > 0:
                     rc = av_run(st, r, start, stop)
                     if rc:
                         return rc
                     count -= 1
+                st.depth -= 1
             if a >= 0:
                 c = &st.cols[a]
                 if c.n >= c.cap:
@@ -377,7 +489,11 @@ cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1
             c.n += 1
         elif op == AV_DEFAULT:
             rd_init(&sub, st.blob + a, <Py_ssize_t>b, r.where, r.offset)
+            if st.depth >= AV_DEPTH_LIMIT:
+                return av_fail(st, AV_E_DEPTH, AV_DEPTH_LIMIT, 0, at)
+            st.depth += 1
             rc = av_run(st, &sub, pc + 1, pc + 1 + <Py_ssize_t>cc)
+            st.depth -= 1
             if rc:
                 return rc
             pc += 1 + <Py_ssize_t>cc
@@ -731,6 +847,7 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
                     st.err = 0
                     st.epos = -1
                     st.zero_items = 0
+                    st.depth = 0
                     rc = 0
                     if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
                         if av_nulls(&st, 0):      # a tombstone: a null value, not an error
@@ -892,4 +1009,6 @@ cdef str _av_reason(AvState* st, list programs, Py_ssize_t slot):
         return f"negative block size {a}{where}"
     if e == AV_E_ZERO:
         return f"over {a} items that take no bytes in one value{where}"
+    if e == AV_E_DEPTH:
+        return f"bodies nested over {a} deep{where}"
     return f"Avro decode error {e}{where}"

@@ -128,21 +128,9 @@ def _pin(program: Program, backend: ModuleType) -> Any:
         pinned = backend.AvroProgram(
             array("q", program.code), array("q", program.aux), program.blob,
             [c.kind for c in cols], [c.children[0] if c.kind == K_LIST else -1 for c in cols],
-            [c.width for c in cols], _aligned(program), program.reasons)
+            [c.width for c in cols], program.reasons)
         program.cache[key] = pinned
     return pinned
-
-
-def _aligned(program: Program) -> list[bool]:
-    """Columns with one entry a row: the root and, under it, struct children (not lists)."""
-    out = [False] * len(program.columns)
-    todo = [0]
-    while todo:
-        k = todo.pop()
-        out[k] = True
-        if program.columns[k].kind == K_STRUCT:
-            todo.extend(program.columns[k].children)
-    return out
 
 
 def _as_binary(values: pa.Array | pa.ChunkedArray | Iterable[bytes | None]) -> pa.Array:
@@ -176,7 +164,9 @@ def _assemble(program: Program, raw: list[tuple[int, Any, Any, Any]]) -> pa.Arra
             return pa.Array.from_buffers(spec.type, n, [valid, data])
         return pa.Array.from_buffers(spec.type, n, [valid, data, body])
 
-    return build(0)
+    out = build(0)
+    out.validate()               # lengths and buffer sizes (cheap): a bad program is an error
+    return out
 
 
 def decode_avro(

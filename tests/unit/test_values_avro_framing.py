@@ -436,3 +436,53 @@ def test_logical_types_keep_sparks_raw_values(avro_mod: ModuleType) -> None:
     assert got.array.field("u").to_pylist() == ["not-a-uuid"]
     assert got.array.field("t").to_pylist() == [-5]
     assert got.array.field("d").cast(pa.int32()).to_pylist() == [-800_000]
+
+
+def test_a_forged_program_is_a_value_error(avro_mod: ModuleType) -> None:
+    from array import array
+
+    from pyconsumer.values.avro_decode import _pin
+    prog = compile_decoder(parse_schema(V2))
+    kinds = [c.kind for c in prog.columns]
+    children = [c.children[0] if c.kind == 9 else -1 for c in prog.columns]
+    widths = [c.width for c in prog.columns]
+
+    def make(code: list[int], aux: list[int] | None = None, blob: bytes = b"") -> Any:
+        return avro_mod.AvroProgram(array("q", code), array("q", prog.aux if aux is None
+                                                            else aux), blob, kinds, children,
+                                    widths)
+
+    make(prog.code, blob=prog.blob)                           # the real one is fine
+    assert _pin(prog, avro_mod).aligned == (True,) * len(kinds)
+    for code, match in [
+        ([1, 99, 0, 0], "column 99 is not one it can write"),           # STRUCT of no column
+        ([4, 0, 0, 1], "column 0 is not one it can write"),             # INT into the struct
+        ([14, 1, 0, 0], "union end 0 out of range"),                   # a union that loops
+        ([13, -1, 5, 1], "array body"),                                 # a body past the end
+        ([15, 0, 10, 0], "default"),                                    # a blob range past it
+        ([12, 2, 10 ** 6, 1], "enum table"),
+        ([77, 0, 0, 0], "unknown opcode 77"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            make(code)
+    with pytest.raises(ValueError, match="null list"):
+        make(prog.code, aux=[0, 0] + prog.aux[2:], blob=prog.blob)
+    with pytest.raises(ValueError, match="one kind, child and width"):
+        avro_mod.AvroProgram(array("q"), array("q"), b"", [], [], [])
+
+
+def test_nesting_deeper_than_the_limit_is_a_row_error(avro_mod: ModuleType) -> None:
+    # an array of arrays ... 1,100 deep: each level is one body deeper
+    schema: Any = "null"
+    for _ in range(1100):
+        schema = {"type": "array", "items": schema}
+    import sys
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(20000)
+    try:
+        data = b"\x02" * 1100 + b"\x00" * 1100
+        got = decode_avro([data, b"\x00"], framing="none", writer=schema, backend=avro_mod)
+    finally:
+        sys.setrecursionlimit(old)
+    assert got.errors == {0: "bodies nested over 1000 deep at byte 1000"}
+    assert got.array.to_pylist() == [None, []]
