@@ -329,3 +329,69 @@ def test_decode_string_clean_and_large() -> None:
     decoded = decode_string(pa.array([b"a", None], pa.large_binary()))
     assert decoded.array.type == pa.large_string()
     assert decoded.array.to_pylist() == ["a", None] and decoded.errors == {}
+
+
+# values of every JSON kind, and text that looks like the typed fields' text, for every field:
+# whatever pyarrow accepts must be what the Python reader (Spark's rules) gives
+_ANY_DDL = ("i INT, by TINYINT, l BIGINT, x DOUBLE, fl FLOAT, b BOOLEAN, s STRING, dec DECIMAL(6,2), "
+            "ts TIMESTAMP, day DATE, arr ARRAY<INT>, st STRUCT<p: DOUBLE, q: ARRAY<DATE>>")
+@st.composite
+def _timestampish(draw: st.DrawFn) -> str:
+    """Date and timestamp text in the forms Spark and pyarrow take, and near misses."""
+    when = draw(st.datetimes(dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999)))
+    month = f"{when.month:02d}" if draw(st.booleans()) else str(when.month)
+    text = f"{when.year:04d}-{month}-{when.day:02d}"
+    shape = draw(st.sampled_from(["date", "hour", "minute", "second", "fraction"]))
+    if shape != "date":
+        text += draw(st.sampled_from(["T", " ", "t"])) + f"{when.hour:02d}"
+        if shape != "hour":
+            text += f":{when.minute:02d}"
+        if shape in ("second", "fraction"):
+            text += f":{when.second:02d}"
+        if shape == "fraction":
+            text += "." + f"{when.microsecond:06d}{draw(st.integers(0, 999)):03d}"[: draw(st.integers(0, 9))]
+    text += draw(st.sampled_from(["", "", "Z", "z", "+05:30", "-0800", "+01", " UTC", "+14:00", "-00:00"]))
+    return draw(st.sampled_from(["", " "])) + text + draw(st.sampled_from(["", " "]))
+
+
+_timestampish_or_junk = _timestampish() | st.from_regex(r"\A[ ]?[+-]?[0-9]{4}(-[0-9]{1,2}(-[0-9]{1,2})?)?[ ]?\Z")
+_scalar = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, width=64)
+           | st.decimals(allow_nan=False, allow_infinity=False, places=4).map(str) | _timestampish_or_junk | _text)
+_json_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["p", "q", "z"]), inner, max_size=3), max_leaves=6)
+_any_field = st.sampled_from(["i", "by", "l", "x", "fl", "b", "s", "dec", "ts", "day", "arr", "st", "other"])
+
+
+def _render(value: Any) -> str:
+    """JSON text, with decimals written as bare numbers now and then."""
+    if isinstance(value, str) and value.lstrip("-").replace(".", "", 1).isdigit():
+        return value
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{_render(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_render(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(_any_field, _json_value | _timestampish(), max_size=4), min_size=1, max_size=12))
+def test_the_fast_path_agrees_with_the_python_reader_on_type_confusion(records: list[dict[str, Any]]) -> None:
+    values = [("{" + ",".join(f"{json.dumps(k)}:{_render(v)}" for k, v in r.items()) + "}").encode()
+              for r in records]
+    for partial in (False, True):
+        decoded = decode_json(pa.array(values, pa.binary()), _ANY_DDL, partial_results=partial)
+        reference = decode_json_rows(values, _ANY_DDL, partial_results=partial)
+        assert decoded.errors == reference.errors
+        assert same(decoded.array.to_pylist(), reference.array.to_pylist())
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_timestampish(), field=st.sampled_from(["ts", "day", "st"]))
+def test_pyarrows_date_and_timestamp_text_equals_the_python_readers(text: str, field: str) -> None:
+    # alone in its batch, so pyarrow reads it whenever it can (a failure goes to the Python reader)
+    value = {"q": [text]} if field == "st" else text
+    values = [json.dumps({field: value}).encode()]
+    decoded = decode_json(pa.array(values, pa.binary()), _ANY_DDL)
+    reference = decode_json_rows(values, _ANY_DDL)
+    assert decoded.errors == reference.errors
+    assert decoded.array.to_pylist() == reference.array.to_pylist()
