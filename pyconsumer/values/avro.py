@@ -412,13 +412,25 @@ def _union_shape(u: UnionSchema) -> tuple[str, list[Schema]]:
     return "struct", rest
 
 
+def _nullable(s: Schema) -> bool:
+    """Spark's nullability: null, or a union with a null branch (a union's members are all
+    nullable: one is set at a time)."""
+    if isinstance(s, Primitive):
+        return s.type == "null"
+    return isinstance(s, UnionSchema) and any(
+        isinstance(b, Primitive) and b.type == "null" for b in s.branches)
+
+
 def arrow_type(reader: Schema) -> pa.DataType:
     """The Arrow type of a reader schema, as Spark's SchemaConverters maps it: ``[null, T]`` ->
     T (nullable), other unions -> struct<member0, ...>, enum and uuid -> string, fixed and
     bytes -> binary, decimal -> decimal128(p, s), date -> date32, timestamp-millis/micros ->
     timestamp[us, UTC], local-timestamp-* -> timestamp[us], time-millis -> int32 and
-    time-micros -> int64 (Spark has no time type), map -> map<string, V>. Every field is
-    nullable. Recursive schemas have no Arrow type (AvroSchemaError)."""
+    time-micros -> int64 (Spark has no time type), map -> map<string, V>. Nullability as
+    Spark's: a field, list item or map value is nullable when its schema is null or a union
+    with null; union members always. (A bad or null row is null at the top, where its
+    children's entries are nulls too, as in any Arrow struct.) Recursive schemas have no
+    Arrow type (AvroSchemaError)."""
     return _Columns().arrow(reader, ())
 
 
@@ -479,12 +491,14 @@ class _Columns:
         if isinstance(s, Record):
             if s.name in stack:
                 raise AvroSchemaError(f"recursive schema {s.name} has no Arrow type")
-            return pa.struct([pa.field(f.name, self.arrow(f.type, (*stack, s.name)))
-                              for f in s.fields])
+            return pa.struct([pa.field(f.name, self.arrow(f.type, (*stack, s.name)),
+                                       nullable=_nullable(f.type)) for f in s.fields])
         if isinstance(s, Array):
-            return pa.list_(self.arrow(s.items, stack))
+            return pa.list_(pa.field("item", self.arrow(s.items, stack),
+                                     nullable=_nullable(s.items)))
         if isinstance(s, Map):
-            return pa.map_(pa.string(), self.arrow(s.values, stack))
+            return pa.map_(pa.string(), pa.field("value", self.arrow(s.values, stack),
+                                                 nullable=_nullable(s.values)))
         if isinstance(s, UnionSchema):
             shape, rest = _union_shape(s)
             if shape == "null":

@@ -393,13 +393,20 @@ REC = {"type": "record", "name": "R", "namespace": "ns", "fields": [
 
 def test_arrow_type_is_sparks_mapping() -> None:
     t = arrow_type(parse_schema(REC))
+    def req(name: str, typ: pa.DataType) -> pa.Field:
+        return pa.field(name, typ, nullable=False)
+
+    # nullable only where the Avro type is a union with null (Spark's SchemaConverters)
     assert t == pa.struct([
-        ("id", pa.int64()), ("name", pa.string()), ("score", pa.float64()),
-        ("tags", pa.list_(pa.string())), ("attrs", pa.map_(pa.string(), pa.int32())),
-        ("kind", pa.string()), ("opt", pa.string()),
-        ("either", pa.struct([("member0", pa.int32()), ("member1", pa.string()),
-                              ("member2", pa.struct([("x", pa.float32())]))])),
+        req("id", pa.int64()), req("name", pa.string()), req("score", pa.float64()),
+        req("tags", pa.list_(req("item", pa.string()))),
+        req("attrs", pa.map_(pa.string(), req("value", pa.int32()))),
+        req("kind", pa.string()), pa.field("opt", pa.string()),
+        req("either", pa.struct([("member0", pa.int32()), ("member1", pa.string()),
+                                 ("member2", pa.struct([req("x", pa.float32())]))])),
     ])
+    assert arrow_type(parse_schema({"type": "array", "items": ["null", "int"]})) == \
+        pa.list_(pa.int32())
     one = {str(lt if isinstance(lt, str) else lt.get("logicalType") or lt["type"]):
            arrow_type(parse_schema(lt)) for lt in LEAVES}
     assert one == {

@@ -276,8 +276,9 @@ def test_parse_errors_and_references() -> None:
     user = parse_schema({"type": "record", "name": "User", "namespace": "ex", "fields": [
         {"name": "home", "type": "Address"}, {"name": "work", "type": "ex.Address"}]},
         named={"ex.Address": addr})
-    assert arrow_type(user) == pa.struct([("home", pa.struct([("city", pa.string())])),
-                                          ("work", pa.struct([("city", pa.string())]))])
+    addr_t = pa.struct([pa.field("city", pa.string(), nullable=False)])
+    assert arrow_type(user) == pa.struct([pa.field("home", addr_t, nullable=False),
+                                          pa.field("work", addr_t, nullable=False)])
 
 
 def test_unknown_schema_error_is_a_lookup_error() -> None:
