@@ -30,12 +30,13 @@ cdef extern from *:
     """
     int av_dec128(const uint8_t* p, Py_ssize_t n, int precision, uint8_t* out) noexcept nogil
 
-# a value may hold at most this many items that take no bytes (arrays of null): a count is
-# otherwise bounded by the bytes left, this bounds the work a hostile count can ask for
-DEF AV_ZERO_LIMIT = 1 << 20
-# bodies (array items, union branches, defaults) nest at most this deep: the schema's depth
-# for a compiled program; a C stack a forged program cannot exhaust
-DEF AV_DEPTH_LIMIT = 1000
+cdef enum:
+    # a value may hold at most this many items that take no bytes (arrays of null): a count
+    # is otherwise bounded by the bytes left, this bounds the work a hostile count can ask for
+    AV_ZERO_LIMIT = 1 << 20
+    # bodies (array items, union branches, defaults) nest at most this deep: the schema's
+    # depth for a compiled program; a C stack a forged program cannot exhaust
+    AV_DEPTH_LIMIT = 1000
 
 # the row function without exception checks: a reader fault (-1, an exception set) is
 # turned into a row error by the caller instead of propagating
