@@ -3,7 +3,8 @@
 Run: ``python -m benchmarks.bench_values_json [--records N] [--repeat R]``. Prints records/s
 (best of R) for: json.loads per row (dicts only), json.loads + pa.array (typed Arrow), bare
 ``pyarrow.json.read_json`` on an already-joined clean NDJSON buffer (the floor decode_json builds
-on), and decode_json on clean input, with one bad row in the middle, and with 1 % bad rows.
+on), and decode_json on clean input, with one bad row in the middle, with 1 % of rows cut short and with 1 % of rows
+holding a string where the schema wants an INT.
 """
 from __future__ import annotations
 
@@ -63,6 +64,10 @@ def main() -> None:
     for i in range(0, n, 100):
         many_bad[i] = values[i][:-5]  # truncated
     many_bad_array = pa.array(many_bad, pa.binary())
+    wrong_type = values.copy()
+    for i in range(0, n, 100):
+        wrong_type[i] = values[i].replace(b'"qty":', b'"qty":"', 1).replace(b',"ts"', b'","ts"', 1)  # a string
+    wrong_type_array = pa.array(wrong_type, pa.binary())
     ndjson = b"\n".join(values) + b"\n"
     parse = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     arrow_type = pa.struct(list(schema))
@@ -83,6 +88,7 @@ def main() -> None:
 
     assert decode_json(one_bad_array, schema).errors.keys() == {n // 2}
     assert len(decode_json(many_bad_array, schema).errors) == len(range(0, n, 100))
+    assert len(decode_json(wrong_type_array, schema).errors) == len(range(0, n, 100))
     assert decode_json(array, schema).array.type == arrow_type
     cases: list[tuple[str, Callable[[], object]]] = [
         ("json.loads per row (dicts)", loads_only),
@@ -92,7 +98,8 @@ def main() -> None:
         ("decode_json, clean, 1 thread", lambda: decode_json(array, schema)),
         ("decode_json, clean, threads", lambda: decode_json(array, schema, use_threads=True)),
         ("decode_json, 1 bad row in the middle", lambda: decode_json(one_bad_array, schema)),
-        ("decode_json, 1% bad rows", lambda: decode_json(many_bad_array, schema)),
+        ("decode_json, 1% rows cut short", lambda: decode_json(many_bad_array, schema)),
+        ("decode_json, 1% rows with a wrong type", lambda: decode_json(wrong_type_array, schema)),
     ]
     for name, fn in cases:
         repeat = 1 if "1%" in name or "json.loads" in name else args.repeat

@@ -9,7 +9,8 @@ ignored. ``read_json`` fails a whole block for one bad row, so a failing range i
 row a parse error names, else in halves) until each bad row stands alone; a lone bad row, and any
 row the fast path must not see, is decoded by a Python reader that follows Spark's rules. Rows kept
 off the fast path: those with a raw CR or LF (whitespace between tokens is legal JSON but would
-split the row), those not starting with ``{`` (``read_json`` crashes on a top-level ``null``), rows
+split the row), those not starting with ``{`` (``read_json`` crashes on a top-level ``null``) or not
+ending with ``}`` (cut short, most often: cheaper in Python than splitting a failed block), rows
 with invalid UTF-8 (``read_json`` copies it unchecked), and every row when the schema has a MAP,
 BINARY or TIMESTAMP_NTZ field (``read_json`` builds no maps, keeps base64 text undecoded, shifts a
 zoned time into a zone-less one). DATE fields are read by the fast path as text and parsed strictly
@@ -479,7 +480,12 @@ def decode_json(
         starts = pc.starts_with(data, "{")
         if not pc.all(pc.fill_null(starts, True)).as_py():
             starts = pc.or_(starts, pc.match_substring_regex(data, r"^[ \t]*\{"))
-        fast = pc.fill_null(starts, False)
+        # a value not ending in "}" is most often cut short: the Python reader takes it, not a
+        # failing pyarrow block (splitting one costs far more than reading a row in Python)
+        ends = pc.ends_with(data, "}")
+        if not pc.all(pc.fill_null(ends, True)).as_py():
+            ends = pc.or_(ends, pc.match_substring_regex(data, r"\}[ \t]*$"))
+        fast = pc.fill_null(pc.and_(starts, ends), False)
         broken = _rows_with_breaks(data)
         if broken:
             fast = pc.and_not(fast, pc.is_in(_row_numbers(n), value_set=pa.array(broken, pa.int64())))
@@ -625,6 +631,10 @@ def _fast_path(
     overridden: list[int] = []
     pending = [(0, len(data))]
     first = True
+    # a pyarrow call costs ~0.2 ms, the Python reader ~10 us a row: past this many calls, a range
+    # that fails goes to the Python reader whole (dense bad rows must not cost a call each)
+    budget = max(64, len(data) // 64)
+    calls = 0
     while pending:
         start, stop = pending.pop()
         size = offsets[stop] - offsets[start]
@@ -636,6 +646,7 @@ def _fast_path(
         first = False
         table = None
         hint = None
+        calls += 1
         try:
             table = pajson.read_json(pa.BufferReader(body[offsets[start]:offsets[stop]]),
                                      read_options=options, parse_options=parse_options)
@@ -648,6 +659,9 @@ def _fast_path(
                 chunk, bad = _read_dates(chunk, target)
                 overridden.extend(start + i for i in bad.to_pylist())
             chunks.append((start, stop, chunk))
+            continue
+        if calls > budget:
+            failed.extend(range(start, stop))
             continue
         if hint is not None:
             # a parse error names its row: that row fails, both sides of it are tried again
