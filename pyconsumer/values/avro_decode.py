@@ -16,6 +16,7 @@ that is down) propagates: an outage is not bad data.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import uuid
 from array import array
@@ -133,6 +134,13 @@ def _pin(program: Program, backend: ModuleType) -> Any:
     return pinned
 
 
+@functools.lru_cache(maxsize=256)
+def _compiled(writer: Schema, reader: Schema) -> Program:
+    # schemas hash by identity: a caller that keeps its parsed schemas (as integration does)
+    # compiles each pair once; JSON given anew each call is parsed and compiled anew
+    return compile_decoder(writer, reader)
+
+
 def _as_binary(values: pa.Array | pa.ChunkedArray | Iterable[bytes | None]) -> pa.Array:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
@@ -187,16 +195,20 @@ def decode_avro(
     id or GUID the prefixes name (compiled against ``reader``, which is required). Per-row
     ``schema_ids`` (ints or UUIDs, None where a row has no header) mark rows whose body
     has no prefix. ``backend`` is the compiled module (default pyconsumer._records).
+    Pass parsed schemas (:func:`~pyconsumer.values.avro.parse_schema`) to compile a
+    (writer, reader) pair once for all calls.
     """
     mod = backend if backend is not None else _backend()
     arr = _as_binary(values)
     if framing == "none":
         if writer is None:
             raise ValueError('framing="none" needs the writer schema')
+        if schema_ids is not None:
+            raise ValueError('schema_ids name writer schemas: framing="confluent" only')
         w = writer if isinstance(writer, _SCHEMA_TYPES) else parse_schema(writer)
         r = w if reader is None else (
             reader if isinstance(reader, _SCHEMA_TYPES) else parse_schema(reader))
-        prog = compile_decoder(w, r)
+        prog = _compiled(w, r)
         raw, errs = mod.avro_decode(arr, [_pin(prog, mod)], None, None, 0)
         return Decoded(_assemble(prog, raw), dict(errs))
     if framing != "confluent":
@@ -204,7 +216,7 @@ def decode_avro(
     if source is None or reader is None:
         raise ValueError('framing="confluent" needs a schema source and the reader schema')
     r = reader if isinstance(reader, _SCHEMA_TYPES) else parse_schema(reader)
-    base = compile_decoder(r, r)           # the columns every program must write
+    base = _compiled(r, r)                 # the columns every program must write
     slots_b, skips_b, keys = mod.avro_frame_scan(arr)
     ids: list[SchemaId] = [k if isinstance(k, int) else uuid.UUID(bytes=k) for k in keys]
     used: set[int] | None = None

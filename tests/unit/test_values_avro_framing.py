@@ -487,3 +487,17 @@ def test_nesting_deeper_than_the_limit_is_a_row_error(avro_mod: ModuleType) -> N
         sys.setrecursionlimit(old)
     assert got.errors == {0: "bodies nested over 1000 deep at byte 1000"}
     assert got.array.to_pylist() == [None, []]
+
+
+def test_argument_errors(avro_mod: ModuleType) -> None:
+    with pytest.raises(ValueError, match='framing="confluent" only'):
+        decode_avro([b""], framing="none", writer="null", schema_ids=[1], backend=avro_mod)
+    with pytest.raises(ValueError, match="needs the writer schema"):
+        decode_avro([b""], framing="none", backend=avro_mod)
+    with pytest.raises(ValueError, match="needs a schema source and the reader schema"):
+        decode_avro([b""], reader=V1, backend=avro_mod)
+    with pytest.raises(TypeError, match="Avro values come as binary"):
+        decode_avro(pa.array([1]), framing="none", writer="int", backend=avro_mod)
+    other = WriterSchemas({1: "string"}, "string")
+    with pytest.raises(ValueError, match="writes string, not the reader schema's"):
+        decode_avro([framed(1, "string", "x")], reader=V1, source=other, backend=avro_mod)
