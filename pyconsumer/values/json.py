@@ -71,6 +71,10 @@ _MIN_BLOCK = 1 << 20
 _ROW_HINT = re.compile(r" in row (\d+)$")
 # a failing range this small goes to the Python reader whole instead of being split again
 _SMALLEST_RETRY = 4
+# after a row pyarrow names as bad, the rows next tried with it: at least this many
+_SMALLEST_WINDOW = 256
+# the largest range re-read as one block (so that errors give exact row numbers)
+_MAX_SINGLE_BLOCK = 8 << 20
 
 
 class _Bad(Exception):
@@ -639,8 +643,9 @@ def _fast_path(
         start, stop = pending.pop()
         size = offsets[stop] - offsets[start]
         options = read_options
-        if not first and size > read_options.block_size:
+        if not first and read_options.block_size < size <= _MAX_SINGLE_BLOCK:
             # one block per retry, so "in row N" in pyarrow's error counts from this range's start
+            # (bounded: pyarrow scans a whole block whatever row fails)
             options = pajson.ReadOptions(use_threads=use_threads, block_size=size + 1)
         single_block = size <= options.block_size
         first = False
@@ -664,12 +669,18 @@ def _fast_path(
             failed.extend(range(start, stop))
             continue
         if hint is not None:
-            # a parse error names its row: that row fails, both sides of it are tried again
-            failed.append(start + hint)
-            if start + hint + 1 < stop:
-                pending.append((start + hint + 1, stop))
+            # a parse error names its row: that row fails, both sides of it are tried again, the
+            # rows after it in a window twice as long as the run of good rows before it (dense
+            # bad rows, short windows), the rest later
+            bad_row = start + hint
+            failed.append(bad_row)
+            window = max(_SMALLEST_WINDOW, 2 * (hint + 1))
+            if bad_row + 1 + window < stop:
+                pending.append((bad_row + 1 + window, stop))
+            if bad_row + 1 < stop:
+                pending.append((bad_row + 1, min(stop, bad_row + 1 + window)))
             if hint > 0:
-                pending.append((start, start + hint))
+                pending.append((start, bad_row))
             continue
         if stop - start <= _SMALLEST_RETRY:
             # a conversion error names no row: below a few rows the Python reader is cheaper
