@@ -17,6 +17,8 @@
 #   arrow          the Arrow builder and its fill loops
 #   walker         the cursor: batches, transactions, takes
 #   api            CompletedFetch (and its cut into runs), decode_records, decode_arrow
+#   avro           Avro values -> Arrow columns: the programs of pyconsumer.values.avro,
+#                  the Confluent prefix scan (AvroProgram, avro_decode, avro_frame_scan)
 #
 # The module imports nothing from pyconsumer (pyconsumer.records imports it, then injects
 # pyconsumer.errors' classes), so that either can be imported first.
@@ -38,3 +40,4 @@ include "record.pyx"
 include "arrow.pyx"
 include "walker.pyx"
 include "api.pyx"
+include "avro.pyx"

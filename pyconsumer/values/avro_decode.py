@@ -100,24 +100,29 @@ def schema_id_from_header(value: bytes) -> SchemaId:
                      f"{bytes(value[:20]).hex()}")
 
 
+_BACKEND: list[ModuleType] = []
+
+
 def _backend() -> ModuleType:
     """pyconsumer._records, the compiled decoder (values sits beside pyconsumer.records in
     the layers, so the extension's error classes are injected here as records does)."""
-    # the compiled module (no layer of its own: it imports nothing from pyconsumer)
-    mod = importlib.import_module("pyconsumer._records")
-    if not hasattr(mod, "avro_decode"):
-        raise RuntimeError("this build of pyconsumer._records has no Avro decoder; rebuild it "
-                           "(python setup.py build_ext --inplace)")
-    set_error_classes(mod)
-    return mod
+    if not _BACKEND:
+        # the compiled module (no layer of its own: it imports nothing from pyconsumer)
+        mod = importlib.import_module("pyconsumer._records")
+        if not hasattr(mod, "avro_decode"):
+            raise RuntimeError("this build of pyconsumer._records has no Avro decoder; "
+                               "rebuild it (python setup.py build_ext --inplace)")
+        set_error_classes(mod)
+        _BACKEND.append(mod)
+    return _BACKEND[0]
 
 
 def set_error_classes(mod: ModuleType) -> None:
     """Give a build of the decoder pyconsumer.errors' classes (its reader faults raise them,
-    and the decoder turns them into row errors)."""
-    if getattr(mod, "CorruptRecordError", None) is not errors.CorruptRecordError:
-        mod._set_error_classes(errors.CorruptRecordError, errors.UnsupportedCodecError,
-                               errors.RecordDeserializationError)
+    and the decoder turns them into row errors); the same classes pyconsumer.records gives
+    it, so calling both, in either order, is the same."""
+    mod._set_error_classes(errors.CorruptRecordError, errors.UnsupportedCodecError,
+                           errors.RecordDeserializationError)
 
 
 def _pin(program: Program, backend: ModuleType) -> Any:

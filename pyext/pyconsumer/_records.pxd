@@ -20,3 +20,4 @@ include "arrow.pxd"                 # the Arrow column builder and its fill loop
 include "walker.pxd"                # the per-partition cursor
 include "record.pxd"                # ConsumerRecord
 include "api.pxd"                   # CompletedFetch, decode_records, decode_arrow
+include "avro.pxd"                  # Avro values -> Arrow columns (pyconsumer.values)
