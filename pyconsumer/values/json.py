@@ -49,6 +49,7 @@ import base64
 import bisect
 import datetime as _dt
 import decimal
+import functools
 import json as _json
 import math
 import re
@@ -61,7 +62,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from pyconsumer.values.result import Decoded
-from pyconsumer.values.schema import to_arrow_schema
+from pyconsumer.values.schema import SchemaError, to_arrow_schema
 
 __all__ = ["decode_json", "decode_string", "decode_json_rows"]
 
@@ -253,50 +254,89 @@ def _describe(value: Any) -> str:
     return _json.dumps(value)
 
 
-def _convert(value: Any, data_type: pa.DataType, path: str, problems: list[str]) -> Any:
-    """One parsed JSON value -> the Python value of ``data_type``, by Spark's rules.
+#: a compiled converter: (parsed JSON value, not None; its path; the row's problems) -> value
+_Converter = Callable[[Any, str, list[str]], Any]
 
-    A struct, at any depth, keeps the fields that convert (each failure is appended to
-    ``problems``); any other failure raises :class:`_Bad` and takes its whole value with it, up to
-    the nearest struct field: a bad number in an array nulls the array, as in Spark.
+
+class _BadAt(_Bad):
+    """A :class:`_Bad` that already names its field (raised through arrays and maps)."""
+
+
+def _named(exc: _Bad, path: str) -> str:
+    return str(exc) if isinstance(exc, _BadAt) else f"field {path or '<value>'}: {exc}"
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(data_type: pa.DataType) -> _Converter:
+    """The converter of one type, built once per schema: Spark's rules without a type test per value.
+
+    A struct, at any depth, keeps the fields that convert (each failure goes to ``problems``); any
+    other failure raises :class:`_Bad` and takes its whole value with it, up to the nearest struct
+    field: a bad number in an array nulls the array, as in Spark.
     """
-    if value is None:
-        return None
-    try:
-        if isinstance(data_type, pa.StructType):
-            if not isinstance(value, dict):
+    if isinstance(data_type, pa.StructType):
+        fields = [(f.name, _compile(f.type)) for f in data_type]
+
+        def struct(value: Any, path: str, problems: list[str]) -> Any:
+            if type(value) is not dict:
                 raise _Bad(f"expected an object, got {_describe(value)}")
-            return {f.name: _field(value, f, f"{path}.{f.name}" if path else f.name, problems) for f in data_type}
-        if isinstance(data_type, (pa.ListType, pa.LargeListType)):
-            if not isinstance(value, list):
+            out: dict[str, Any] = {}
+            for name, convert in fields:
+                item = value.get(name)
+                if item is None:
+                    out[name] = None
+                    continue
+                where = f"{path}.{name}" if path else name
+                try:
+                    out[name] = convert(item, where, problems)
+                except _Bad as exc:
+                    problems.append(_named(exc, where))
+                    out[name] = None
+            return out
+
+        return struct
+    if isinstance(data_type, (pa.ListType, pa.LargeListType)):
+        element = _compile(data_type.value_type)
+
+        def array(value: Any, path: str, problems: list[str]) -> Any:
+            if type(value) is not list:
                 raise _Bad(f"expected an array, got {_describe(value)}")
-            return [_convert(item, data_type.value_type, f"{path}[{i}]", problems) for i, item in enumerate(value)]
-        if isinstance(data_type, pa.MapType):
-            if not isinstance(value, dict):
+            out: list[Any] = []
+            for i, item in enumerate(value):
+                if item is None:
+                    out.append(None)
+                    continue
+                try:
+                    out.append(element(item, f"{path}[{i}]", problems))
+                except _Bad as exc:
+                    raise _BadAt(_named(exc, f"{path}[{i}]")) from None
+            return out
+
+        return array
+    if isinstance(data_type, pa.MapType):
+        key_type, item = data_type.key_type, _compile(data_type.item_type)
+
+        def mapping(value: Any, path: str, problems: list[str]) -> Any:
+            if type(value) is not dict:
                 raise _Bad(f"expected an object for a MAP, got {_describe(value)}")
-            return [(_map_key(k, data_type.key_type), _convert(v, data_type.item_type, f"{path}[{k!r}]", problems))
-                    for k, v in value.items()]
-        return _scalar(value, data_type)
-    except _Bad as exc:
-        # the innermost place names the field; outer levels pass the message on unchanged
-        if str(exc).startswith("field "):
-            raise
-        raise _Bad(f"field {path or '<value>'}: {exc}") from None
+            out: list[Any] = []
+            for k, v in value.items():
+                try:
+                    out.append((_map_key(k, key_type), None if v is None else item(v, f"{path}[{k!r}]", problems)))
+                except _Bad as exc:
+                    raise _BadAt(_named(exc, f"{path}[{k!r}]")) from None
+            return out
 
-
-def _field(obj: dict[str, Any], field: pa.Field, path: str, problems: list[str]) -> Any:
-    try:
-        return _convert(obj.get(field.name), field.type, path, problems)
-    except _Bad as exc:
-        problems.append(str(exc))
-        return None
+        return mapping
+    scalar = _scalar_converter(data_type)
+    return lambda value, path, problems: scalar(value)
 
 
 def _map_key(key: str, key_type: pa.DataType) -> Any:
     if pa.types.is_string(key_type) or pa.types.is_large_string(key_type):
         return key
     # a JSON key is always text: other key types take the text's meaning
-    return _scalar(_Num(key, key.lstrip("-").isdigit()) if _looks_numeric(key) else key, key_type)
+    return _scalar_converter(key_type)(_Num(key, key.lstrip("-").isdigit()) if _looks_numeric(key) else key)
 
 
 def _looks_numeric(text: str) -> bool:
@@ -307,34 +347,47 @@ def _looks_numeric(text: str) -> bool:
     return True
 
 
-def _scalar(value: Any, data_type: pa.DataType) -> Any:
+def _string(value: Any) -> str:
+    # Spark gives the JSON text of a non-string value
+    return value if type(value) is str else _json_text(value)
+
+
+def _boolean(value: Any) -> bool:
+    if value is True or value is False:
+        return bool(value)
+    raise _Bad(f"expected true or false, got {_describe(value)}")
+
+
+def _binary(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise _Bad(f"expected base64 text for BINARY, got {_describe(value)}")
+    try:
+        # Jackson's base64 (Spark's) skips line breaks but wants the padding
+        return base64.b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
+    except ValueError:
+        raise _Bad(f"{_describe(value)} is not base64") from None
+
+
+def _scalar_converter(data_type: pa.DataType) -> Callable[[Any], Any]:
     if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
-        if isinstance(value, str):
-            return value
-        return _json_text(value)  # Spark gives the JSON text of a non-string value
+        return _string
     if pa.types.is_boolean(data_type):
-        if isinstance(value, bool):
-            return value
-        raise _Bad(f"expected true or false, got {_describe(value)}")
-    if pa.types.is_integer(data_type):
-        return _int(value, data_type.bit_width)
-    if pa.types.is_floating(data_type):
-        return _float(value, data_type.bit_width == 32)
-    if pa.types.is_decimal(data_type):
-        return _decimal(value, data_type)
-    if pa.types.is_timestamp(data_type):
-        return _timestamp(value, data_type.tz is not None)
-    if pa.types.is_date(data_type):
-        return _date(value)
+        return _boolean
+    if pa.types.is_integer(data_type) and data_type.bit_width in _INT_RANGES and pa.types.is_signed_integer(data_type):
+        return functools.partial(_int, bits=data_type.bit_width)
+    if pa.types.is_float32(data_type) or pa.types.is_float64(data_type):
+        return functools.partial(_float, single=data_type.bit_width == 32)
+    if pa.types.is_decimal(data_type) and data_type.bit_width == 128:
+        return functools.partial(_decimal, data_type=data_type)
+    if pa.types.is_timestamp(data_type) and data_type.unit == "us" and data_type.tz in (None, "UTC"):
+        return functools.partial(_timestamp, zoned=data_type.tz is not None)
+    if pa.types.is_date32(data_type):
+        return _date
     if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
-        if not isinstance(value, str):
-            raise _Bad(f"expected base64 text for BINARY, got {_describe(value)}")
-        try:
-            # Jackson's base64 (Spark's) skips line breaks but wants the padding
-            return base64.b64decode(value.replace("\n", "").replace("\r", ""), validate=True)
-        except ValueError:
-            raise _Bad(f"{_describe(value)} is not base64") from None
-    raise _Bad(f"the type {data_type} is not supported for JSON values")
+        return _binary
+    raise SchemaError(f"the type {data_type} is not supported for JSON values (Spark's types map to "
+                      "string, boolean, int8-64, float32/64, decimal128, timestamp[us, UTC], timestamp[us], "
+                      "date32, binary, list, struct, map)")
 
 
 def _parse_row(raw: bytes, data_type: pa.StructType) -> tuple[Any, str | None, bool]:
@@ -356,8 +409,8 @@ def _parse_row(raw: bytes, data_type: pa.StructType) -> tuple[Any, str | None, b
     if not isinstance(value, dict):
         return None, f"not a JSON object: {_describe(value)}", True
     problems: list[str] = []
-    row = {f.name: _field(value, f, f.name, problems) for f in data_type}
-    if not problems and _has_lone_surrogate(row):
+    row = _compile(data_type)(value, "", problems)
+    if not problems and "\\u" in text and _has_lone_surrogate(row):
         return None, "a string holds a lone UTF-16 surrogate escape", True
     return row, (problems[0] if problems else None), False
 
@@ -425,6 +478,7 @@ def _fast_type(data_type: pa.DataType) -> pa.DataType:
 def decode_json_rows(values: list[bytes | None], schema: Any, *, partial_results: bool = False) -> Decoded:
     """The Python reader alone, row by row (the reference the fast path is tested against)."""
     target = _nullable(pa.struct(list(to_arrow_schema(schema))))
+    _compile(target)
     rows: list[Any] = []
     errors: dict[int, str] = {}
     for i, raw in enumerate(values):
@@ -473,6 +527,7 @@ def decode_json(
     """
     arrow_schema = to_arrow_schema(schema)
     target = _nullable(pa.struct(list(arrow_schema)))
+    _compile(target)  # an unsupported type is refused before any row is read
     data = _as_binary(values)
     n = len(data)
     if n == 0:

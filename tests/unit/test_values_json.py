@@ -412,3 +412,15 @@ def test_dense_bad_rows_past_the_call_budget_are_still_exact() -> None:
         i: (f"field a: expected an integer for INT, got 's{i}'" if i % 2 else f"field a: 9999999999{i} is out of range for INT")
         for i in range(1, 6000, 3)
     }
+
+
+@pytest.mark.parametrize("data_type", [pa.time32("s"), pa.uint32(), pa.timestamp("ms", "UTC"), pa.float16(),
+                                       pa.list_(pa.duration("s"))])
+def test_a_type_spark_has_no_json_reading_for_is_refused_up_front(data_type: pa.DataType) -> None:
+    from pyconsumer.values.schema import SchemaError
+
+    schema = pa.schema([("x", data_type)])
+    with pytest.raises(SchemaError, match=r"is not supported for JSON values"):
+        decode_json(pa.array([b'{"x": 1}'], pa.binary()), schema)
+    with pytest.raises(SchemaError, match=r"is not supported for JSON values"):
+        decode_json_rows([b'{"x": 1}'], schema)
