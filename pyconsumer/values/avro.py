@@ -28,7 +28,8 @@ from pyconsumer.errors import KafkaClientError
 
 __all__ = [
     "AvroSchemaError", "SchemaResolutionError", "Schema", "Primitive", "Record", "Field", "Enum",
-    "Fixed", "Array", "Map", "UnionSchema", "parse_schema", "arrow_type", "resolve",
+    "Fixed", "Array", "Map", "UnionSchema", "parse_schema", "parse_with_references",
+    "named_types", "arrow_type", "resolve",
     "compile_decoder", "Program", "ColumnSpec",
 ]
 
@@ -289,6 +290,18 @@ def parse_schema(schema: str | Mapping[str, object] | Sequence[object],
     else:
         obj = schema
     return _Parser(named or {}).parse(obj, None)
+
+
+def parse_with_references(schema: str | Mapping[str, object] | Sequence[object],
+                          references: Sequence[str | Mapping[str, object] | Sequence[object]]
+                          ) -> Schema:
+    """A schema whose named types come from referenced schemas (a registry's references),
+    given in dependency order (a dependency before what uses it): each is parsed with the
+    named types of those before it."""
+    named: dict[str, Schema] = {}
+    for ref in references:
+        named.update(named_types(parse_schema(ref, named)))
+    return parse_schema(schema, named)
 
 
 def named_types(schema: Schema) -> dict[str, Schema]:

@@ -20,7 +20,7 @@ import functools
 import importlib
 import uuid
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 from pyconsumer import errors
 from pyconsumer.errors import KafkaClientError
 from pyconsumer.values.avro import (
-    K_BOOL, K_LIST, K_NULL, K_STRUCT, Array, Enum, Fixed, Map, Primitive, Program, Record,
-    Schema, UnionSchema, compile_decoder, parse_schema,
+    K_BOOL, K_LIST, K_NULL, K_STRUCT, Array, AvroSchemaError, Enum, Fixed, Map, Primitive,
+    Program, Record, Schema, UnionSchema, compile_decoder, parse_schema,
 )
 from pyconsumer.values.result import Decoded
 
@@ -63,30 +63,51 @@ class SchemaSource(Protocol):
 
 
 class WriterSchemas:
-    """A SchemaSource over given writer schemas (by id or GUID), compiled against one reader
-    schema on first use."""
+    """A SchemaSource over writer schemas: a mapping by id or GUID, or a function that
+    fetches one (a registry client); each compiled against the one reader schema on first
+    use and kept. A function raises UnknownSchemaError for an id it does not know, or one of
+    ``not_found`` (a registry's "not found" error), which counts the same; anything else it
+    raises (the registry is down) propagates."""
 
-    def __init__(self, writers: Mapping[SchemaId, Schema | str | dict[str, Any]],
-                 reader: Schema | str | dict[str, Any]) -> None:
+    def __init__(self, writers: Mapping[SchemaId, Schema | str | dict[str, Any]]
+                 | Callable[[SchemaId], Schema | str | dict[str, Any]],
+                 reader: Schema | str | dict[str, Any], *,
+                 not_found: tuple[type[BaseException], ...] = ()) -> None:
         self.reader = reader if isinstance(reader, _SCHEMA_TYPES) else parse_schema(reader)
-        self.writers = {k: (w if isinstance(w, _SCHEMA_TYPES) else parse_schema(w))
-                        for k, w in writers.items()}
+        self._writers = writers
+        self._not_found = not_found
         self._programs: dict[SchemaId, Program] = {}
 
     def program_for(self, schema_id: SchemaId) -> Program:
         prog = self._programs.get(schema_id)
         if prog is None:
-            writer = self.writers.get(schema_id)
-            if writer is None:
-                raise UnknownSchemaError(_unknown(schema_id))
-            prog = self._programs[schema_id] = compile_decoder(writer, self.reader)
+            writer = self._writer(schema_id)
+            w = writer if isinstance(writer, _SCHEMA_TYPES) else parse_schema(writer)
+            prog = self._programs[schema_id] = compile_decoder(w, self.reader)
         return prog
+
+    def _writer(self, schema_id: SchemaId) -> Schema | str | dict[str, Any]:
+        if callable(self._writers):
+            try:
+                return self._writers(schema_id)
+            except UnknownSchemaError:
+                raise
+            except self._not_found as e:
+                raise UnknownSchemaError(f"{_unknown(schema_id)} ({e})") from e
+        writer = self._writers.get(schema_id)
+        if writer is None:
+            raise UnknownSchemaError(_unknown(schema_id))
+        return writer
+
+
+def _name(schema_id: SchemaId) -> str:
+    if isinstance(schema_id, uuid.UUID):
+        return f"schema GUID {schema_id}"
+    return f"schema id {schema_id}"
 
 
 def _unknown(schema_id: SchemaId) -> str:
-    if isinstance(schema_id, uuid.UUID):
-        return f"unknown schema GUID {schema_id}"
-    return f"unknown schema id {schema_id}"
+    return f"unknown {_name(schema_id)}"
 
 
 def schema_id_from_header(value: bytes) -> SchemaId:
@@ -238,6 +259,12 @@ def decode_avro(
             prog = source.program_for(sid)
         except UnknownSchemaError as e:
             entries.append(str(e) or _unknown(sid))
+            continue
+        except AvroSchemaError as e:
+            # a writer schema that does not parse or resolve: its rows cannot be read into
+            # the reader schema, which the bad-record mode reports (or fails on)
+            entries.append(f"the writer schema of {_name(sid)} does not resolve to the "
+                           f"reader schema: {e}")
             continue
         if prog.layout != base.layout:
             raise ValueError(f"the program of schema {sid} writes {prog.arrow_type}, not the "

@@ -4,6 +4,7 @@ mutated bodies give a row error or fastavro's value, never a crash or a wrong ro
 from __future__ import annotations
 
 import io
+import json
 import random
 import struct
 import uuid
@@ -501,3 +502,54 @@ def test_argument_errors(avro_mod: ModuleType) -> None:
     other = WriterSchemas({1: "string"}, "string")
     with pytest.raises(ValueError, match="writes string, not the reader schema's"):
         decode_avro([framed(1, "string", "x")], reader=V1, source=other, backend=avro_mod)
+
+
+def test_a_fetching_source_and_writers_that_do_not_resolve(avro_mod: ModuleType) -> None:
+    class NotFound(Exception):
+        pass
+
+    bad_writer = {"type": "record", "name": "User", "namespace": "ex", "fields": [
+        {"name": "id", "type": "string"}]}
+    fetched: list[SchemaId] = []
+
+    def fetch(sid: SchemaId) -> Any:
+        fetched.append(sid)
+        if sid == 1:
+            return json.dumps(V1)
+        if sid == 3:
+            return bad_writer
+        if sid == 4:
+            raise ConnectionError("registry down")
+        raise NotFound(f"no schema {sid}")
+
+    source = WriterSchemas(fetch, V2, not_found=(NotFound,))
+    values = [framed(1, V1, {"id": 1, "name": "a"}), framed(2, V1, {"id": 2, "name": "b"}),
+              framed(3, bad_writer, {"id": "x"}), framed(1, V1, {"id": 3, "name": "c"})]
+    got = decode_avro(values, reader=V2, source=source, backend=avro_mod)
+    assert got.array.to_pylist() == [{"id": 1, "name": "a", "email": None, "age": -1}, None,
+                                     None, {"id": 3, "name": "c", "email": None, "age": -1}]
+    assert got.errors == {
+        1: "unknown schema id 2 (no schema 2)",
+        2: "the writer schema of schema id 3 does not resolve to the reader schema: "
+           "value.id: writer string does not resolve to reader long",
+    }
+    assert fetched == [1, 2, 3]                    # each id fetched once
+    with pytest.raises(ConnectionError):
+        decode_avro([framed(4, V1, {"id": 1, "name": ""})], reader=V2, source=source,
+                    backend=avro_mod)
+
+
+def test_references_in_dependency_order() -> None:
+    from pyconsumer.values.avro import parse_with_references
+    country = {"type": "enum", "name": "Country", "namespace": "geo", "symbols": ["DE", "FR"]}
+    address = {"type": "record", "name": "Address", "namespace": "geo", "fields": [
+        {"name": "country", "type": "Country"}]}
+    user = {"type": "record", "name": "User", "fields": [
+        {"name": "home", "type": "geo.Address"}, {"name": "born", "type": "geo.Country"}]}
+    parsed = parse_with_references(json.dumps(user), [json.dumps(country), address])
+    assert arrow_type(parsed) == pa.struct([
+        pa.field("home", pa.struct([pa.field("country", pa.string(), nullable=False)]),
+                 nullable=False),
+        pa.field("born", pa.string(), nullable=False)])
+    with pytest.raises(AvroSchemaError, match="unknown type 'Country'"):
+        parse_with_references(user, [address, country])          # not in dependency order
