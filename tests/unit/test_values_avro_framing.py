@@ -553,3 +553,42 @@ def test_references_in_dependency_order() -> None:
         pa.field("born", pa.string(), nullable=False)])
     with pytest.raises(AvroSchemaError, match="unknown type 'Country'"):
         parse_with_references(user, [address, country])          # not in dependency order
+
+
+def test_confluent_kafkas_serializer_as_the_independent_writer(avro_mod: ModuleType) -> None:
+    """confluent-kafka's AvroSerializer frames the values (an id prefix, or the GUID in the
+    __value_schema_id header) against its mock registry; the rows come back as written."""
+    sr = pytest.importorskip("confluent_kafka.schema_registry")
+    mock = pytest.importorskip("confluent_kafka.schema_registry._sync.mock_schema_registry_client")
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    client = mock.MockSchemaRegistryClient({"url": "mock://avro-e"})
+    by_prefix = AvroSerializer(client, json.dumps(V1))
+    by_header = AvroSerializer(client, json.dumps(V2),
+                               conf={"schema.id.serializer": sr.header_schema_id_serializer})
+    rows = [{"id": i, "name": f"n{i}", "email": None if i % 2 else f"{i}@x", "age": i}
+            for i in range(20)]
+    values: list[bytes] = []
+    ids: list[SchemaId | None] = []
+    for i, row in enumerate(rows):
+        headers: list[tuple[str, bytes]] = []
+        ctx = SerializationContext("t", MessageField.VALUE, headers)
+        if i % 3 == 0:
+            values.append(by_prefix(row, ctx))
+            ids.append(None)
+        else:
+            values.append(by_header(row, ctx))
+            ids.append(schema_id_from_header(dict(headers)["__value_schema_id"]))
+
+    def fetch(sid: SchemaId) -> str:
+        got = (client.get_schema_by_guid(str(sid)) if isinstance(sid, uuid.UUID)
+               else client.get_schema(sid))
+        return str(got.schema_str)
+
+    out = decode_avro(values, reader=V2, source=WriterSchemas(fetch, V2), schema_ids=ids,
+                      backend=avro_mod)
+    assert out.errors == {}
+    assert out.array.to_pylist() == [
+        r if i % 3 else {"id": r["id"], "name": r["name"], "email": None, "age": -1}
+        for i, r in enumerate(rows)]
+    assert any(isinstance(s, uuid.UUID) for s in ids)
