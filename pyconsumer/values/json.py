@@ -7,7 +7,9 @@ How. The values are joined into one newline-delimited buffer by Arrow kernels (n
 per record) and parsed by ``pyarrow.json.read_json`` with the explicit schema, unexpected fields
 ignored. ``read_json`` fails a whole block for one bad row, so a failing range is split (around the
 row a parse error names, else in halves) until each bad row stands alone; a lone bad row, and any
-row the fast path must not see, is decoded by a Python reader that follows Spark's rules. Rows kept
+row the fast path must not see, is decoded by a Python reader that follows Spark's rules. A call
+costs about as much as 20 rows in Python, so past max(64, rows / 64) calls a failing range goes to
+the Python reader whole: dense bad rows run at the Python reader's pace (~50k rows/s). Rows kept
 off the fast path: those with a raw CR or LF (whitespace between tokens is legal JSON but would
 split the row), those not starting with ``{`` (``read_json`` crashes on a top-level ``null``) or not
 ending with ``}`` (cut short, most often: cheaper in Python than splitting a failed block), rows
