@@ -434,17 +434,22 @@ def _nullable(s: Schema) -> bool:
         isinstance(b, Primitive) and b.type == "null" for b in s.branches)
 
 
-def arrow_type(reader: Schema) -> pa.DataType:
-    """The Arrow type of a reader schema, as Spark's SchemaConverters maps it: ``[null, T]`` ->
-    T (nullable), other unions -> struct<member0, ...>, enum and uuid -> string, fixed and
-    bytes -> binary, decimal -> decimal128(p, s), date -> date32, timestamp-millis/micros ->
-    timestamp[us, UTC], local-timestamp-* -> timestamp[us], time-millis -> int32 and
-    time-micros -> int64 (Spark has no time type), map -> map<string, V>. Nullability as
-    Spark's: a field, list item or map value is nullable when its schema is null or a union
-    with null; union members always. (A bad or null row is null at the top, where its
-    children's entries are nulls too, as in any Arrow struct.) Recursive schemas have no
-    Arrow type (AvroSchemaError)."""
-    return _Columns().arrow(reader, ())
+def arrow_type(reader: Schema, *, permissive: bool = True) -> pa.DataType:
+    """The Arrow type of a reader schema, as Spark's from_avro gives it (SchemaConverters, and
+    Spark's own Arrow export of the result, checked against spark-avro 4.2 on Spark 4.3):
+    ``[null, T]`` -> T, other unions -> struct<member0, ...>, [int, long] -> int64,
+    [float, double] -> float64, enum and uuid -> string, fixed and bytes -> binary, decimal
+    -> decimal128(p, s), date -> date32, time-millis -> int32, time-micros -> time64[ns]
+    (Spark's TIME(6); wrapped into the day as Spark does), timestamp-millis/micros ->
+    timestamp[us, UTC], local-timestamp-* -> timestamp[us], array -> list<element: V>, map ->
+    map<string, V>, record -> struct.
+
+    Nullability: ``permissive`` (the decoder's, and from_avro's in its default PERMISSIVE
+    mode, which makes the whole type nullable) has every field nullable; otherwise Spark's
+    SchemaConverters flags, as from_avro has them in FAILFAST mode (nullable only where the
+    Avro type is null or a union with null; union members always). Recursive schemas have
+    no Arrow type (AvroSchemaError)."""
+    return _Columns(permissive).arrow(reader, ())
 
 
 def _kind_type(s: Schema) -> tuple[int, pa.DataType]:
@@ -461,6 +466,8 @@ def _kind_type(s: Schema) -> tuple[int, pa.DataType]:
                 return K_I64, _TS
             if lt in ("local-timestamp-millis", "local-timestamp-micros"):
                 return K_I64, pa.timestamp("us")
+            if lt == "time-micros":
+                return K_I64, pa.time64("ns")
             return K_I64, pa.int64()
         if t == "float":
             return K_F32, pa.float32()
@@ -497,21 +504,26 @@ class ColumnSpec:
 class _Columns:
     """The output columns of a reader schema, numbered in pre-order (0 is the root)."""
 
-    def __init__(self) -> None:
+    def __init__(self, permissive: bool = True) -> None:
         self.cols: list[ColumnSpec] = []
+        self.permissive = permissive
+
+    def nullable(self, s: Schema) -> bool:
+        return self.permissive or _nullable(s)
 
     def arrow(self, s: Schema, stack: tuple[str, ...]) -> pa.DataType:
         if isinstance(s, Record):
             if s.name in stack:
                 raise AvroSchemaError(f"recursive schema {s.name} has no Arrow type")
             return pa.struct([pa.field(f.name, self.arrow(f.type, (*stack, s.name)),
-                                       nullable=_nullable(f.type)) for f in s.fields])
+                                       nullable=self.nullable(f.type)) for f in s.fields])
         if isinstance(s, Array):
-            return pa.list_(pa.field("item", self.arrow(s.items, stack),
-                                     nullable=_nullable(s.items)))
+            # "element": the item's name in Spark's Arrow export
+            return pa.list_(pa.field("element", self.arrow(s.items, stack),
+                                     nullable=self.nullable(s.items)))
         if isinstance(s, Map):
             return pa.map_(pa.string(), pa.field("value", self.arrow(s.values, stack),
-                                                 nullable=_nullable(s.values)))
+                                                 nullable=self.nullable(s.values)))
         if isinstance(s, UnionSchema):
             shape, rest = _union_shape(s)
             if shape == "null":
@@ -717,10 +729,11 @@ class _Compiler:
                 if wt not in order or order[wt] > order[rt]:
                     raise fail
                 target = _NUM_TARGET[spec.kind]
-                # a timestamp column holds microseconds; a merged [long, int] union column
-                # (Spark's LongType) holds a timestamp-millis branch's value as it is
-                mul = 1000 if r.logical in ("timestamp-millis", "local-timestamp-millis") and \
-                    pa.types.is_timestamp(spec.type) else 1
+                # a timestamp column holds microseconds, a time column nanoseconds; a merged
+                # [long, int] union column (Spark's LongType) holds a branch's value as it is
+                mul = 1000 if (r.logical in ("timestamp-millis", "local-timestamp-millis")
+                               and pa.types.is_timestamp(spec.type)) or (
+                    r.logical == "time-micros" and pa.types.is_time(spec.type)) else 1
                 op = {"int": OP_INT, "long": OP_LONG, "float": OP_FLOAT,
                       "double": OP_DOUBLE}[wt]
                 self.emit(op, col, target, mul)

@@ -194,6 +194,8 @@ def _assemble(program: Program, raw: list[tuple[int, Any, Any, Any]]) -> pa.Arra
         if spec.kind == K_LIST:
             return pa.Array.from_buffers(spec.type, n, [valid, data],
                                          children=[build(spec.children[0])])
+        if pa.types.is_time64(spec.type):
+            return _into_the_day(pa.Array.from_buffers(pa.int64(), n, [valid, data]))
         if spec.kind == K_BOOL or body is None:
             return pa.Array.from_buffers(spec.type, n, [valid, data])
         return pa.Array.from_buffers(spec.type, n, [valid, data, body])
@@ -201,6 +203,18 @@ def _assemble(program: Program, raw: list[tuple[int, Any, Any, Any]]) -> pa.Arra
     out = build(0)
     out.validate()               # lengths and buffer sizes (cheap): a bad program is an error
     return out
+
+
+_DAY_NS = 86_400_000_000_000
+
+
+def _into_the_day(ns: pa.Array) -> pa.Array:
+    """time-micros as Spark reads it: nanoseconds wrapped into the day (floor modulo)."""
+    lo, hi = pc.min_max(ns).values()
+    if lo.is_valid and (lo.as_py() < 0 or hi.as_py() >= _DAY_NS):
+        rem = pc.subtract(ns, pc.multiply(pc.divide(ns, _DAY_NS), _DAY_NS))  # truncated
+        ns = pc.if_else(pc.less(rem, 0), pc.add(rem, _DAY_NS), rem)
+    return ns.cast(pa.time64("ns"))
 
 
 def decode_avro(
