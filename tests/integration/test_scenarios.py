@@ -156,8 +156,11 @@ def test_classic_group_splits_partitions_and_reads_each_record_once(backend: Bac
     b = Runner(consumer(backend, topic, **settings), commit=True)
     wait_for(lambda: len(a.assignment) == 2 and len(b.assignment) == 2, timeout=60)
     wait_for(lambda: len(set(a.records) | set(b.records)) == 80, timeout=60)
+    # both stop polling before either leaves: a member still polling after the other left
+    # would rejoin and take all four partitions
     for runner in (a, b):
         runner.stop()
+    for runner in (a, b):
         runner.consumer.close()
     ids = sorted([sorted(tp.partition for tp in a.assignment), sorted(tp.partition for tp in b.assignment)])
     assert ids == [[0, 1], [2, 3]]             # range: consecutive halves
