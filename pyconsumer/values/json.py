@@ -557,7 +557,7 @@ def decode_json(
 
     slow_rows: list[int] = pc.indices_nonzero(pc.and_not(present, fast)).to_pylist()
     chunks: list[tuple[int, int, pa.StructArray]] = []
-    overridden: list[int] = []  # rows a chunk holds but must not show (a date it cannot read)
+    overridden: list[int] = []  # rows a chunk holds but must not show (see _fast_path)
     if pc.any(fast).as_py():
         # uncovered: rows no pyarrow chunk holds
         chunks, uncovered, overridden = _fast_path(data, fast, target, use_threads)
@@ -669,20 +669,13 @@ def _assemble(
 def _fast_path(
     data: pa.Array, fast: pa.Array, target: pa.StructType, use_threads: bool
 ) -> tuple[list[tuple[int, int, pa.StructArray]], list[int], list[int]]:
-    """pyarrow.json over the fast rows -> (chunks as (first row, end row, array), failed rows, rows
-    whose date text the chunk could not read).
+    """pyarrow.json over the fast rows -> (chunks as (first row, end row, array), failed rows (no
+    chunk holds them), overridden rows (a chunk holds them but must not show them: a date it
+    could not read, a row screened out as a suspect)).
 
     Rows off the fast path stand in the buffer as ``{}`` so row numbers stay aligned.
     """
-    placeholder = pa.scalar(b"{}", type=data.type)
-    empty, newline = pa.scalar(b"", type=data.type), pa.scalar(b"\n", type=data.type)
-    # off-path rows stand in as "{}" (skipped, saving a copy, when every row is on the path)
-    source = data if pc.all(fast).as_py() else pc.if_else(fast, data, placeholder)
-    lines = pc.binary_join_element_wise(source, empty, newline)
-    offsets_buf, body = lines.buffers()[1], lines.buffers()[2]
-    offsets = memoryview(offsets_buf).cast("q" if pa.types.is_large_binary(lines.type) else "i")
-    longest = pc.max(pc.binary_length(lines)).as_py() or 0
-    read_options = pajson.ReadOptions(use_threads=use_threads, block_size=max(_MIN_BLOCK, longest + 2))
+    body, offsets, read_options = _lines(data, fast, use_threads)
     fast_schema = pa.schema([pa.field(f.name, _fast_type(f.type)) for f in target])
     parse_options = pajson.ParseOptions(explicit_schema=fast_schema, unexpected_field_behavior="ignore")
     has_dates = _has(target, pa.types.is_date)
@@ -696,6 +689,7 @@ def _fast_path(
     # that fails goes to the Python reader whole (dense bad rows must not cost a call each)
     budget = max(64, len(data) // 64)
     calls = 0
+    screened = False
     while pending:
         start, stop = pending.pop()
         size = offsets[stop] - offsets[start]
@@ -722,6 +716,20 @@ def _fast_path(
                 overridden.extend(start + i for i in bad.to_pylist())
             chunks.append((start, stop, chunk))
             continue
+        if not screened:
+            # the first failure: rows whose text shows a wrong type go to the Python reader at
+            # once, instead of costing a split each (a field whose type drifted, most often)
+            screened = True
+            suspects = _suspects(data, target)
+            newly = pc.and_(fast, suspects) if suspects is not None else None
+            if newly is not None and pc.any(newly).as_py():
+                # they stay in the buffer as "{}" placeholders: held by chunks, but not shown
+                overridden.extend(pc.indices_nonzero(newly).to_pylist())
+                fast = pc.and_not(fast, newly)
+                body, offsets, read_options = _lines(data, fast, use_threads)
+                pending = [(0, len(data))]
+                first = True
+                continue
         if calls > budget:
             failed.extend(range(start, stop))
             continue
@@ -750,6 +758,56 @@ def _fast_path(
         pending.append((start, middle))
     chunks.sort(key=lambda c: c[0])
     return chunks, sorted(failed), sorted(set(overridden))
+
+
+def _lines(data: pa.Array, fast: pa.Array, use_threads: bool) -> tuple[pa.Buffer, memoryview, pajson.ReadOptions]:
+    """The fast rows as one NDJSON buffer -> (buffer, row offsets into it, read options).
+
+    Rows off the fast path stand in as ``{}`` so row numbers stay aligned (no copy for that
+    when every row is on the path).
+    """
+    placeholder = pa.scalar(b"{}", type=data.type)
+    empty, newline = pa.scalar(b"", type=data.type), pa.scalar(b"\n", type=data.type)
+    source = data if pc.all(fast).as_py() else pc.if_else(fast, data, placeholder)
+    lines = pc.binary_join_element_wise(source, empty, newline)
+    offsets = memoryview(lines.buffers()[1]).cast("q" if pa.types.is_large_binary(lines.type) else "i")
+    longest = pc.max(pc.binary_length(lines)).as_py() or 0
+    read_options = pajson.ReadOptions(use_threads=use_threads, block_size=max(_MIN_BLOCK, longest + 2))
+    return lines.buffers()[2], offsets, read_options
+
+
+# what may follow a top-level key of each type in a row pyarrow would refuse (a wrong type, or
+# more digits than the integer holds); a false alarm only sends a good row to the Python reader
+_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _suspect_value(data_type: pa.DataType) -> str | None:
+    if pa.types.is_integer(data_type):
+        digits = str(_DIGITS.get(data_type.bit_width, 19))
+        return r'(?:["\[{tf]|-?\d*[.eE]|-?\d{' + digits + "})"
+    if pa.types.is_floating(data_type):
+        return r'["\[{tf]'
+    if pa.types.is_boolean(data_type):
+        return r'["\[{0-9-]'
+    if pa.types.is_string(data_type) or pa.types.is_timestamp(data_type) or pa.types.is_date(data_type):
+        return r'[\[{0-9tf-]'
+    if isinstance(data_type, (pa.ListType, pa.LargeListType)):
+        return r'["{0-9tf-]'
+    if isinstance(data_type, pa.StructType):
+        return r'["\[0-9tf-]'
+    return None  # decimals: their bounds are not a matter of the first character
+
+
+def _suspects(data: pa.Array, target: pa.StructType) -> pa.Array | None:
+    """Rows whose text shows a top-level field of the wrong type, by one regex pass (RE2)."""
+    parts = []
+    for field in target:
+        value = _suspect_value(field.type)
+        if value is not None:
+            parts.append(re.escape(_json.dumps(field.name, ensure_ascii=False)) + r"\s*:\s*" + value)
+    if not parts:
+        return None
+    return pc.fill_null(pc.match_substring_regex(data, "|".join(parts)), False)
 
 
 _STRICT_DATE = r"^\d{4}-\d{2}-\d{2}$"

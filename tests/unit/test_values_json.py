@@ -424,3 +424,46 @@ def test_a_type_spark_has_no_json_reading_for_is_refused_up_front(data_type: pa.
         decode_json(pa.array([b'{"x": 1}'], pa.binary()), schema)
     with pytest.raises(SchemaError, match=r"is not supported for JSON values"):
         decode_json_rows([b'{"x": 1}'], schema)
+
+
+def test_a_drifted_field_type_is_screened_out_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one row in 50 holds a string, one in 70 a float, where the schema wants an INT: after the first
+    # failure a regex pass sends them to the Python reader, and pyarrow reads the rest in one call
+    import pyconsumer.values.json as module
+
+    calls: list[int] = []
+    python_rows: list[bytes] = []
+    read_json, parse_row = module.pajson.read_json, module._parse_row
+
+    def counting_read(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return read_json(*args, **kwargs)
+
+    def counting_parse(raw: bytes, data_type: pa.StructType) -> Any:
+        python_rows.append(raw)
+        return parse_row(raw, data_type)
+
+    monkeypatch.setattr(module.pajson, "read_json", counting_read)
+    monkeypatch.setattr(module, "_parse_row", counting_parse)
+    values, want, reasons = [], [], {}
+    for i in range(10_000):
+        if i % 50 == 0:
+            values.append(b'{"n": "%d", "s": "s%d", "z": {"n": "nested"}}' % (i, i))
+            reasons[i] = f"field n: expected an integer for INT, got '{i}'"
+            want.append(None)
+        elif i % 70 == 0:
+            values.append(b'{"n": %d.5, "s": "s%d"}' % (i, i))
+            reasons[i] = f"field n: expected an integer for INT, got {i}.5"
+            want.append(None)
+        elif i % 1000 == 1:
+            # a nested key of the same name looks suspect too: a good row read in Python, same values
+            values.append(b'{"n": %d, "s": "s%d", "z": {"n": "nested"}}' % (i, i))
+            want.append({"n": i, "s": f"s{i}"})
+        else:
+            values.append(b'{"n": %d, "s": "s%d"}' % (i, i))
+            want.append({"n": i, "s": f"s{i}"})
+    decoded = decode_json(pa.array(values, pa.binary()), "n INT, s STRING")
+    assert decoded.array.to_pylist() == want
+    assert decoded.errors == reasons
+    assert len(calls) == 2  # the failing first read, then one read of everything else
+    assert python_rows == [v for i, v in enumerate(values) if i in reasons or i % 1000 == 1]
