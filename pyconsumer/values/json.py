@@ -5,7 +5,9 @@ one struct array of a given schema, reporting every bad row by index instead of 
 
 How. The values are joined into one newline-delimited buffer by Arrow kernels (no Python object
 per record) and parsed by ``pyarrow.json.read_json`` with the explicit schema, unexpected fields
-ignored. ``read_json`` fails a whole block for one bad row, so a failing range is split (around the
+ignored. ``read_json`` fails a whole block for one bad row. On a batch's first failure one RE2 pass
+flags the rows whose text shows a top-level field of the wrong type (a field whose type drifted is
+the common case) and sends them to the Python reader; a range that still fails is split (around the
 row a parse error names, else in halves) until each bad row stands alone; a lone bad row, and any
 row the fast path must not see, is decoded by a Python reader that follows Spark's rules. A call
 costs about as much as 20 rows in Python, so past max(64, rows / 64) calls a failing range goes to
