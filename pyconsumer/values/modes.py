@@ -93,9 +93,22 @@ def _row_mask(n: int, rows: list[int]) -> pa.Array:
     return pc.is_in(index, value_set=pa.array(rows, pa.int64()))
 
 
+def _as_binary(raw: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The raw values as a binary array (the corrupt-record column's type)."""
+    if isinstance(raw, pa.ChunkedArray):
+        raw = raw.combine_chunks()
+    if pa.types.is_string(raw.type):
+        return raw.view(pa.binary())
+    if pa.types.is_large_string(raw.type):
+        return raw.view(pa.large_binary())
+    if pa.types.is_binary_view(raw.type) or pa.types.is_string_view(raw.type):
+        return raw.cast(pa.binary())
+    return raw
+
+
 def apply_mode(
     decoded: Decoded,
-    raw: pa.Array,
+    raw: pa.Array | pa.ChunkedArray,
     mode: str | Mode,
     corrupt_column: str | None = DEFAULT_CORRUPT_COLUMN,
     locate: Locate | None = None,
@@ -129,8 +142,7 @@ def apply_mode(
 
     corrupt = None
     if corrupt_column is not None:
-        binary = raw.view(pa.binary()) if pa.types.is_string(raw.type) else (
-            raw.view(pa.large_binary()) if pa.types.is_large_string(raw.type) else raw)
+        binary = _as_binary(raw)
         nulls = pa.nulls(n, binary.type)
         corrupt = pc.if_else(_row_mask(n, bad), binary, nulls) if bad else nulls
     return ModeResult(decoded.array, corrupt, None, len(bad))

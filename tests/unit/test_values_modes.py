@@ -113,3 +113,11 @@ def test_mismatched_inputs_are_refused() -> None:
         apply_mode(bogus, pa.array([b"a", b"b"]), "DROPMALFORMED")
     with pytest.raises(ConfigurationError, match="non-empty name"):
         apply_mode(decoded(), RAW, "PERMISSIVE", "")
+
+
+def test_permissive_takes_chunked_and_view_raw_values() -> None:
+    d = decoded()
+    for raw in (pa.chunked_array([RAW.slice(0, 2), RAW.slice(2)]), RAW.cast(pa.binary_view())):
+        result = apply_mode(d, raw, "PERMISSIVE")
+        assert result.corrupt is not None and result.corrupt.type == pa.binary()
+        assert result.corrupt.to_pylist() == [None, b"oops", None, b'{"a": "x"}', None]
