@@ -89,6 +89,9 @@ class PollLoop:
         #: (metadata version, assignment id, moves) when every position was last found
         #: FETCHING: until one of them changes, poll() skips the positions pass
         self._positions_settled: tuple[int, int, int] | None = None
+        #: (metadata version, assignment id, moves) after the last leader check: a partition's
+        #: leader is looked at again only when one of them changed
+        self._leaders_checked: tuple[int, int, int] | None = None
 
     # ------------------------------------------------------------------ positions
 
@@ -135,15 +138,14 @@ class PollLoop:
         """KIP-320: a position is checked again whenever its partition's leader or leader
         epoch changes in the metadata, not only after a seek."""
         metadata = client.metadata
-        for tp in self._subscriptions.assigned_partitions():
+        subs = self._subscriptions
+        if (metadata.update_version, subs.assignment_id, subs.moves) == self._leaders_checked:
+            return         # no new leader, no new position since the last pass: nothing to do
+        for tp in subs.assigned_partitions():
             info = metadata.partition(tp)
             if info is not None:
-                self._subscriptions.maybe_validate_for_leader(tp, info.leader, info.leader_epoch)
-
-    def _delivered_positions(self) -> dict[TopicPartition, FetchPosition]:
-        subs = self._subscriptions
-        return {tp: st.position for tp in subs.assigned_partitions()
-                if (st := subs.state(tp)).has_valid_position and st.position is not None}
+                subs.maybe_validate_for_leader(tp, info.leader, info.leader_epoch)
+        self._leaders_checked = (metadata.update_version, subs.assignment_id, subs.moves)
 
     def _roll_back(self, before: Mapping[TopicPartition, FetchPosition]) -> None:
         """Records were drained but never reached the caller (an exception, e.g. Ctrl-C, on
@@ -213,11 +215,12 @@ class PollLoop:
                 coordinator.maybe_auto_commit(self._all_consumed)
             self.update_fetch_positions(deadline)
             self._warn_unknown_partitions(client)
-            before = self._delivered_positions()
             if fetcher.has_available() and fetcher.prefetch_now():
                 # prefetch: the next Fetch is on the wire before this data is decoded, so the
                 # broker prepares it meanwhile
                 client.poll(timeout_ms=0, wakeup=False)
+            # the positions before this drain, of the partitions it moves only
+            before = self._subscriptions.start_journal()
             try:
                 chunks = fetcher.drain(limit, take, count, threads=threads)
                 if chunks or final:
@@ -229,6 +232,8 @@ class PollLoop:
             except BaseException:
                 self._roll_back(before)
                 raise
+            finally:
+                self._subscriptions.stop_journal()
             fetcher.send_fetches()
             left = (deadline - time.monotonic()) * 1000.0
             if not self._subscriptions.has_all_fetch_positions() or (

@@ -12,6 +12,10 @@ returned data moves to the end, for fairness). A partition's fetch state is one 
 with Java's transition table: from AWAIT_RESET only FETCHING or AWAIT_RESET; an invalid
 transition is ignored. Positions move only forward through :meth:`advance`, which requires
 FETCHING.
+
+Every fetch state and pause change goes through this class, which keeps the partitions that
+are not FETCHING and the paused ones as sets beside the assignment: a poll with every
+partition settled then asks O(1) questions instead of walking thousands of partitions.
 """
 from __future__ import annotations
 
@@ -109,6 +113,16 @@ class SubscriptionState:
         #: subscribe(): the topics asked for (AUTO_TOPICS) or matched by the pattern
         self.subscription: set[str] = set()
         self.pattern: re.Pattern[str] | None = None
+        #: the assigned partitions not FETCHING, in the order they left FETCHING (assignment
+        #: order for a new assignment): what a position pass has to look at
+        self._unsettled: dict[TopicPartition, None] = {}
+        #: the assigned partitions paused
+        self._paused: set[TopicPartition] = set()
+        #: bumped whenever the set of fetchable partitions may have changed (not their order)
+        self.fetchable_version = 0
+        #: while a poll drains (see :meth:`start_journal`), the position each partition had
+        #: before its first advance
+        self._journal: dict[TopicPartition, FetchPosition] | None = None
 
     # ------------------------------------------------------------------ assignment
 
@@ -127,16 +141,34 @@ class SubscriptionState:
         self._set_type(SubscriptionType.USER_ASSIGNED)
         if list(self._assignment) == wanted:
             return False
-        self._assignment = {tp: self._assignment.get(tp) or PartitionState() for tp in wanted}
-        self.assignment_id += 1
+        self._set_assignment(wanted)
         return True
 
+    def _set_assignment(self, wanted: list[TopicPartition]) -> None:
+        """Partitions kept keep their state; the sets are rebuilt (an assignment change is
+        the one moment a walk over every partition is due)."""
+        self._assignment = {tp: self._assignment.get(tp) or PartitionState() for tp in wanted}
+        self._unsettled = {tp: None for tp, st in self._assignment.items()
+                           if st.fetch_state is not FetchState.FETCHING}
+        self._paused = {tp for tp, st in self._assignment.items() if st.paused}
+        self.assignment_id += 1
+        self.fetchable_version += 1
+
+    def _track(self, tp: TopicPartition, st: PartitionState) -> None:
+        """Keep the unsettled set in step after ``st``'s fetch state may have changed."""
+        if st.fetch_state is FetchState.FETCHING:
+            if tp in self._unsettled:
+                del self._unsettled[tp]
+                self.fetchable_version += 1
+        elif tp not in self._unsettled:
+            self._unsettled[tp] = None
+            self.fetchable_version += 1
+
     def unsubscribe(self) -> None:
-        self._assignment = {}
+        self._set_assignment([])
         self.subscription_type = SubscriptionType.NONE
         self.subscription = set()
         self.pattern = None
-        self.assignment_id += 1
 
     def subscribe(self, topics: Iterable[str]) -> bool:
         """Subscribe to these topics (group-managed). True if the topic set changed."""
@@ -170,8 +202,7 @@ class SubscriptionState:
             if tp.topic not in self.subscription:
                 raise IllegalStateError(
                     f"the group assigned {tp}, whose topic this consumer did not subscribe to")
-        self._assignment = {tp: self._assignment.get(tp) or PartitionState() for tp in wanted}
-        self.assignment_id += 1
+        self._set_assignment(wanted)
 
     def assigned_partitions(self) -> list[TopicPartition]:
         return list(self._assignment)
@@ -197,8 +228,11 @@ class SubscriptionState:
         return st is not None and not st.paused and st.has_valid_position
 
     def fetchable_partitions(self) -> list[TopicPartition]:
+        """In assignment (fetch) order."""
+        if not self._unsettled and not self._paused:
+            return list(self._assignment)      # the common case: a copy, no test per partition
         return [tp for tp, st in self._assignment.items()
-                if not st.paused and st.has_valid_position]
+                if not st.paused and st.fetch_state is FetchState.FETCHING]
 
     def position(self, tp: TopicPartition) -> FetchPosition | None:
         return self.state(tp).position
@@ -217,6 +251,7 @@ class SubscriptionState:
         st.fetch_state = FetchState.FETCHING  # seekValidated, always allowed
         if offset_epoch is not None and leader_epoch is not None:
             st.transition(FetchState.AWAIT_VALIDATION)
+        self._track(tp, st)
 
     def advance(self, tp: TopicPartition, offset: int, offset_epoch: int | None) -> None:
         """Move the position after records were handed out (FETCHING only)."""
@@ -224,8 +259,21 @@ class SubscriptionState:
         position = st.position
         if not st.has_valid_position or position is None:
             raise IllegalStateError("Cannot set a new position without a valid current position")
+        journal = self._journal
+        if journal is not None and tp not in journal:
+            journal[tp] = position
         # built directly: _replace costs a microsecond, and this runs once a poll per partition
         st.position = FetchPosition(offset, offset_epoch, position.leader, position.leader_epoch)
+
+    def start_journal(self) -> dict[TopicPartition, FetchPosition]:
+        """From now until :meth:`stop_journal`, remember the position each partition had
+        before its first :meth:`advance` (what a poll rolls back when its records do not
+        reach the caller): only the partitions that moved, not a copy of every position."""
+        self._journal = {}
+        return self._journal
+
+    def stop_journal(self) -> None:
+        self._journal = None
 
     def request_reset(self, tp: TopicPartition, strategy: OffsetResetStrategy | None = None
                       ) -> None:
@@ -234,6 +282,7 @@ class SubscriptionState:
         st.fetch_state = FetchState.AWAIT_RESET
         st.reset_strategy = strategy or self.default_reset
         st.next_retry_time = None
+        self._track(tp, st)
 
     def maybe_seek_unvalidated(self, tp: TopicPartition, offset: int,
                                strategy: OffsetResetStrategy, leader_epoch: int | None) -> bool:
@@ -263,18 +312,26 @@ class SubscriptionState:
         if st.position.offset_epoch is not None and leader_epoch is not None:
             st.transition(FetchState.AWAIT_VALIDATION)
             st.next_retry_time = None
+            self._track(tp, st)
             return True
         return False
 
+    def _unsettled_in(self, state: FetchState) -> list[tuple[TopicPartition, PartitionState]]:
+        """The unsettled partitions in ``state``, in assignment order (Java walks its
+        assignment): only those partitions are looked at, then put in order."""
+        found = [tp for tp in self._unsettled if self._assignment[tp].fetch_state is state]
+        if len(found) > 1:        # several at once (a new assignment, a reset): put in order
+            wanted = set(found)
+            found = [tp for tp in self._assignment if tp in wanted]
+        return [(tp, self._assignment[tp]) for tp in found]
+
     def partitions_needing_reset(self, now: float) -> list[TopicPartition]:
-        return [tp for tp, st in self._assignment.items()
-                if st.fetch_state is FetchState.AWAIT_RESET
-                and (st.next_retry_time is None or now >= st.next_retry_time)]
+        return [tp for tp, st in self._unsettled_in(FetchState.AWAIT_RESET)
+                if st.next_retry_time is None or now >= st.next_retry_time]
 
     def partitions_needing_validation(self, now: float) -> list[TopicPartition]:
-        return [tp for tp, st in self._assignment.items()
-                if st.fetch_state is FetchState.AWAIT_VALIDATION
-                and (st.next_retry_time is None or now >= st.next_retry_time)]
+        return [tp for tp, st in self._unsettled_in(FetchState.AWAIT_VALIDATION)
+                if st.next_retry_time is None or now >= st.next_retry_time]
 
     def complete_validation(self, tp: TopicPartition) -> None:
         """The position checked out against the leader's log (or cannot be checked)."""
@@ -284,6 +341,7 @@ class SubscriptionState:
             self.moves += 1
             st.transition(FetchState.FETCHING)
             st.next_retry_time = None
+            self._track(tp, st)
 
     def seek_validated(self, tp: TopicPartition, offset: int, offset_epoch: int | None) -> None:
         """Move to a position already known to be on the leader's log (after truncation)."""
@@ -294,29 +352,35 @@ class SubscriptionState:
         st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
         st.fetch_state = FetchState.FETCHING
         st.next_retry_time = None
+        self._track(tp, st)
 
     def initializing_partitions(self) -> list[TopicPartition]:
-        return [tp for tp, st in self._assignment.items()
-                if st.fetch_state is FetchState.INITIALIZING]
+        return [tp for tp, _ in self._unsettled_in(FetchState.INITIALIZING)]
 
     def has_all_fetch_positions(self) -> bool:
-        return all(st.has_valid_position for st in self._assignment.values())
+        return not self._unsettled
 
     def all_fetching(self) -> bool:
         """Every assigned partition is FETCHING: no reset, validation or committed offset
         to wait for."""
-        return all(st.fetch_state is FetchState.FETCHING for st in self._assignment.values())
+        return not self._unsettled
 
     # ------------------------------------------------------------------ pause
 
     def pause(self, tp: TopicPartition) -> None:
         self.state(tp).paused = True
+        if tp not in self._paused:
+            self._paused.add(tp)
+            self.fetchable_version += 1
 
     def resume(self, tp: TopicPartition) -> None:
         self.state(tp).paused = False
+        if tp in self._paused:
+            self._paused.discard(tp)
+            self.fetchable_version += 1
 
     def paused_partitions(self) -> set[TopicPartition]:
-        return {tp for tp, st in self._assignment.items() if st.paused}
+        return set(self._paused)
 
 
 __all__ = ["FetchPosition", "FetchState", "PartitionState", "SubscriptionState",

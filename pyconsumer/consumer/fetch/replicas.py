@@ -35,11 +35,20 @@ class ReadReplicas:
         self.config = config
         self._clock = clock
         self._replicas: dict[TopicPartition, _ReadReplica] = {}
+        #: bumped on every change of the replicas: with none set, a partition's node follows
+        #: the metadata alone, so the request side can keep the nodes it computed
+        self.version = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._replicas)
 
     def keep(self, wanted: Callable[[TopicPartition], bool]) -> None:
         """Forget the replicas of the partitions ``wanted`` rejects (no longer assigned)."""
         if self._replicas:
-            self._replicas = {tp: r for tp, r in self._replicas.items() if wanted(tp)}
+            kept = {tp: r for tp, r in self._replicas.items() if wanted(tp)}
+            if len(kept) != len(self._replicas):
+                self._replicas = kept
+                self.version += 1
 
     def node_for(self, tp: TopicPartition, info: PartitionInfo, now: float) -> int:
         """Java selectReadReplica: the preferred read replica while it is valid, else the
@@ -49,12 +58,14 @@ class ReadReplicas:
             return info.leader
         if now >= replica.expires_at or replica.leader != (info.leader, info.leader_epoch):
             del self._replicas[tp]                    # expired, or a new leader
+            self.version += 1
             return info.leader
         if replica.node not in self.client.metadata.brokers \
                 or replica.node in info.offline_replicas:
             log.debug("read replica %d of %s is offline or unknown; fetching from the leader",
                       replica.node, tp)
             del self._replicas[tp]
+            self.version += 1
             self.client.metadata.request_update()
             return info.leader
         return replica.node
@@ -69,10 +80,14 @@ class ReadReplicas:
         if info is None or info.leader < 0:
             return
         log.debug("fetching %s from read replica %d (leader %d)", tp, node, info.leader)
+        self.version += 1
         self._replicas[tp] = _ReadReplica(
             node, self._clock() + self.config.metadata_max_age_ms / 1000.0,
             (info.leader, info.leader_epoch))
 
     def clear(self, tp: TopicPartition) -> bool:
         """Fetch ``tp`` from its leader again; True if a read replica was set."""
-        return self._replicas.pop(tp, None) is not None
+        if self._replicas.pop(tp, None) is None:
+            return False
+        self.version += 1
+        return True

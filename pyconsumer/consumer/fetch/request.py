@@ -89,10 +89,11 @@ class FetchRequests:
         self._read_committed = config.isolation_level == "read_committed"
         #: bumped whenever a Fetch completes, answered or failed (a waiting poll re-sends)
         self.completions = 0
-        #: fetch node of each fetchable partition, valid while the key (completions, metadata
-        #: version, assignment) holds: the every-poll check that nothing can be sent
-        self._nodes_key: tuple[int, int, int] = (-1, -1, -1)
-        self._nodes_of: dict[TopicPartition, int] = {}
+        #: the fetch nodes of the fetchable partitions (None: one has no leader), valid while
+        #: the key (metadata version, assignment, fetchable set, read replicas) holds: the
+        #: every-poll check that nothing can be sent looks at nodes, not partitions
+        self._nodes_key: tuple[int, int, int, int, int] = (-1, -1, -1, -1, -1)
+        self._fetch_nodes: frozenset[int] | None = None
         self._prefetched_at = -1                   # self.completions at the last prefetch
         #: ms until a leader skipped for its reconnect backoff may be fetched again (inf: none)
         self.retry_in_ms = float("inf")
@@ -113,23 +114,28 @@ class FetchRequests:
         if not in_flight:
             return False
         metadata = self.client.metadata
-        key = (self.completions, metadata.update_version, self.subscriptions.assignment_id)
+        subs = self.subscriptions
+        # with read replicas set, a node also depends on the time (expiry): recomputed once
+        # per completed fetch then, as before
+        key = (metadata.update_version, subs.assignment_id, subs.fetchable_version,
+               self.replicas.version, self.completions if self.replicas else -1)
         if key != self._nodes_key:
-            self._nodes_key, self._nodes_of = key, {}
-        nodes_of = self._nodes_of
-        now = -1.0
+            self._nodes_key, self._fetch_nodes = key, self._nodes_of_fetchable()
+        nodes = self._fetch_nodes
+        return nodes is not None and nodes <= in_flight
+
+    def _nodes_of_fetchable(self) -> frozenset[int] | None:
+        """The nodes the fetchable partitions are fetched from; None when one has no leader
+        (the full pass asks for metadata)."""
+        metadata = self.client.metadata
+        now = self._clock()
+        nodes = set()
         for tp in self.subscriptions.fetchable_partitions():
-            node = nodes_of.get(tp)
-            if node is None:
-                info = metadata.partition(tp)
-                if info is None or info.leader < 0:
-                    return False
-                if now < 0:
-                    now = self._clock()
-                node = nodes_of[tp] = self.replicas.node_for(tp, info, now)
-            if node not in in_flight:
-                return False
-        return True
+            info = metadata.partition(tp)
+            if info is None or info.leader < 0:
+                return None
+            nodes.add(self.replicas.node_for(tp, info, now))
+        return frozenset(nodes)
 
     def send_fetches(self) -> int:
         """Queue one Fetch per node that has fetchable partitions and no Fetch in flight."""

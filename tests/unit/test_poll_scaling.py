@@ -1,0 +1,115 @@
+"""Issue 26: an idle poll's work does not grow with the number of assigned partitions.
+
+No timing: the Python lines the consumer runs (sys.settrace) during idle polls are counted
+with 10 and with 2,000 assigned partitions, every position settled and a long-polling Fetch in
+flight to the one broker. A loop over the assignment shows up as thousands of lines.
+"""
+from __future__ import annotations
+
+import random
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pyconsumer
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.config import OffsetResetStrategy
+from pyconsumer.consumer.subscription import FetchState, SubscriptionState
+from pyconsumer.testing import FakeCluster
+
+_PKG = str(Path(pyconsumer.__file__).parent)
+_POLLS = 20
+
+
+def _lines_per_idle_poll(n: int) -> tuple[float, dict[str, int]]:
+    # the fake holds a Fetch up to its cap: long enough that none completes while counting
+    with FakeCluster(topics={"t": n}, fetch_wait_cap_s=30.0) as cluster:
+        tps = [TopicPartition("t", p) for p in range(n)]
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                           fetch_max_wait_ms=20_000, request_timeout_ms=30_000) as c:
+            c.assign(tps)
+            deadline = time.monotonic() + 20
+            subs = c._subscriptions
+            fetcher = c._fetcher
+            assert fetcher is not None
+            # settle: every position found and a (long-polling) Fetch in flight
+            while time.monotonic() < deadline:
+                c.poll(timeout_ms=50)
+                if subs.all_fetching() and fetcher._nodes_in_flight:
+                    break
+            assert subs.all_fetching() and fetcher._nodes_in_flight
+            completions = fetcher.completions
+            c.poll(timeout_ms=0)                 # warm: caches keyed on the settled state
+            lines: dict[str, int] = {}
+
+            def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+                if not frame.f_code.co_filename.startswith(_PKG):
+                    return None
+                if event == "line":
+                    where = f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}"
+                    lines[where] = lines.get(where, 0) + 1
+                return tracer
+
+            sys.settrace(tracer)
+            try:
+                for _ in range(_POLLS):
+                    c.poll(timeout_ms=0)
+            finally:
+                sys.settrace(None)
+            # a Fetch that completed meanwhile would mean a send pass, not an idle poll
+            assert fetcher.completions == completions
+            assert cluster.errors == []
+            return sum(lines.values()) / _POLLS, lines
+
+
+def test_idle_poll_lines_do_not_grow_with_partitions() -> None:
+    small, _ = _lines_per_idle_poll(10)
+    large, where = _lines_per_idle_poll(2000)
+    top = sorted(where.items(), key=lambda kv: -kv[1])[:5]
+    # equal in principle; a little slack for a metadata or session line on either side
+    assert large <= small * 1.2 + 20, (small, large, top)
+    assert large < 2000, top             # far below one line per partition
+
+
+def test_subscription_sets_follow_every_change() -> None:
+    """The incremental sets answer as a walk over every partition would, after any sequence
+    of assignments, seeks, resets, validations and pauses."""
+    rng = random.Random(26)
+    subs = SubscriptionState(OffsetResetStrategy("earliest"))
+    universe = [TopicPartition("t", p) for p in range(12)]
+    subs.assign_from_user(universe[:8])
+    for _ in range(3000):
+        tps = subs.assigned_partitions()
+        tp = rng.choice(tps)
+        op = rng.randrange(9)
+        if op == 0:
+            subs.seek(tp, rng.randrange(100), rng.choice([None, 1]), 1, rng.choice([None, 2]))
+        elif op == 1:
+            subs.request_reset(tp)
+        elif op == 2:
+            subs.maybe_validate_for_leader(tp, rng.randrange(3), rng.randrange(3))
+        elif op == 3:
+            subs.complete_validation(tp)
+        elif op == 4:
+            subs.pause(tp) if rng.random() < 0.5 else subs.resume(tp)
+        elif op == 5 and subs.state(tp).fetch_state is FetchState.AWAIT_RESET:
+            subs.maybe_seek_unvalidated(tp, 5, OffsetResetStrategy("earliest"), None)
+        elif op == 6:
+            subs.seek_validated(tp, rng.randrange(100), None)
+        elif op == 7:
+            subs.move_to_end(tp)
+        elif op == 8 and rng.random() < 0.05:
+            subs.assign_from_user(rng.sample(universe, rng.randrange(1, 12)))
+        states = [(t, subs.state(t)) for t in subs.assigned_partitions()]
+        assert subs.fetchable_partitions() == \
+            [t for t, st in states if not st.paused and st.fetch_state is FetchState.FETCHING]
+        assert subs.all_fetching() == all(st.fetch_state is FetchState.FETCHING
+                                          for _, st in states)
+        assert subs.paused_partitions() == {t for t, st in states if st.paused}
+        for state, found in [(FetchState.INITIALIZING, subs.initializing_partitions()),
+                             (FetchState.AWAIT_RESET, subs.partitions_needing_reset(1e18)),
+                             (FetchState.AWAIT_VALIDATION,
+                              subs.partitions_needing_validation(1e18))]:
+            assert found == [t for t, st in states if st.fetch_state is state]
