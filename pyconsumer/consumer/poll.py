@@ -172,12 +172,18 @@ class PollLoop:
         if metadata.update_version == self._unknown_checked:
             return
         self._unknown_checked = metadata.update_version
+        # each topic's partitions looked up once: a scan per assigned partition is quadratic
+        known: dict[str, tuple[int, set[int]] | None] = {}
         for tp in sorted(self._subscriptions.assigned_partitions()):
-            parts = metadata.partitions_for(tp.topic)
+            if tp.topic not in known:
+                listed = metadata.partitions_for(tp.topic)
+                known[tp.topic] = None if listed is None else (
+                    len(listed), {p.partition for p in listed})
+            parts = known[tp.topic]
             if parts is not None:
-                if not any(p.partition == tp.partition for p in parts):
+                if tp.partition not in parts[1]:
                     log.warning("partition %s does not exist in the metadata (topic %s has "
-                                "%d partitions); retrying", tp, tp.topic, len(parts))
+                                "%d partitions); retrying", tp, tp.topic, parts[0])
             elif metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 log.warning("partition %s does not exist in the metadata (no topic %s); "
                             "retrying", tp, tp.topic)
