@@ -17,22 +17,36 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyconsumer.errors import KafkaProtocolError, UnsupportedVersionError
-from pyconsumer.protocol.codec import decode_body, default_body, encode_body
+from pyconsumer.protocol.codec import (
+    Encoded,
+    StructCodec,
+    decode_body,
+    default_body,
+    encode_body,
+    encode_struct,
+    encoded_array,
+    struct_codec,
+)
 from pyconsumer.protocol.primitives import Buffer, DecodeError, Reader, Writer
 from pyconsumer.protocol.schema import MESSAGES, Message, in_range
 
 __all__ = [
     "ApiKey",
+    "Encoded",
     "SUPPORTED_VERSIONS",
+    "StructCodec",
     "api_versions_error_code",
     "decode_request",
     "decode_response",
     "default_body",
     "encode_request",
     "encode_response",
+    "encode_struct",
+    "encoded_array",
     "is_flexible",
     "request_header_version",
     "request_message",
+    "request_struct",
     "response_header_version",
     "response_message",
 ]
@@ -91,6 +105,12 @@ def _check_version(api_key: int, version: int) -> Message:
             f"{ApiKey(api_key).name} v{version} is not supported (pyconsumer speaks v{lo}-v{hi})"
         )
     return msg
+
+
+def request_struct(api_key: int, version: int, path: tuple[str, ...]) -> StructCodec:
+    """The codec of the struct at ``path`` inside a request at ``version``: what it encodes
+    (:func:`encode_struct`) may stand in the body as an :class:`Encoded`, written as is."""
+    return struct_codec(_check_version(api_key, version), version, path)
 
 
 def is_flexible(api_key: int, version: int) -> bool:

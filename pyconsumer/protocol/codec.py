@@ -26,6 +26,15 @@ DefaultFn = Callable[[], Any]
 _MISSING = object()
 
 
+class Encoded(bytes):
+    """A struct, or an array of structs, already encoded at the version being written (see
+    :func:`struct_codec`, :func:`encoded_array`): written as is where it is expected. A
+    caller that sends the same entries again (a Fetch's partitions) encodes each once instead
+    of field by field every time."""
+
+    __slots__ = ()
+
+
 class EncodeError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -125,6 +134,9 @@ class StructCodec:
 
     def write(self, w: Writer, value: Any) -> None:
         if not isinstance(value, (dict, Mapping)):    # dict first: the common, cheap check
+            if type(value) is Encoded:
+                w.raw(value)
+                return
             raise EncodeError(f"expected a dict, got {type(value).__name__}")
         if not self.known.issuperset(value):
             raise UnknownKeysError(value.keys() - self.known, self.known)
@@ -336,6 +348,9 @@ def _array_writer(elem: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
             w.length(-1, flexible, "array")
             return
         if isinstance(v, (str, bytes, dict, Mapping)):
+            if type(v) is Encoded:      # the whole array, length prefix included
+                w.raw(v)
+                return
             raise EncodeError(f"array needs a sequence, got {type(v).__name__}")
         items = list(v)
         w.length(len(items), flexible, "array")
@@ -352,6 +367,39 @@ def _array_writer(elem: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
 @cache
 def compiled(message: Message, version: int) -> StructCodec:
     return StructCodec(message.fields, version, in_range(version, message.flexible))
+
+
+@cache
+def struct_codec(message: Message, version: int, path: tuple[str, ...]) -> StructCodec:
+    """The codec of the struct at ``path`` (body keys, e.g. ("topics", "partitions")) of
+    ``message`` at ``version``: what it writes is the bytes an :class:`Encoded` stands for."""
+    fields = message.fields
+    for key in path:
+        f = next(f for f in fields if f.key == key)
+        if not f.is_struct:
+            raise ValueError(f"{message.name}: {key} is not a struct")
+        fields = f.fields
+    return StructCodec(fields, version, in_range(version, message.flexible))
+
+
+def encode_struct(codec: StructCodec, value: Mapping[str, Any]) -> Encoded:
+    """``value`` encoded by ``codec`` (from :func:`struct_codec`), to be written again as is."""
+    w = Writer()
+    try:
+        codec.write(w, value)
+    except EncodeError as e:       # as encode_body says it, for the connection to report
+        raise KafkaProtocolError(f"Cannot encode {_where(e.path)}: {e.message}") from None
+    except (ValueError, OverflowError) as e:
+        raise KafkaProtocolError(f"Cannot encode: {e}") from None
+    return Encoded(w.out)
+
+
+def encoded_array(entries: list[Encoded], flexible: bool) -> Encoded:
+    """An array of already encoded structs, with its length prefix (compact when
+    ``flexible``)."""
+    w = Writer()
+    w.length(len(entries), flexible, "array")
+    return Encoded(bytes(w.out) + b"".join(entries))
 
 
 def _where(path: list[str]) -> str:

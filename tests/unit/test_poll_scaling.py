@@ -1,4 +1,5 @@
-"""Issue 26: an idle poll's work does not grow with the number of assigned partitions.
+"""Issue 26: an idle poll's work does not grow with the number of assigned partitions, and
+the Fetch requests encoded from kept partition entries are the codec's bytes.
 
 No timing: the Python lines the consumer runs (sys.settrace) during idle polls are counted
 with 10 and with 2,000 assigned partitions, every position settled and a long-polling Fetch in
@@ -9,6 +10,7 @@ from __future__ import annotations
 import random
 import sys
 import time
+import uuid
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -16,7 +18,13 @@ from typing import Any
 import pyconsumer
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.config import OffsetResetStrategy
+from pyconsumer.consumer.fetch.session import (
+    FetchRequestData,
+    FetchSessionHandler,
+    PartitionData,
+)
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
+from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, encode_request
 from pyconsumer.testing import FakeCluster
 
 _PKG = str(Path(pyconsumer.__file__).parent)
@@ -113,3 +121,40 @@ def test_subscription_sets_follow_every_change() -> None:
                              (FetchState.AWAIT_VALIDATION,
                               subs.partitions_needing_validation(1e18))]:
             assert found == [t for t, st in states if st.fetch_state is state]
+
+
+def test_fetch_template_encodes_the_codec_bytes() -> None:
+    """Fetch requests built from kept partition entries are byte for byte the codec's, at
+    every Fetch version the client speaks, for full and incremental fetches, with entries
+    kept from before and entries encoded anew."""
+    lo, hi = SUPPORTED_VERSIONS[ApiKey.FETCH]
+    ids = {"a": uuid.uuid4(), "b": uuid.uuid4()}
+    with FakeCluster(topics={"a": 3, "b": 2}) as cluster:
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap) as c:
+            c.assign([TopicPartition("a", 0)])
+            c.poll(timeout_ms=0)                   # the network parts exist from here
+            assert c._fetcher is not None
+            requests = c._fetcher.requests
+            handler = FetchSessionHandler(0)
+
+            def build(offset: int) -> FetchRequestData:
+                builder = handler.new_builder()
+                for t, n in (("b", 2), ("a", 3)):
+                    for p in range(n):
+                        builder.add(TopicPartition(t, p),
+                                    PartitionData(ids[t], offset + p, 1 << 20, p - 1))
+                return builder.build()
+
+            full = build(10)
+            handler.handle_response(0, 77, set(full.session_partitions))   # session 77 open
+            handler.session_partitions.pop(TopicPartition("a", 2))         # forgotten next
+            incremental = build(11)
+            assert incremental.to_send and not incremental.metadata.is_full
+            for data in (full, incremental):
+                for version in range(lo, hi + 1):
+                    frames = []
+                    for template in (False, True, True):    # codec, encoded now, kept
+                        requests.encode_template = template
+                        body = requests._request_body(data, version, 1 << 22)
+                        frames.append(encode_request(ApiKey.FETCH, version, 5, "cid", body))
+                    assert frames[0] == frames[1] == frames[2], version

@@ -55,7 +55,14 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
 from pyconsumer.net.responses import body_of
-from pyconsumer.protocol import ApiKey
+from pyconsumer.protocol import (
+    ApiKey,
+    Encoded,
+    encode_struct,
+    encoded_array,
+    is_flexible,
+    request_struct,
+)
 from pyconsumer.records import RecordSetIndex
 from pyconsumer.structs import TopicPartition
 
@@ -102,6 +109,12 @@ class FetchRequests:
         self._empty_at: dict[TopicPartition, int] = {}
         #: the fetch session with each node
         self.sessions: dict[int, FetchSessionHandler] = {}
+        #: each partition's Fetch entry as last encoded, under (version, offset, leader epoch,
+        #: max bytes): a request lists every partition of a full fetch, but only those that
+        #: moved need encoding again. Off: every entry goes through the codec field by field.
+        self.encode_template = True
+        self._encoded: dict[TopicPartition, tuple[tuple[int, int, int, int], Encoded]] = {}
+        self._encoded_for = -1                     # the assignment id it was pruned for
 
     def _buffered_partitions(self) -> set[TopicPartition]:
         return self.buffer.buffered_partitions()
@@ -311,16 +324,37 @@ class FetchRequests:
                       max_wait_ms: int | None = None) -> dict[str, Any]:
         """The Fetch body for ``data`` at ``version`` (chosen when it goes on the wire)."""
         config = self.config
-        topics: dict[str, tuple[uuid.UUID, list[dict[str, Any]]]] = {}
+        topics: dict[str, tuple[uuid.UUID, Any]] = {}
+        codec = request_struct(ApiKey.FETCH, version, ("topics", "partitions")) \
+            if self.encode_template else None
+        encoded = self._encoded
+        if codec is not None and self._encoded_for != self.subscriptions.assignment_id:
+            self._encoded_for = self.subscriptions.assignment_id    # forget unassigned ones
+            encoded = self._encoded = {tp: e for tp, e in encoded.items()
+                                       if self.subscriptions.is_assigned(tp)}
         for tp, p in data.partitions_at(version).items():
-            topics.setdefault(tp.topic, (p.topic_id, []))[1].append({
-                "partition": tp.partition, "fetch_offset": p.fetch_offset,
-                "current_leader_epoch": p.current_leader_epoch, "log_start_offset": -1,
-                "partition_max_bytes": p.max_bytes})
+            entry: dict[str, Any] | Encoded | None = None
+            if codec is not None:
+                key = (version, p.fetch_offset, p.current_leader_epoch, p.max_bytes)
+                kept = encoded.get(tp)
+                if kept is not None and kept[0] == key:
+                    entry = kept[1]
+            if entry is None:
+                entry = {"partition": tp.partition, "fetch_offset": p.fetch_offset,
+                         "current_leader_epoch": p.current_leader_epoch,
+                         "log_start_offset": -1, "partition_max_bytes": p.max_bytes}
+                if codec is not None:
+                    entry = encode_struct(codec, entry)
+                    encoded[tp] = (key, entry)
+            topics.setdefault(tp.topic, (p.topic_id, []))[1].append(entry)
         forgotten: dict[tuple[str, uuid.UUID], list[int]] = {}
         if version >= 7:
             for tp, topic_id in data.forgotten(version):
                 forgotten.setdefault((tp.topic, topic_id), []).append(tp.partition)
+        if codec is not None:      # every entry encoded: each topic's array goes as one
+            flexible = is_flexible(ApiKey.FETCH, version)
+            topics = {name: (topic_id, encoded_array(entries, flexible))
+                      for name, (topic_id, entries) in topics.items()}
         return {
             "replica_id": -1,
             "max_wait_ms": config.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms,
