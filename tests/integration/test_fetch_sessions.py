@@ -25,15 +25,17 @@ Row = tuple[int, bytes | None, bytes | None]
 
 
 def record_fetches(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The body of every Fetch request encoded from now on."""
+    """The body of every Fetch request encoded from now on, as on the wire (decoded from the
+    frame: the consumer's body may hold entries already encoded)."""
     sent: list[dict[str, Any]] = []
-    encode = protocol.encode_request
+    encode, decode = protocol.encode_request, protocol.decode_request
 
     def spy(api_key: int, version: int, correlation_id: int, client_id: str | None,
             body: dict[str, Any]) -> bytes:
+        frame = encode(api_key, version, correlation_id, client_id, body)
         if api_key == ApiKey.FETCH:
-            sent.append(body)
-        return encode(api_key, version, correlation_id, client_id, body)
+            sent.append(decode(frame[4:])[4])
+        return frame
 
     monkeypatch.setattr(protocol, "encode_request", spy)
     return sent

@@ -60,11 +60,13 @@ class FetchSpy:
         self.sent: list[Sent] = []
         self.answers: list[Answer] = []
         encode, decode = protocol.encode_request, protocol.decode_response
+        decode_request = protocol.decode_request
 
         def spy_encode(api_key: int, version: int, correlation_id: int, client_id: str | None,
                        body: dict[str, Any]) -> bytes:
             frame = encode(api_key, version, correlation_id, client_id, body)
             if api_key == ApiKey.FETCH:
+                body = decode_request(frame[4:])[4]      # as on the wire: entries may be encoded
                 self.sent.append(Sent(
                     correlation_id, body["session_id"], body["session_epoch"],
                     [p["partition"] for t in body["topics"] for p in t["partitions"]],
