@@ -39,10 +39,13 @@ from __future__ import annotations
 
 from pyconsumer import errors as _errors
 from pyconsumer._records import (
+    AvroProgram,
     CompletedFetch,
     ConsumerRecord,
     RecordSetIndex,
     _set_error_classes,
+    avro_decode,
+    avro_frame_scan,
     decode_arrow,
     decode_records,
     get_buffer_cache_limit,
@@ -58,9 +61,12 @@ _set_error_classes(_errors.CorruptRecordError, _errors.UnsupportedCodecError,
                    _errors.RecordDeserializationError)
 
 __all__ = [
+    "AvroProgram",
     "CompletedFetch",
     "ConsumerRecord",
     "RecordSetIndex",
+    "avro_decode",
+    "avro_frame_scan",
     "decode_arrow",
     "decode_records",
     "get_buffer_cache_limit",

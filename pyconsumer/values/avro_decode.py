@@ -17,7 +17,6 @@ that is down) propagates: an outage is not bad data.
 from __future__ import annotations
 
 import functools
-import importlib
 import uuid
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyconsumer import errors
+from pyconsumer import records
 from pyconsumer.errors import KafkaClientError
 from pyconsumer.values.avro import (
     K_BOOL, K_LIST, K_NULL, K_STRUCT, Array, AvroSchemaError, Enum, Fixed, Map, Primitive,
@@ -121,21 +121,10 @@ def schema_id_from_header(value: bytes) -> SchemaId:
                      f"{bytes(value[:20]).hex()}")
 
 
-_BACKEND: list[ModuleType] = []
-
-
 def _backend() -> ModuleType:
-    """pyconsumer._records, the compiled decoder (values sits beside pyconsumer.records in
-    the layers, so the extension's error classes are injected here as records does)."""
-    if not _BACKEND:
-        # the compiled module (no layer of its own: it imports nothing from pyconsumer)
-        mod = importlib.import_module("pyconsumer._records")
-        if not hasattr(mod, "avro_decode"):
-            raise RuntimeError("this build of pyconsumer._records has no Avro decoder; "
-                               "rebuild it (python setup.py build_ext --inplace)")
-        set_error_classes(mod)
-        _BACKEND.append(mod)
-    return _BACKEND[0]
+    """pyconsumer.records: the compiled decoder with pyconsumer.errors' classes injected
+    (values sits above records in the layers)."""
+    return records
 
 
 def set_error_classes(mod: ModuleType) -> None:
@@ -234,7 +223,7 @@ def decode_avro(
     defaults to it). ``framing="confluent"``: ``source`` gives the program of each schema
     id or GUID the prefixes name (compiled against ``reader``, which is required). Per-row
     ``schema_ids`` (ints or UUIDs, None where a row has no header) mark rows whose body
-    has no prefix. ``backend`` is the compiled module (default pyconsumer._records).
+    has no prefix. ``backend`` is the compiled module (default pyconsumer.records, the real build).
     Pass parsed schemas (:func:`~pyconsumer.values.avro.parse_schema`) to compile a
     (writer, reader) pair once for all calls.
     """
