@@ -25,14 +25,15 @@ from pyconsumer.values.avro import (  # noqa: E402
     parse_schema,
 )
 from pyconsumer.values.avro_decode import decode_avro  # noqa: E402
-from tests.unit._avro_backend import avro_backend  # noqa: E402
+from pyconsumer import records  # noqa: E402
 
 Json = Any
 
 
 @pytest.fixture(scope="module")
 def avro_mod() -> ModuleType:
-    return avro_backend()
+    """The compiled decoder every caller uses (pyconsumer._records through records)."""
+    return records
 
 
 # --------------------------------------------------------------------------- schemas

@@ -23,12 +23,13 @@ from pyconsumer.values.avro import (  # noqa: E402
 from pyconsumer.values.avro_decode import (  # noqa: E402
     SchemaId, UnknownSchemaError, WriterSchemas, decode_avro, schema_id_from_header,
 )
-from tests.unit._avro_backend import avro_backend  # noqa: E402
+from pyconsumer import records  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def avro_mod() -> ModuleType:
-    return avro_backend()
+    """The compiled decoder every caller uses (pyconsumer._records through records)."""
+    return records
 
 
 V1 = {"type": "record", "name": "User", "namespace": "ex", "fields": [
