@@ -505,8 +505,9 @@ def _produce_serialized(kind: str, bootstrap: str, topic: str, records: Iterable
                         serializer_conf: Mapping[str, Any] | None, use_guid_header: bool,
                         timeout: float, producer_conf: Mapping[str, Any]) -> list[tuple[int, int]]:
     _require_serializers(kind)
-    from confluent_kafka import Producer
     from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from ._produce import TestRecord, produce
 
     _, serializer = _serializing_producer(bootstrap, registry_url, kind, schema_str,
                                           registry_conf or {}, serializer_conf or {}, use_guid_header)
@@ -514,42 +515,17 @@ def _produce_serialized(kind: str, bootstrap: str, topic: str, records: Iterable
     key_list = list(keys) if keys is not None else [None] * len(values)
     if len(key_list) != len(values):
         raise ValueError(f"{len(key_list)} keys for {len(values)} records")
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
-                         "enable.idempotence": False, "message.timeout.ms": int(timeout * 1000),
-                         **producer_conf})
-    results: list[tuple[int, int] | None] = [None] * len(values)
-    errors: list[str] = []
-
-    def report(index: int) -> Any:
-        def cb(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append(f"record {index}: {err}")
-            else:
-                results[index] = (msg.partition(), msg.offset())
-        return cb
-
-    try:
-        for i, (key, value) in enumerate(zip(key_list, values)):
-            headers: list[tuple[str, str | bytes | None]] = []
-            # the serializer's real context: it picks the subject and writes a GUID header
-            ctx = SerializationContext(topic, MessageField.VALUE, headers)
-            payload = None if value is None else serializer(value, ctx)
-            kwargs: dict[str, Any] = {"key": key, "value": payload, "on_delivery": report(i)}
-            if headers:
-                kwargs["headers"] = headers
-            if partition is not None:
-                kwargs["partition"] = partition
-            producer.produce(topic, **kwargs)
-            producer.poll(0)
-        remaining = producer.flush(timeout)
-    finally:
-        del producer
-    from ._produce import ProduceError
-    if errors:
-        raise ProduceError(f"{len(errors)} of {len(values)} deliveries to {topic!r} failed: {errors[:5]}")
-    if remaining:
-        raise ProduceError(f"{remaining} of {len(values)} records to {topic!r} not delivered within {timeout} s")
-    return [r for r in results if r is not None]
+    recs: list[TestRecord] = []
+    for key, value in zip(key_list, values):
+        headers: list[tuple[str, str | bytes | None]] = []
+        # the serializer's real context: it picks the subject and writes a GUID header
+        ctx = SerializationContext(topic, MessageField.VALUE, headers)
+        payload = None if value is None else serializer(value, ctx)
+        recs.append(TestRecord(key=key, value=payload, partition=partition,
+                               headers=[(k, v.encode() if isinstance(v, str) else v) for k, v in headers]
+                               or None))
+    # the one delivery path of the test producers (reports, flush, errors)
+    return produce(bootstrap, topic, recs, timeout=timeout, **producer_conf)
 
 
 def produce_avro(bootstrap: str, topic: str, records: Iterable[Mapping[str, Any] | None], schema_str: str,
