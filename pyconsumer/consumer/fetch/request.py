@@ -30,6 +30,12 @@ too).
 
 Every answered partition's record set is indexed here, once (:class:`RecordSetIndex`): the
 buffer, the cursor and the metrics read it instead of walking the bytes again.
+
+Per-partition cost (issue 26): the poll()s between two responses ask only whether every
+fetch node is busy (the nodes of the fetchable partitions are kept until the metadata, the
+assignment, the fetchable set or a read replica changes), and a request's partition entries
+are encoded once per (version, offset, leader epoch, max bytes) and joined, so a full fetch
+of thousands of partitions re-encodes only those that moved.
 """
 from __future__ import annotations
 
