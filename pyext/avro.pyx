@@ -201,6 +201,21 @@ cdef inline void av_bit(uint8_t* bits, Py_ssize_t i, bint v) noexcept nogil:
         bits[i >> 3] &= <uint8_t>~(1 << (i & 7))
 
 
+cdef inline void av_null_at(AvCol* c) noexcept nogil:
+    """Append a null to one column that has room (a null column only counts it)."""
+    if c.kind != AV_K_NULL:
+        av_bit(c.valid, c.n, False)
+        if c.kind == AV_K_BIN:
+            (<int32_t*>c.data)[c.n + 1] = <int32_t>c.used
+        elif c.kind == AV_K_LIST:
+            (<int32_t*>c.data)[c.n + 1] = (<int32_t*>c.data)[c.n]
+        elif c.kind == AV_K_BOOL:
+            av_bit(c.data, c.n, False)
+        elif c.width:
+            memset(c.data + c.n * c.width, 0, c.width)
+    c.n += 1
+
+
 cdef int av_nulls(AvState* st, int col) noexcept nogil:
     """A null at col, and at each struct child of it (struct children stay row-aligned)."""
     cdef AvCol* c
@@ -209,45 +224,13 @@ cdef int av_nulls(AvState* st, int col) noexcept nogil:
     # the null list of col sits at the start of aux: (start, count) pairs, one per column
     start = <Py_ssize_t>st.aux[2 * col]
     count = <Py_ssize_t>st.aux[2 * col + 1]
-    if count == 1:                    # a leaf: the common case of [null, T]
-        c = &st.cols[col]
-        if c.kind == AV_K_NULL:
-            c.n += 1
-            return 0
-        if c.n >= c.cap:
-            return av_room(st, col, 0, c.n + 1)
-        av_bit(c.valid, c.n, False)
-        if c.kind == AV_K_BIN:
-            (<int32_t*>c.data)[c.n + 1] = <int32_t>c.used
-        elif c.kind == AV_K_LIST:
-            (<int32_t*>c.data)[c.n + 1] = (<int32_t*>c.data)[c.n]
-        elif c.kind == AV_K_BOOL:
-            av_bit(c.data, c.n, False)
-        elif c.width:
-            memset(c.data + c.n * c.width, 0, c.width)
-        c.n += 1
-        return 0
     for j in range(count):            # room first: all the nulls are written, or none
         m = <int>st.aux[start + j]
         c = &st.cols[m]
         if c.kind != AV_K_NULL and c.n >= c.cap:
             return av_room(st, m, 0, c.n + 1)
     for j in range(count):
-        m = <int>st.aux[start + j]
-        c = &st.cols[m]
-        if c.kind == AV_K_NULL:
-            c.n += 1
-            continue
-        av_bit(c.valid, c.n, False)
-        if c.kind == AV_K_BIN:
-            (<int32_t*>c.data)[c.n + 1] = <int32_t>c.used
-        elif c.kind == AV_K_LIST:
-            (<int32_t*>c.data)[c.n + 1] = (<int32_t*>c.data)[c.n]
-        elif c.kind == AV_K_BOOL:
-            av_bit(c.data, c.n, False)
-        elif c.width:
-            memset(c.data + c.n * c.width, 0, c.width)
-        c.n += 1
+        av_null_at(&st.cols[<int>st.aux[start + j]])
     return 0
 
 
