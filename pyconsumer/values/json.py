@@ -65,7 +65,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from pyconsumer.values.result import Decoded
+from pyconsumer.values.result import Decoded, as_binary
 from pyconsumer.values.schema import SchemaError, to_arrow_schema
 
 __all__ = ["decode_json", "decode_string", "decode_json_rows"]
@@ -500,21 +500,6 @@ def decode_json_rows(values: list[bytes | None], schema: Any, *, partial_results
     return Decoded(pa.array(rows, type=target), errors)
 
 
-def _as_binary(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if pa.types.is_string(values.type):
-        return values.view(pa.binary())
-    if pa.types.is_large_string(values.type):
-        return values.view(pa.large_binary())
-    if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
-        return values
-    if pa.types.is_binary_view(values.type) or pa.types.is_string_view(values.type):
-        # the kernels and the buffer search here want offsets: one copy into a plain binary array
-        return values.cast(pa.binary()) if values.nbytes < (1 << 31) else values.cast(pa.large_binary())
-    raise TypeError(f"JSON values must be a binary or string array, not {values.type}")
-
-
 def decode_json(
     values: pa.Array | pa.ChunkedArray,
     schema: Any,
@@ -532,7 +517,7 @@ def decode_json(
     arrow_schema = to_arrow_schema(schema)
     target = _nullable(pa.struct(list(arrow_schema)))
     _compile(target)  # an unsupported type is refused before any row is read
-    data = _as_binary(values)
+    data = as_binary(values, "JSON values")
     n = len(data)
     if n == 0:
         return Decoded(pa.array([], type=target), {})
@@ -854,7 +839,7 @@ def decode_string(values: pa.Array | pa.ChunkedArray) -> Decoded:
     Valid values are not copied one by one: the whole array is checked by Arrow, and only when
     that fails are the bad rows looked for.
     """
-    data = _as_binary(values)
+    data = as_binary(values, "JSON values")
     as_string = pa.large_string() if pa.types.is_large_binary(data.type) else pa.string()
     try:
         return Decoded(data.cast(as_string), {})

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyconsumer.errors import ConfigurationError, CorruptRecordError
-from pyconsumer.values.result import Decoded
+from pyconsumer.values.result import Decoded, as_binary
 
 __all__ = ["Mode", "ModeResult", "MalformedValueError", "parse_mode", "apply_mode", "DEFAULT_CORRUPT_COLUMN"]
 
@@ -93,19 +93,6 @@ def _row_mask(n: int, rows: list[int]) -> pa.Array:
     return pc.is_in(index, value_set=pa.array(rows, pa.int64()))
 
 
-def _as_binary(raw: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The raw values as a binary array (the corrupt-record column's type)."""
-    if isinstance(raw, pa.ChunkedArray):
-        raw = raw.combine_chunks()
-    if pa.types.is_string(raw.type):
-        return raw.view(pa.binary())
-    if pa.types.is_large_string(raw.type):
-        return raw.view(pa.large_binary())
-    if pa.types.is_binary_view(raw.type) or pa.types.is_string_view(raw.type):
-        return raw.cast(pa.binary())
-    return raw
-
-
 def apply_mode(
     decoded: Decoded,
     raw: pa.Array | pa.ChunkedArray,
@@ -142,7 +129,7 @@ def apply_mode(
 
     corrupt = None
     if corrupt_column is not None:
-        binary = _as_binary(raw)
+        binary = as_binary(raw, "raw values")
         nulls = pa.nulls(n, binary.type)
         corrupt = pc.if_else(_row_mask(n, bad), binary, nulls) if bad else nulls
     return ModeResult(decoded.array, corrupt, None, len(bad))

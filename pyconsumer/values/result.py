@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-__all__ = ["Decoded"]
+__all__ = ["Decoded", "as_binary"]
 
 
 class Decoded(NamedTuple):
@@ -24,3 +24,21 @@ class Decoded(NamedTuple):
 
     array: pa.Array
     errors: dict[int, str]
+
+
+def as_binary(values: pa.Array | pa.ChunkedArray, what: str = "values") -> pa.Array:
+    """Raw values as one binary (or large binary) array with offsets: strings are viewed as
+    bytes without a copy, view types copied once (the kernels and buffer searches of the
+    decoders, and the corrupt-record column, want offsets). Raises TypeError naming
+    ``what`` for any other type."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_string(values.type):
+        return values.view(pa.binary())
+    if pa.types.is_large_string(values.type):
+        return values.view(pa.large_binary())
+    if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
+        return values
+    if pa.types.is_binary_view(values.type) or pa.types.is_string_view(values.type):
+        return values.cast(pa.binary()) if values.nbytes < (1 << 31) else values.cast(pa.large_binary())
+    raise TypeError(f"{what} must be a binary or string array, not {values.type}")
