@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from timing import best  # noqa: E402  (benchmarks/ is on sys.path when run)
 from pyconsumer.values.avro_decode import WriterSchemas, decode_avro, set_error_classes
 
 SCHEMA: dict[str, Any] = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
@@ -70,15 +71,6 @@ def records(n: int, schema: dict[str, Any], seed: int = 7) -> list[bytes]:
         fastavro.schemaless_writer(buf, parsed, {k: v for k, v in rec.items() if k in names})
         distinct.append(buf.getvalue())
     return [distinct[i % len(distinct)] for i in range(n)]
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

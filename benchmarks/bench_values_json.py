@@ -12,12 +12,12 @@ import argparse
 import io
 import json
 import random
-import time
 from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.json as pajson
 
+from timing import best  # noqa: E402  (benchmarks/ is on sys.path when run)
 from pyconsumer.values.json import decode_json
 from pyconsumer.values.schema import parse_ddl
 
@@ -36,15 +36,6 @@ def records(n: int, seed: int = 7) -> list[bytes]:
             "tags": rng.sample(["a", "bb", "ccc", "dddd"], rng.randint(0, 2)),
         }, separators=(",", ":")).encode())
     return out
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
