@@ -10,6 +10,8 @@ Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
 - :mod:`~pyconsumer.values.json`: :func:`decode_json` (Spark ``from_json`` results) and
   :func:`decode_string`.
 - :mod:`~pyconsumer.values.modes`: the bad-record modes.
+- :mod:`~pyconsumer.values.typed`: :class:`TypedValues`, the one plan the consumer, the Spark
+  source and ingest apply to a batch in Spark's Kafka schema (formats, schemas, registry, mode).
 """
 from __future__ import annotations
 
@@ -24,10 +26,12 @@ from pyconsumer.values.modes import (
 )
 from pyconsumer.values.result import Decoded
 from pyconsumer.values.schema import SchemaError, infer_schema, parse_ddl, to_arrow_schema
+from pyconsumer.values.typed import ColumnFormat, Format, TypedValues, ValueCounts
 
 __all__ = [
     "Decoded",
     "decode_json", "decode_string",
     "Mode", "ModeResult", "MalformedValueError", "apply_mode", "parse_mode", "DEFAULT_CORRUPT_COLUMN",
     "SchemaError", "infer_schema", "parse_ddl", "to_arrow_schema",
+    "ColumnFormat", "Format", "TypedValues", "ValueCounts",
 ]
