@@ -201,13 +201,17 @@ class TypedValues:
                  mode: str | Mode = Mode.PERMISSIVE,
                  corrupt_column: str | None = DEFAULT_CORRUPT_COLUMN,
                  registry: SchemaRegistryClient | None = None,
-                 subject_strategy: SubjectNameStrategy | str | None = None) -> None:
+                 subject_strategy: SubjectNameStrategy | str | None = None,
+                 reason_column: str | None = None) -> None:
         self.value = value or ColumnFormat()
         self.key = key or ColumnFormat()
         self.mode = parse_mode(mode)
         if corrupt_column is not None and not (isinstance(corrupt_column, str) and corrupt_column):
             raise ConfigurationError(f"the corrupt record column must be a non-empty name, not {corrupt_column!r}")
         self.corrupt_column = corrupt_column if self.mode is Mode.PERMISSIVE else None
+        # PERMISSIVE only: a string column with why each bad row failed (key and value reasons
+        # joined), for a job that writes rejected records apart (ingest --bad-records)
+        self.reason_column = reason_column if self.mode is Mode.PERMISSIVE else None
         self.registry = registry
         self.value.check("value", registry is not None)
         self.key.check("key", registry is not None)
@@ -280,6 +284,8 @@ class TypedValues:
             out = out.set(i, pa.field(column, types.pop(), nullable=True))
         for name in self._corrupt_names():
             out = out.append(pa.field(name, pa.binary(), nullable=True))
+        if self.reason_column is not None:
+            out = out.append(pa.field(self.reason_column, pa.string(), nullable=True))
         return out
 
     def _needs_topic(self, column: str) -> bool:
@@ -317,6 +323,7 @@ class TypedValues:
         corrupt: dict[str, pa.Array] = {}
         malformed = 0
         ids: set[SchemaId] = set()
+        reasons: dict[int, str] = {}
 
         def locate(row: int) -> tuple[str, int, int]:
             return (topic, batch.column("partition")[row].as_py(), batch.column("offset")[row].as_py())
@@ -331,6 +338,8 @@ class TypedValues:
                 decoded = Decoded(columns[column], {})
             else:
                 decoded = self._decode(column, spec, topic, raw, batch, ids)
+            for row, why in decoded.errors.items():
+                reasons[row] = f"{reasons[row]}; {column}: {why}" if row in reasons else f"{column}: {why}"
             result = apply_mode(decoded, raw, self.mode, _corrupt_name(self.corrupt_column, column), locate)
             columns[column] = result.values
             if result.corrupt is not None:
@@ -342,6 +351,9 @@ class TypedValues:
         arrays = [columns.get(name, batch.column(name)) for name in batch.schema.names]
         for name in self._corrupt_names():
             arrays.append(corrupt.get(name, pa.nulls(n, pa.binary())))
+        if self.reason_column is not None:
+            arrays.append(pa.array([reasons.get(i) for i in range(n)], pa.string()) if reasons
+                          else pa.nulls(n, pa.string()))
         out = pa.RecordBatch.from_arrays(arrays, schema=out_schema)
         dropped = 0
         if keep is not None:
