@@ -347,6 +347,14 @@ class TypedValues:
             if result.keep is not None:
                 keep = result.keep if keep is None else pc.and_(keep, result.keep)
             malformed += result.malformed
+        if self.reason_column is not None and reasons and len(corrupt) == 2:
+            # a rejected record is kept whole: with key and value both typed, a row bad in one
+            # column also gets the other's raw bytes, else its good half would be lost as raw
+            rejected = pa.array([i in reasons for i in range(n)], pa.bool_())
+            for column in ("key", "value"):
+                name = _corrupt_name(self.corrupt_column, column) or ""
+                raw_bytes = as_binary(batch.column(column), f"raw {column}s")
+                corrupt[name] = pc.if_else(rejected, raw_bytes, corrupt[name].cast(raw_bytes.type))
         out_schema = self.schema(batch.schema, [topic])
         arrays = [columns.get(name, batch.column(name)) for name in batch.schema.names]
         for name in self._corrupt_names():
