@@ -77,7 +77,7 @@ class ColumnFormat:
     """How one column (``key`` or ``value``) is decoded.
 
     ``schema``: JSON: a DDL string, a StructType or a pyarrow schema (required). Avro: the reader
-    schema as Avro JSON text or parsed JSON (with ``framing="none"``, also the writer's; required
+    schema as Avro JSON text, parsed JSON or a parsed :data:`~pyconsumer.values.avro.Schema` (with ``framing="none"``, also the writer's; required
     there); without it, the reader is the latest version of ``subject`` (or of the strategy's
     subject for the topic). ``framing``: Avro only.
     """
@@ -180,6 +180,10 @@ class _Avro:
 
 
 def _parse(schema: Any, column: str) -> Schema:
+    # an already parsed schema passes as is: a caller that fixed a registry schema with its
+    # references (the Spark source pins each subject's latest on the driver) parses it itself
+    if isinstance(schema, Schema):
+        return schema
     try:
         return parse_schema(schema)
     except AvroSchemaError as e:
