@@ -50,6 +50,9 @@ __all__ = ["Format", "ColumnFormat", "TypedValues", "ValueCounts", "SCHEMA_ID_HE
 #: the headers that carry a record's writer schema id when the body has no prefix
 SCHEMA_ID_HEADERS = {"key": "__key_schema_id", "value": "__value_schema_id"}
 
+#: the columns of Spark's Kafka schema (decode_arrow / poll_arrow), headers included
+_KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+
 #: how long an id the registry answered "not found" for is not asked again
 NOT_FOUND_TTL_S = 30.0
 
@@ -206,7 +209,8 @@ class TypedValues:
                  corrupt_column: str | None = DEFAULT_CORRUPT_COLUMN,
                  registry: SchemaRegistryClient | None = None,
                  subject_strategy: SubjectNameStrategy | str | None = None,
-                 reason_column: str | None = None) -> None:
+                 reason_column: str | None = None,
+                 key_subject_strategy: SubjectNameStrategy | str | None = None) -> None:
         self.value = value or ColumnFormat()
         self.key = key or ColumnFormat()
         self.mode = parse_mode(mode)
@@ -219,16 +223,40 @@ class TypedValues:
         self.registry = registry
         self.value.check("value", registry is not None)
         self.key.check("key", registry is not None)
-        if subject_strategy is not None:
-            subject_name(subject_strategy, "t", False, "r")       # refuse an unknown name now
+        # the key's subject strategy defaults to the value's (one setting for both)
+        strategies = {"value": subject_strategy,
+                      "key": subject_strategy if key_subject_strategy is None else key_subject_strategy}
+        for column, strategy in strategies.items():
+            if strategy is not None:
+                try:
+                    subject_name(strategy, "t", False, "r")      # refuse an unknown name now
+                except ConfigurationError as e:
+                    raise ConfigurationError(f"{column}.subject.name.strategy: {e}") from None
+        self._check_column_names()
         self._columns: dict[str, _Avro] = {}
         for column, spec in (("key", self.key), ("value", self.value)):
             if spec.format is Format.JSON:
-                to_arrow_schema(spec.schema)                     # a bad DDL fails here, not at the first poll
+                try:
+                    to_arrow_schema(spec.schema)                 # a bad DDL fails here, not at the first poll
+                except ConfigurationError as e:
+                    raise ConfigurationError(f"{column}.schema is not a usable JSON schema: {e}") from None
             elif spec.format is Format.AVRO:
-                self._columns[column] = _Avro(column, spec, registry, subject_strategy)
+                self._columns[column] = _Avro(column, spec, registry, strategies[column])
         self._lock = threading.Lock()
         self.counts = ValueCounts()
+
+    def _check_column_names(self) -> None:
+        """The corrupt and reason columns are added to Spark's Kafka schema: a name already
+        there (or the two the same) would make two columns of one name."""
+        taken = set(_KAFKA_COLUMNS)
+        added = [("corrupt record column (corrupt.record.column)", n) for n in self._corrupt_names()]
+        if self.reason_column is not None:
+            added.append(("reason column", self.reason_column))
+        for what, name in added:
+            if name in taken:
+                raise ConfigurationError(f"the {what} {name!r} is already a column of the batch: "
+                                         "choose another name")
+            taken.add(name)
 
     # --------------------------------------------------------------------------- building
     @classmethod
@@ -254,12 +282,15 @@ class TypedValues:
             return None
         registry_conf = {k: v for k, v in settings.items() if k.startswith("schema.registry.") and v is not None}
         if registry is None and registry_conf:
-            registry = shared_client(registry_conf)
-        strategies = {settings.get(f"{c}.subject.name.strategy") for c in ("value", "key")} - {None}
+            try:
+                registry = shared_client(registry_conf)
+            except ConfigurationError as e:
+                raise ConfigurationError(f"schema.registry.* settings: {e}") from None
         corrupt = settings.get("corrupt.record.column", DEFAULT_CORRUPT_COLUMN)
         return cls(value, key, mode=settings.get("bad.records.mode") or Mode.PERMISSIVE,
                    corrupt_column=corrupt or None, registry=registry,
-                   subject_strategy=strategies.pop() if len(strategies) == 1 else None)
+                   subject_strategy=settings.get("value.subject.name.strategy") or None,
+                   key_subject_strategy=settings.get("key.subject.name.strategy") or None)
 
     # --------------------------------------------------------------------------- schema
     def column_type(self, column: str, topic: str) -> pa.DataType:
