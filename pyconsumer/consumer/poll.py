@@ -163,6 +163,7 @@ class PollLoop:
             log.info("records of %s were not returned: positions rolled back",
                      sorted(map(str, moved)))
             self._fetcher.clear_buffered(keep=lambda tp: tp not in moved)
+            self._fetcher.positions_moved(moved)      # set here, not through subscriptions
 
     def _warn_unknown_partitions(self, client: NetworkClient) -> None:
         """An assigned partition the metadata does not list gets no data; the client keeps

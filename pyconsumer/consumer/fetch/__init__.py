@@ -1,8 +1,8 @@
 """The fetch wing: Fetch requests to partition leaders and the data they bring back.
 
 Its interface is :class:`Fetcher`, the one the consumer facade calls: ``send_fetches``,
-``prefetch_now`` and ``close_sessions`` (the request side), ``has_available``, ``drain`` and
-``clear_buffered`` (the buffer), ``completions``, ``retry_in_ms``, ``sessions`` and
+``prefetch_now``, ``positions_moved`` and ``close_sessions`` (the request side),
+``has_available``, ``drain`` and ``clear_buffered`` (the buffer), ``completions``, ``retry_in_ms``, ``sessions`` and
 ``prefetch``; and :mod:`.decode`, the one scheduler of decode threads (poll_arrow's parallel
 takes). Inside, one job a module: request.py builds and sends Fetch requests (sessions,
 prefetch, re-fetches) and indexes each answered record set once; buffer.py holds the completed
@@ -12,7 +12,7 @@ sessions; replicas.py the KIP-392 read replicas. The wing imports nothing of the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from pyconsumer.config import ConsumerConfig
@@ -83,6 +83,11 @@ class Fetcher:
     def prefetch_now(self) -> int:
         """send_fetches once per completed Fetch, before its data is decoded."""
         return self.requests.prefetch_now()
+
+    def positions_moved(self, partitions: Iterable[TopicPartition]) -> None:
+        """Positions set other than by a drain or a SubscriptionState move (a poll's
+        rollback): their next fetch looks at them again."""
+        self.requests.positions_moved(partitions)
 
     def close_sessions(self, timeout_ms: float) -> None:
         """Close the open fetch sessions, waiting at most ``timeout_ms`` (best effort)."""

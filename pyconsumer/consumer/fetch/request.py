@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pyconsumer.config import ConsumerConfig
@@ -56,7 +56,7 @@ from pyconsumer.consumer.fetch.session import (
 )
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.consumer.subscription import SubscriptionState
-from pyconsumer.errors import ErrorCode, KafkaError, error_for_code
+from pyconsumer.errors import ErrorCode, IllegalStateError, KafkaError, error_for_code
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
 from pyconsumer.net.future import Future
@@ -87,6 +87,11 @@ class FetchRequests:
 
     #: fetch again behind buffered data (see the module's docstring); off, Java's behaviour
     prefetch = True
+    #: send to an open session only what changed (:meth:`_send_changes`); off, every send
+    #: walks the fetchable partitions and the session (Java's way)
+    incremental_sends = True
+    #: tests: check every incremental send against the walk (IllegalStateError if it differs)
+    check_incremental = False
 
     def __init__(self, client: NetworkClient, config: ConsumerConfig,
                  subscriptions: SubscriptionState, metrics: ConsumerMetrics, buffer: FetchBuffer,
@@ -121,6 +126,18 @@ class FetchRequests:
         self.encode_template = True
         self._encoded: dict[TopicPartition, tuple[tuple[int, int, int, int], Encoded]] = {}
         self._encoded_for = -1                     # the assignment id it was pruned for
+        #: the fetchable partitions of each fetch node, with (topic id, leader epoch), and
+        #: each one's node: valid while _plan_key (see _key) holds; None: one has no leader
+        self._plan: dict[int, dict[TopicPartition, tuple[uuid.UUID, int]]] | None = None
+        self._node_of: dict[TopicPartition, int] = {}
+        self._plan_key: tuple[int, ...] = ()
+        #: node -> the _key under which its session last came to hold exactly its planned
+        #: partitions, each as wanted then
+        self._synced: dict[int, tuple[int, ...]] = {}
+        #: partitions whose wants may differ from their session's since it was last in step:
+        #: those answered with data (a drain moves their position; kept while they hold
+        #: buffered data) and those whose position a poll rolled back
+        self._touched: dict[TopicPartition, None] = {}
 
     def _buffered_partitions(self) -> set[TopicPartition]:
         return self.buffer.buffered_partitions()
@@ -175,8 +192,12 @@ class FetchRequests:
         # first in the broker's order too (a session keeps the order of the full fetch that
         # opened it; a sessionless broker fills in request order)
         starving = self._starving_nodes(ahead, now) if ahead else set()
+        held = buffered
         if ahead:
             buffered = buffered - ahead.keys()
+        sent, walk = self._send_changes(held, buffered, ahead, starving, now)
+        if not walk:
+            return sent
         fetchable = subs.fetchable_partitions()
         if ahead:
             # partitions with nothing buffered ask first: brokers fill a response in request
@@ -222,7 +243,167 @@ class FetchRequests:
         for node, partitions in per_node.items():
             self._send(node, partitions, full=node in starving and any(
                 tp in ahead for tp in partitions))
-        return len(per_node)
+        self._note_walk(per_node, held, now)
+        return sent + len(per_node)
+
+    # ------------------------------------------------------------------ incremental sends
+
+    def _key(self) -> tuple[int, ...]:
+        """What the plan of fetch nodes depends on: the metadata (leaders, epochs, topic ids),
+        the assignment, the fetchable set, positions moved other than by a drain, and the
+        read replicas."""
+        subs = self.subscriptions
+        return (self.client.metadata.update_version, subs.assignment_id,
+                subs.fetchable_version, subs.moves, self.replicas.version)
+
+    def _note_walk(self, per_node: dict[int, dict[TopicPartition, tuple[int, int]]],
+                   held: set[TopicPartition], now: float) -> None:
+        """After a walk: the plan for the current key, the nodes whose session now holds all
+        of their planned partitions, and the touched partitions those nodes no longer need
+        to look at."""
+        if not self.incremental_sends or self.replicas:
+            return           # a read replica's node depends on the time too: always walk
+        key = self._key()
+        if key != self._plan_key:
+            self._make_plan(now)
+            self._plan_key = key
+        plan = self._plan
+        if plan is None:
+            return
+        synced = set()
+        for node, partitions in per_node.items():
+            handler = self.sessions[node]
+            # the walk's partitions of a node are among its planned ones: as many, the same
+            if len(partitions) == len(plan.get(node, ())) \
+                    and len(handler.session_partitions) == len(partitions):
+                self._synced[node] = key
+                synced.add(node)
+            else:
+                self._synced.pop(node, None)
+        node_of = self._node_of
+        self._touched = {tp: None for tp in self._touched
+                         if tp in held or (tp in node_of and node_of[tp] not in synced)}
+
+    def _make_plan(self, now: float) -> None:
+        """The fetch node, topic id and leader epoch of every fetchable partition (a walk,
+        once per change of the key)."""
+        metadata = self.client.metadata
+        plan: dict[int, dict[TopicPartition, tuple[uuid.UUID, int]]] = {}
+        node_of: dict[TopicPartition, int] = {}
+        for tp in self.subscriptions.fetchable_partitions():
+            info = metadata.partition(tp)
+            if info is None or info.leader < 0:
+                self._plan, self._node_of = None, {}
+                return
+            node = self.replicas.node_for(tp, info, now)
+            t = metadata.topics.get(tp.topic)
+            topic_id = ZERO_UUID if t is None or t.topic_id is None else t.topic_id
+            epoch = -1 if info.leader_epoch is None else info.leader_epoch
+            plan.setdefault(node, {})[tp] = (topic_id, epoch)
+            node_of[tp] = node
+        self._plan, self._node_of = plan, node_of
+
+    def positions_moved(self, partitions: Iterable[TopicPartition]) -> None:
+        """Positions set other than by a drain or a SubscriptionState move (a poll's rollback):
+        their next fetch looks at them again."""
+        for tp in partitions:
+            self._touched[tp] = None
+
+    def _send_changes(self, held: set[TopicPartition], buffered: set[TopicPartition],
+                      ahead: dict[TopicPartition, int], starving: set[int], now: float
+                      ) -> tuple[int, bool]:
+        """Send incremental fetches listing only what changed (issue 26), to every node with
+        an open session that holds its planned partitions as they were wanted when the plan's
+        key was last seen: since then, a partition's wants moved only if it was touched or is
+        prefetched. Returns (fetches sent, whether the walk must still run for other nodes).
+        ``held``: the buffered partitions; ``buffered``: those of them not prefetched now."""
+        plan = self._plan
+        if not self.incremental_sends or plan is None or self.replicas or self.buffer.refetch \
+                or self.buffer.stopped() is not None or self._key() != self._plan_key:
+            return 0, True
+        key = self._plan_key
+        node_of = self._node_of
+        # a node with an open session and buffered partitions waits for them to drain
+        # (KAFKA-17182, as the walk)
+        busy = {node_of[tp] for tp in buffered if tp in node_of}
+        ahead_nodes = {node_of[tp] for tp in ahead if tp in node_of}
+        changes: dict[int, dict[TopicPartition, PartitionData | None]] = {}
+        walk = False
+        for node in plan:
+            if node in self._nodes_in_flight:
+                continue
+            delay = self.client.connection_delay_ms(node)
+            if delay > 0:
+                self.retry_in_ms = min(self.retry_in_ms, delay)
+                continue
+            handler = self.sessions.get(node)
+            if handler is None or not handler.has_session:
+                walk = True          # a full fetch: the walk
+            elif node in busy:
+                continue             # waits for its buffered partitions (as the walk does)
+            elif self._synced.get(node) != key or (node in starving and node in ahead_nodes):
+                walk = True          # a session out of step, or a full fetch: the walk
+            else:
+                changes[node] = {}
+        if not changes:
+            return 0, walk
+        subs = self.subscriptions
+        max_bytes = self.config.max_partition_fetch_bytes
+        done = []
+        for tp in (*self._touched, *ahead) if ahead else self._touched:
+            at = node_of.get(tp)
+            wants = changes.get(at) if at is not None else None
+            if wants is None or at is None:
+                continue
+            topic_id, epoch = plan[at][tp]
+            offset = ahead.get(tp)
+            if offset is None:
+                position = subs.position(tp)
+                assert position is not None          # fetchable: it has one
+                offset = position.offset
+            wants[tp] = PartitionData(topic_id, offset, max_bytes, epoch)
+            if tp not in held:
+                done.append(tp)                      # in step once sent, until touched again
+        sent = 0
+        for node, wants in changes.items():
+            data = self.sessions[node].build_changes(wants)
+            if data is None:                         # a change of naming: a full fetch
+                walk = True
+                continue
+            if self.check_incremental:
+                self._check_against_walk(node, buffered, ahead, now)
+            self._dispatch(node, data, self.config.fetch_max_bytes)
+            sent += 1
+        for tp in done:
+            if node_of[tp] in changes:
+                self._touched.pop(tp, None)
+        return sent, walk
+
+    def _check_against_walk(self, node: int, buffered: set[TopicPartition],
+                            ahead: dict[TopicPartition, int], now: float) -> None:
+        """Tests: the session after an incremental send is what the walk would want."""
+        metadata = self.client.metadata
+        subs = self.subscriptions
+        want: dict[TopicPartition, PartitionData] = {}
+        for tp in subs.fetchable_partitions():
+            info = metadata.partition(tp)
+            if tp in buffered or info is None or info.leader < 0 \
+                    or self.replicas.node_for(tp, info, now) != node:
+                continue
+            t = metadata.topics.get(tp.topic)
+            position = subs.position(tp)
+            assert position is not None
+            want[tp] = PartitionData(
+                ZERO_UUID if t is None or t.topic_id is None else t.topic_id,
+                ahead.get(tp, position.offset), self.config.max_partition_fetch_bytes,
+                -1 if info.leader_epoch is None else info.leader_epoch)
+        session = self.sessions[node].session_partitions
+        if session != want:
+            wrong = sorted(str(tp) for tp in session.keys() | want.keys()
+                           if session.get(tp) != want.get(tp))
+            raise IllegalStateError(
+                f"incremental fetch to node {node}: the session differs from the walk's wants "
+                f"for {wrong[:10]} ({len(wrong)} partitions)")
 
     def _prefetchable(self, buffered: set[TopicPartition]) -> dict[TopicPartition, int]:
         """The buffered partitions to fetch again now, each with the offset to fetch from: one
@@ -316,6 +497,10 @@ class FetchRequests:
             builder.add(tp, PartitionData(topic_id, offset, asks[tp], epoch))
         # a session keeps the broker's own order: a re-fetch needs a full fetch to go first
         data = builder.build(full=full or bool(again))
+        self._dispatch(node, data, max_bytes)
+
+    def _dispatch(self, node: int, data: FetchRequestData, max_bytes: int) -> None:
+        """Send a built request to ``node``; its answer goes to :meth:`_on_response`."""
         # the request may wait fetch.max.wait.ms at the broker before it is even late
         timeout = self.config.request_timeout_ms + self.config.fetch_max_wait_ms
         fut = self.client.send(
@@ -430,6 +615,7 @@ class FetchRequests:
                     self.buffer.apply_answer(tp, asked.fetch_offset, p)
                     self._empty_at[tp] = asked.fetch_offset
                     continue
+                self._touched[tp] = None       # its position moves as it drains
                 fetched = Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
                 if not p["error_code"]:
                     fetched.index = index

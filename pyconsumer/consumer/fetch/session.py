@@ -13,11 +13,18 @@ A session error (FETCH_SESSION_ID_NOT_FOUND: a new session; INVALID_FETCH_SESSIO
 the others: close the session and ask for a new one), a failed request or a broker that
 answers session id 0 (no room, no support, or Fetch < v7 which has no session fields) make
 the next fetch a full one again. Epoch -1 is "no session": sent only to close one.
+
+Two ways to build a request. :class:`FetchRequestBuilder` is Java's: it is given every
+partition wanted from the broker and compares them with the session (a walk over all of them).
+:meth:`FetchSessionHandler.build_changes` is given only the partitions whose fetch state may
+have changed (the caller knows which: issue 26) and costs what they cost, whatever the size
+of the session; it makes the same request the builder would from the same wants.
 """
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from pyconsumer.errors import ErrorCode, error_for_code
@@ -84,7 +91,12 @@ class PartitionData(NamedTuple):
 
 
 class FetchRequestData(NamedTuple):
-    """One built fetch request."""
+    """One built fetch request.
+
+    ``session_partitions`` is the handler's own map when the request came from
+    :meth:`FetchSessionHandler.build_changes` (no copy: that would cost a step per partition);
+    it holds what the request left while the request is in flight, since a session is built
+    on again only after its request was answered or failed (one Fetch in flight per node)."""
 
     #: the partitions the request lists, in request order (all of them in a full fetch)
     to_send: dict[TopicPartition, PartitionData]
@@ -121,6 +133,8 @@ class FetchSessionHandler:
         #: the session's partitions as the broker knows them after the last built request
         self.session_partitions: dict[TopicPartition, PartitionData] = {}
         self.session_topic_names: dict[uuid.UUID, str] = {}
+        #: the session's partitions are named by topic id (each one's id known)
+        self.session_uses_ids = True
 
     @property
     def session_id(self) -> int:
@@ -133,6 +147,59 @@ class FetchSessionHandler:
 
     def new_builder(self) -> FetchRequestBuilder:
         return FetchRequestBuilder(self)
+
+    def build_changes(self, changes: Mapping[TopicPartition, PartitionData | None]
+                      ) -> FetchRequestData | None:
+        """The next incremental request of the open session, given only the partitions whose
+        wants may have changed (None: no longer wanted); every other partition of the session
+        is wanted as the session holds it. Lists those added or altered (Java's order: added
+        first), forgets the unwanted: the request :meth:`FetchRequestBuilder.build` makes from
+        the session with these changes applied, at a cost proportional to ``changes``. None
+        when it cannot be incremental (no open session, or a change of naming: a partition
+        without a topic id in a session named by ids or the reverse); build in full then."""
+        if self.next_metadata.is_full:
+            return None
+        session = self.session_partitions
+        uses_ids = self.session_uses_ids
+        for want in changes.values():
+            if want is not None and (want.topic_id != ZERO_UUID) != uses_ids:
+                return None
+        added: dict[TopicPartition, PartitionData] = {}
+        altered: dict[TopicPartition, PartitionData] = {}
+        forget: list[tuple[TopicPartition, uuid.UUID]] = []
+        replace: list[tuple[TopicPartition, uuid.UUID]] = []
+        for tp, want in changes.items():
+            prev = session.get(tp)
+            if want is None:
+                if prev is not None:
+                    del session[tp]
+                    forget.append((tp, prev.topic_id))
+            elif prev is None:
+                session[tp] = want
+                added[tp] = want
+            elif want != prev:
+                if prev.topic_id != want.topic_id and uses_ids:
+                    replace.append((tp, prev.topic_id))
+                session[tp] = want
+                altered[tp] = want
+        # a forgotten topic's name stays in the map: a response naming it is read as that
+        # partition, outside the session (the builder drops the name: an unknown id; both
+        # end the session the same way)
+        to_send = {**added, **altered}
+        if uses_ids:
+            names = self.session_topic_names
+            for tp, want in to_send.items():
+                if names.get(want.topic_id) != tp.topic:
+                    # a new topic (or id) in the session: a new map, a request in flight
+                    # keeps its own
+                    self.session_topic_names = names = {**names, want.topic_id: tp.topic}
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("incremental fetch %s to node %d: %d added, %d altered, %d forgotten, "
+                      "%d in the session", self.next_metadata, self.node, len(added),
+                      len(altered), len(forget), len(session))
+        return FetchRequestData(to_send, forget, replace, session,
+                                self.next_metadata, uses_ids,
+                                self.session_topic_names if uses_ids else {})
 
     # ------------------------------------------------------------------ answers
 
@@ -211,6 +278,7 @@ class FetchRequestBuilder:
             uses_ids = all(d.topic_id != ZERO_UUID for d in h.session_partitions.values())
             if full or (h.session_partitions and uses_ids != can_use_ids):
                 h.next_metadata = h.next_metadata.close_existing_attempt_new()
+        h.session_uses_ids = can_use_ids
         if h.next_metadata.is_full:
             h.session_partitions = dict(nxt)
             h.session_topic_names = names if can_use_ids else {}
