@@ -14,6 +14,11 @@ Cases
   batch, CRC checked; uncompressed and lz4): ``decode_arrow``, ``CompletedFetch.take_records``
   in 500s and ``decode_records`` against aiokafka's Cython reader (bench_decode.py), and the
   peak memory of ``decode_arrow`` against its output.
+* ``values``: typed values decoded alone, in memory (issue 25; bench_values.py): Avro
+  8-field records (Confluent-framed and bare) through ``values.decode_avro`` against pyruhvro,
+  fastavro + ``RecordBatch.from_pylist`` and confluent-kafka's AvroDeserializer; JSON through
+  ``values.decode_json`` (clean and with bad rows) against bare ``pyarrow.json`` and
+  ``json.loads`` + ``from_pylist``. 1M records (``--quick`` 200k, ``--records`` sets it).
 * ``e2e1`` / ``e2e6``: broker -> Python over 1 and 6 partitions (bench_consume.py), on each
   broker chosen: the raw sequential Fetch loop that only counts batch headers (that broker's
   ceiling), pyconsumer ``poll_arrow`` (with and without decode threads) and ``poll()``,
@@ -69,7 +74,7 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))          # the scripts import each other by their plain names
 
-CASES = ("decode", "e2e1", "e2e6", "e2e6zstd", "scale", "spark")
+CASES = ("decode", "values", "e2e1", "e2e6", "e2e6zstd", "scale", "spark")
 
 
 @dataclass
@@ -147,6 +152,39 @@ def run_decode(quick: bool, rounds: int, only: list[str] | None, base: Path | No
             [f"decode_arrow peak extra memory: {extra / 1e6:.1f} MB for a {nbytes / 1e6:.1f} MB "
              f"batch = {extra / max(nbytes, 1):.2f}x the output"],
             peers=peers, peer_label=BASELINE_LABEL))
+    return cases
+
+
+def run_values(quick: bool, rounds: int, only: list[str] | None, records: int | None) -> list[Case]:
+    """Avro and JSON values decoded alone (bench_values.py): one table each."""
+    import bench_values
+
+    n = records or (200_000 if quick else 1_000_000)
+    sampled = f"{bench_values.sample_size(n):,}"
+    cases = []
+    for fmt, build, refs, descriptions, title in (
+            ("avro", bench_values.avro_contenders, ["pyruhvro", "ck_avro"], bench_values.AVRO_DESCRIPTIONS,
+             f"Avro values decoded alone, {n:,} records of 8 fields (~40 B), into Arrow"),
+            ("json", bench_values.json_contenders, ["pyarrow_json", "loads_pylist"],
+             bench_values.JSON_DESCRIPTIONS,
+             f"JSON values decoded alone, {n:,} objects of 8 fields (~130 B), into an Arrow struct")):
+        t0 = time.perf_counter()
+        contenders, notes = build(n)
+        contenders = {k: v for k, v in contenders.items() if only is None or k in only or k in refs}
+        print(f"values {fmt}: {n:,} records built in {time.perf_counter() - t0:.1f} s", flush=True)
+
+        def show(rnd: int, name: str, rate: float) -> None:
+            print(f"  round {rnd} {name:18s} {rate / 1e3:9,.0f} krec/s", flush=True)
+
+        rates = bench_values.measure(contenders, rounds, report=show)
+        sampled_here = [k for k in bench_values.SAMPLED if k in rates]
+        if sampled_here:
+            notes.append(f"{', '.join(sampled_here)} decode{'s' if len(sampled_here) == 1 else ''} the first "
+                         f"{sampled} records only (per-row decoders; rates are per record)")
+        notes.append("every rate is the best of 3 runs in a row within a round, on one core "
+                     f"{'(pc_json_threads: pyarrow.json with its thread pool) ' if fmt == 'json' else ''}"
+                     "and no broker")
+        cases.append(Case(f"values_{fmt}", title, rates, [r for r in refs if r in rates], descriptions, notes))
     return cases
 
 
@@ -438,6 +476,12 @@ E2E_TARGETS = (
     ("poll_arrow vs confluent-kafka consume(10000)", "pc_arrow", "ck_consume", 3.0),
     ("poll_arrow vs kafkarrow", "pc_arrow", "kr_arrow", 5.0),
 )
+#: issue 25's decode-alone targets: (label, contender, reference, wanted ratio) of the Avro table
+VALUES_TARGETS = (
+    ("decode_avro (Confluent framing) vs pyruhvro", "pc_avro_confluent", "pyruhvro", 1.0),
+    ("decode_avro (bare bodies) vs pyruhvro", "pc_avro_none", "pyruhvro", 1.0),
+    ("decode_avro (Confluent framing) vs confluent-kafka's AvroDeserializer", "pc_avro_confluent", "ck_avro", 50.0),
+)
 BROKER_TITLES = {"kafka": "Apache Kafka", "tansu": "Tansu"}
 #: --baseline: the ratio column's heading, and "not slower" within the machine's per-round noise
 BASELINE_LABEL = "x the baseline build"
@@ -460,6 +504,8 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
     add("decode_arrow vs aiokafka's reader, 100 B, lz4", "decode_lz4", "pc_arrow", "aio_c", 4.5)
     add("take_records in 500s vs aiokafka's reader, none", "decode_none", "pc_fetch500", "aio_c", 2.5)
     add("decode_records vs aiokafka's reader, none", "decode_none", "pc_records", "aio_c", 1.0)
+    for label, name, ref, want in VALUES_TARGETS:
+        add(label, "values_avro", name, ref, want)
     for broker in ("kafka", "tansu"):
         for p in (1, 6):
             for label, name, ref, want in E2E_TARGETS:
@@ -544,7 +590,7 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
               "rotated from round to round.", ""]
     rows = targets(by_name)
     if rows:
-        lines += ["## Targets (issue 14)", "",
+        lines += ["## Targets (issues 14, 25 and 26)", "",
                   "The end-to-end targets are the issue's on Apache Kafka; Tansu's rows are for comparison.", "",
                   "| target | broker | wanted | measured | met |", "|---|---|---|---|---|"]
         lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in rows]
@@ -612,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     cases: list[Case] = []
     if "decode" in chosen:
         cases += run_decode(args.quick, rounds, only, base)
+    if "values" in chosen:
+        cases += run_values(args.quick, rounds, args.only, args.records)
     e2e = [(int(m[1]), m[2] or "none") for m in (re.fullmatch(r"e2e(\d+)(\D*)", c) for c in chosen)
            if m is not None]
     described: list[str] = []

@@ -1,0 +1,300 @@
+"""Typed values decoded alone, in memory (issue 25): Avro and JSON into Arrow.
+
+Avro: 8-field records (~40 B: long, string, double, int, boolean, string, timestamp-millis,
+``["null", "string"]``), written once with fastavro (10,000 distinct bodies repeated), as bare
+bodies and Confluent-framed (0x00 + 4-byte id). Contenders:
+
+* ``pc_avro_confluent`` ``values.decode_avro``, Confluent framing, one schema id
+* ``pc_avro_2ids``      the same, two writer versions (ids 1 and 2) alternating, each resolved
+                        to the newer reader schema
+* ``pc_avro_none``      ``decode_avro`` on bare bodies with one writer schema
+* ``pyruhvro``          pyruhvro's ``deserialize_array`` (Rust, Avro -> Arrow, one thread, bare
+                        bodies: it reads no framing)
+* ``fastavro_pylist``   fastavro's ``schemaless_reader`` per body + ``pa.RecordBatch.from_pylist``
+* ``ck_avro``           confluent-kafka's ``AvroDeserializer`` per message (Confluent-framed,
+                        its mock registry: no network), dicts only, no Arrow built
+
+JSON: 8-field objects (~130 B: BIGINT, STRING, DOUBLE, BOOLEAN, STRING, INT, TIMESTAMP,
+ARRAY<STRING>) into a struct of that DDL. Contenders:
+
+* ``pc_json``           ``values.decode_json`` (one thread: the consumer's decode threads run
+                        several at once)
+* ``pc_json_threads``   the same with pyarrow's threads
+* ``pc_json_1bad``, ``pc_json_cut1pct``, ``pc_json_type1pct``: ``decode_json`` with one bad row
+                        in the middle, 1 % of rows cut short, 1 % with a string for the INT
+* ``pyarrow_json``      bare ``pyarrow.json.read_json`` on the values already joined into one
+                        clean NDJSON buffer (the floor decode_json builds on; not a reader of
+                        Kafka values: it cannot tell one bad row from its block)
+* ``loads_pylist``      ``json.loads`` per value + ``pa.RecordBatch.from_pylist`` (+ the
+                        timestamp column cast from its ISO text)
+
+Per-row contenders (fastavro_pylist, ck_avro, loads_pylist) decode a sample of a twentieth of
+the records (rates are per record). Each round runs every contender once (best of
+``repeat`` back-to-back runs), in an order rotated from round to round, after one untimed
+warm-up run of each.
+
+Run alone: ``python benchmarks/bench_values.py [--records N] [--rounds R] [--formats avro json]``;
+``python -m benchmarks --cases values`` puts the same rows in RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import statistics
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
+
+from timing import best  # noqa: E402  (benchmarks/ is on sys.path when run)
+from pyconsumer.values.avro import parse_schema
+from pyconsumer.values.avro_decode import WriterSchemas, decode_avro
+from pyconsumer.values.json import decode_json
+from pyconsumer.values.schema import parse_ddl
+
+#: (the function, how many records one call decodes)
+Contender = tuple[Callable[[], object], int]
+
+AVRO_SCHEMA: dict[str, Any] = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "user", "type": "string"},
+    {"name": "score", "type": "double"},
+    {"name": "qty", "type": "int"},
+    {"name": "active", "type": "boolean"},
+    {"name": "country", "type": "string"},
+    {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "note", "type": ["null", "string"], "default": None},
+]}
+#: an older writer version of the same record: no ``note`` yet
+AVRO_OLD = dict(AVRO_SCHEMA, fields=[f for f in AVRO_SCHEMA["fields"] if f["name"] != "note"])
+
+JSON_DDL = ("id BIGINT, user STRING, score DOUBLE, active BOOLEAN, country STRING, qty INT, "
+            "ts TIMESTAMP, tags ARRAY<STRING>")
+
+AVRO_DESCRIPTIONS = {
+    "pc_avro_confluent": "pyconsumer decode_avro, Confluent framing, one schema id",
+    "pc_avro_2ids": "decode_avro, Confluent framing, two writer versions alternating",
+    "pc_avro_none": "decode_avro, bare bodies, one writer schema",
+    "pyruhvro": "pyruhvro.deserialize_array (Rust, one thread), bare bodies",
+    "fastavro_pylist": "fastavro schemaless_reader per body + pa.RecordBatch.from_pylist",
+    "ck_avro": "confluent-kafka AvroDeserializer per message (mock registry), dicts",
+}
+JSON_DESCRIPTIONS = {
+    "pc_json": "pyconsumer decode_json, one thread",
+    "pc_json_threads": "decode_json with pyarrow's threads",
+    "pc_json_1bad": "decode_json, one bad row in the middle",
+    "pc_json_cut1pct": "decode_json, 1 % of rows cut short",
+    "pc_json_type1pct": "decode_json, 1 % of rows with a string for the INT",
+    "pyarrow_json": "bare pyarrow.json.read_json on one clean NDJSON buffer",
+    "loads_pylist": "json.loads per value + pa.RecordBatch.from_pylist",
+}
+#: contenders run on a sample (per-row decoders): a twentieth of the records
+SAMPLED = ("fastavro_pylist", "ck_avro", "loads_pylist")
+
+
+def sample_size(n: int) -> int:
+    return max(1000, n // 20)
+
+
+# ------------------------------------------------------------------------------ the data
+
+def avro_bodies(n: int, schema: dict[str, Any], seed: int = 7) -> list[bytes]:
+    """``n`` bare Avro bodies of ``schema`` written by fastavro (10,000 distinct, repeated)."""
+    import fastavro
+    parsed = fastavro.parse_schema(schema)
+    rng = random.Random(seed)
+    names = {f["name"] for f in schema["fields"]}
+    distinct = []
+    for i in range(min(n, 10_000)):
+        rec = {"id": rng.randrange(2 ** 40), "user": f"user-{rng.randint(0, 99999):05d}",
+               "score": rng.uniform(0, 1000), "qty": rng.randint(0, 5000),
+               "active": rng.random() < 0.5, "country": rng.choice(["DE", "FR", "US", "JP"]),
+               "ts": 1_790_000_000_000 + i, "note": None if i % 3 else "hello"}
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, {k: v for k, v in rec.items() if k in names})
+        distinct.append(buf.getvalue())
+    return [distinct[i % len(distinct)] for i in range(n)]
+
+
+def framed(schema_id: int, body: bytes) -> bytes:
+    """Confluent's wire format: magic byte 0, the big-endian schema id, the body."""
+    return b"\x00" + struct.pack(">I", schema_id) + body
+
+
+def json_values(n: int, seed: int = 7) -> list[bytes]:
+    rng = random.Random(seed)
+    countries = ["DE", "FR", "US", "JP", "BR", "IN"]
+    out = []
+    for i in range(n):
+        out.append(json.dumps({
+            "id": i, "user": f"user-{rng.randint(0, 99999):05d}", "score": round(rng.uniform(0, 1000), 3),
+            "active": rng.random() < 0.5, "country": rng.choice(countries), "qty": rng.randint(0, 5000),
+            "ts": f"2026-11-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z",
+            "tags": rng.sample(["a", "bb", "ccc", "dddd"], rng.randint(0, 2)),
+        }, separators=(",", ":")).encode())
+    return out
+
+
+# ------------------------------------------------------------------------------ contenders
+
+def avro_contenders(n: int) -> tuple[dict[str, Contender], list[str]]:
+    """The Avro contenders over ``n`` records (each checked once: same row count, no
+    errors), and notes on what is missing."""
+    notes: list[str] = []
+    bodies = avro_bodies(n, AVRO_SCHEMA)
+    old = avro_bodies(n, AVRO_OLD, seed=8)
+    # parsed once, as the consumer keeps them: each (writer, reader) pair compiles once
+    reader, older = parse_schema(AVRO_SCHEMA), parse_schema(AVRO_OLD)
+    unframed = pa.array(bodies, pa.binary())
+    one_id = pa.array([framed(1, b) for b in bodies], pa.binary())
+    two_ids = pa.array([framed(1, bodies[i]) if i & 1 == 0 else framed(2, old[i]) for i in range(n)],
+                       pa.binary())
+    source = WriterSchemas({1: reader, 2: older}, reader)
+    out: dict[str, Contender] = {
+        "pc_avro_confluent": (lambda: decode_avro(one_id, reader=reader, source=source), n),
+        "pc_avro_2ids": (lambda: decode_avro(two_ids, reader=reader, source=source), n),
+        "pc_avro_none": (lambda: decode_avro(unframed, framing="none", writer=reader), n),
+    }
+    for name, arr, kw in (("pc_avro_confluent", one_id, {"reader": reader, "source": source}),
+                          ("pc_avro_2ids", two_ids, {"reader": reader, "source": source}),
+                          ("pc_avro_none", unframed, {"framing": "none", "writer": reader})):
+        got = decode_avro(arr, **kw)
+        if got.errors or len(got.array) != n:
+            raise RuntimeError(f"{name}: {len(got.errors)} bad rows of {n}: {list(got.errors.items())[:3]}")
+    try:
+        import pyruhvro
+    except ImportError:
+        notes.append("pyruhvro is not installed (pip install -e '.[bench]'): no pyruhvro row")
+    else:
+        text = json.dumps(AVRO_SCHEMA)
+        got = pyruhvro.deserialize_array(bodies, text)
+        if got.num_rows != n:
+            raise RuntimeError(f"pyruhvro gave {got.num_rows} rows of {n}")
+        out["pyruhvro"] = (lambda: pyruhvro.deserialize_array(bodies, text), n)
+
+    import fastavro
+    parsed = fastavro.parse_schema(AVRO_SCHEMA)
+    sample = bodies[:sample_size(n)]
+    out["fastavro_pylist"] = (lambda: pa.RecordBatch.from_pylist(
+        [fastavro.schemaless_reader(io.BytesIO(b), parsed, None) for b in sample]), len(sample))
+    try:
+        from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+        from confluent_kafka.schema_registry.avro import AvroDeserializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+    except ImportError:
+        notes.append("confluent-kafka's Avro serializers are not installed "
+                     "(pip install -e '.[bench]'): no ck_avro row")
+    else:
+        client = SchemaRegistryClient.new_client({"url": "mock://bench-values"})   # in memory
+        sid = client.register_schema("bench-value", Schema(json.dumps(AVRO_SCHEMA), "AVRO"))
+        msgs = [framed(sid, b) for b in sample]
+        des = AvroDeserializer(client)
+        ctx = SerializationContext("bench", MessageField.VALUE)
+        out["ck_avro"] = (lambda: [des(m, ctx) for m in msgs], len(msgs))
+    return out, notes
+
+
+def json_contenders(n: int) -> tuple[dict[str, Contender], list[str]]:
+    """The JSON contenders over ``n`` values (decode_json's error counts checked once)."""
+    values = json_values(n)
+    schema = parse_ddl(JSON_DDL)
+    clean = pa.array(values, pa.binary())
+    one_bad = list(values)
+    one_bad[n // 2] = b'{"id": "oops"}'
+    cut = list(values)
+    wrong = list(values)
+    for i in range(0, n, 100):
+        cut[i] = values[i][:-5]
+        wrong[i] = values[i].replace(b'"qty":', b'"qty":"', 1).replace(b',"ts"', b'","ts"', 1)
+    arrays = {"pc_json_1bad": pa.array(one_bad, pa.binary()), "pc_json_cut1pct": pa.array(cut, pa.binary()),
+              "pc_json_type1pct": pa.array(wrong, pa.binary())}
+    bad = {"pc_json_1bad": {n // 2}, "pc_json_cut1pct": set(range(0, n, 100)),
+           "pc_json_type1pct": set(range(0, n, 100))}
+    for name, arr in arrays.items():
+        errors = decode_json(arr, schema).errors
+        if set(errors) != bad[name]:
+            raise RuntimeError(f"{name}: decode_json found bad rows {sorted(errors)[:5]}..., "
+                               f"expected {sorted(bad[name])[:5]}...")
+    check = decode_json(clean, schema)
+    if check.errors or check.array.type != pa.struct(list(schema)):
+        raise RuntimeError(f"pc_json: {len(check.errors)} bad rows, type {check.array.type}")
+
+    ndjson = b"\n".join(values) + b"\n"
+    parse = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    read = pajson.ReadOptions(use_threads=False, block_size=1 << 20)
+    sample = values[:sample_size(n)]
+    # from_pylist cannot parse the timestamp text: it is read as a string and cast after
+    as_text = pa.schema([f if f.name != "ts" else pa.field("ts", pa.string()) for f in schema])
+    ts_at = as_text.get_field_index("ts")
+
+    def loads_pylist() -> pa.RecordBatch:
+        batch = pa.RecordBatch.from_pylist([json.loads(v) for v in sample], schema=as_text)
+        return batch.set_column(ts_at, "ts", pc.cast(batch.column(ts_at), schema.field("ts").type))
+
+    return {
+        "pc_json": (lambda: decode_json(clean, schema), n),
+        "pc_json_threads": (lambda: decode_json(clean, schema, use_threads=True), n),
+        **{name: ((lambda a=arr: decode_json(a, schema)), n) for name, arr in arrays.items()},
+        "pyarrow_json": (lambda: pajson.read_json(io.BytesIO(ndjson), read_options=read,
+                                                  parse_options=parse), n),
+        "loads_pylist": (loads_pylist, len(sample)),
+    }, []
+
+
+# ------------------------------------------------------------------------------ the rounds
+
+def run_order(names: list[str], rnd: int) -> list[str]:
+    k = rnd % len(names)
+    return names[k:] + names[:k]
+
+
+def measure(contenders: dict[str, Contender], rounds: int, repeat: int = 3,
+            report: Callable[[int, str, float], None] | None = None) -> dict[str, list[float]]:
+    """Records/s of each contender per round (best of ``repeat`` runs in a row), every
+    contender once a round in a rotated order, after one untimed run of each."""
+    for fn, _ in contenders.values():
+        fn()
+    rates: dict[str, list[float]] = {k: [] for k in contenders}
+    for rnd in range(rounds):
+        for name in run_order(list(contenders), rnd):
+            fn, count = contenders[name]
+            rate = count / best(fn, repeat)
+            rates[name].append(rate)
+            if report is not None:
+                report(rnd, name, rate)
+    return rates
+
+
+def median_ratio(rates: dict[str, list[float]], name: str, ref: str) -> float:
+    return statistics.median(a / b for a, b in zip(rates[name], rates[ref]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="runs in a row per round (the best counts)")
+    ap.add_argument("--formats", nargs="*", choices=["avro", "json"], default=["avro", "json"])
+    args = ap.parse_args()
+    for fmt in args.formats:
+        t0 = time.perf_counter()
+        contenders, notes = (avro_contenders if fmt == "avro" else json_contenders)(args.records)
+        print(f"{fmt}: {args.records:,} records built in {time.perf_counter() - t0:.1f} s", flush=True)
+        for note in notes:
+            print(f"  ({note})")
+        rates = measure(contenders, args.rounds, args.repeat)
+        refs = [r for r in (("pyruhvro", "ck_avro") if fmt == "avro" else ("pyarrow_json", "loads_pylist"))
+                if r in rates]
+        for name, rs in rates.items():
+            print(f"  {name:18s} {max(rs) / 1e6:8.3f} M rec/s best  " + "  ".join(
+                f"{median_ratio(rates, name, r):7.2f}x {r}" for r in refs))
+
+
+if __name__ == "__main__":
+    main()
