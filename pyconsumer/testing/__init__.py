@@ -11,7 +11,8 @@
   side, pluggable OAUTHBEARER/GSSAPI server sides, KIP-368 session lifetimes) in front of a
   broker that has none.
 - :func:`spark_kafka_jars`, :func:`spark_kafka_session`: Spark's own Kafka source (the JVM
-  connector) from Maven Central, for comparisons with ``format("pyconsumer")``.
+  connector) from Maven Central, for comparisons with ``format("pyconsumer")``;
+  :func:`spark_avro_jar`: spark-avro (``from_avro``) likewise.
 - :class:`SparkStandaloneCluster`: a Spark standalone master and workers (PySpark's own launch
   classes), each its own JVM, for running the Spark source on a cluster.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
@@ -35,7 +36,7 @@ from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
 from ._spark_cluster import SparkClusterError, SparkStandaloneCluster
-from ._spark_kafka import SPARK_KAFKA_FALLBACK, spark_kafka_jars, spark_kafka_session, spark_kafka_version
+from ._spark_kafka import SPARK_KAFKA_FALLBACK, spark_avro_jar, spark_kafka_jars, spark_kafka_session, spark_kafka_version
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._proxy import FaultInjector, FaultProxy, ProxyStats
 from ._registry import APICURIO_VERSION, ApicurioRegistry, FakeSchemaRegistry, find_java, produce_avro, produce_json
@@ -112,6 +113,7 @@ __all__ = [
     "SparkClusterError",
     "SparkStandaloneCluster",
     "SPARK_KAFKA_FALLBACK",
+    "spark_avro_jar",
     "spark_kafka_jars",
     "spark_kafka_session",
     "spark_kafka_version",

@@ -21,7 +21,8 @@ from typing import Any
 from ._errors import BrokerStartError
 from ._maven import cache_dir, fetch_jars
 
-__all__ = ["SPARK_KAFKA_FALLBACK", "spark_kafka_jars", "spark_kafka_session", "spark_kafka_version"]
+__all__ = ["SPARK_KAFKA_FALLBACK", "spark_avro_jar", "spark_kafka_jars", "spark_kafka_session",
+           "spark_kafka_version"]
 
 #: the newest spark-sql-kafka-0-10 Maven Central served on 2026-11-26 (4.3.0 was not)
 SPARK_KAFKA_FALLBACK = "4.2.0"
@@ -98,6 +99,29 @@ def spark_kafka_jars(spark_version: str | None = None) -> list[str]:
             failures.append(f"{version}: {str(exc).splitlines()[0]}")
     raise BrokerStartError("no spark-sql-kafka-0-10_2.13 connector could be fetched: "
                            + "; ".join(failures))
+
+
+def spark_avro_jar(spark_version: str | None = None) -> str:
+    """The path of spark-avro (``from_avro`` / ``to_avro``) for ``spark_version`` (default: the
+    installed PySpark's, else the same fallback as the Kafka connector's), fetched once with
+    Maven; PySpark ships no spark-avro. Its runtime dependencies PySpark already has.
+
+    Raises MissingToolError without Maven, BrokerStartError when no candidate version is served."""
+    failures: list[str] = []
+    for version in _candidates(spark_version):
+        try:
+            libs = fetch_jars(f"spark-avro-{version}", [f"org.apache.spark:spark-avro_2.13:{version}"],
+                              user="spark_avro_jar", include_artifacts=("spark-avro_2.13",))
+        except BrokerStartError as exc:
+            if type(exc) is not BrokerStartError:      # MissingToolError: no Maven at all
+                raise
+            failures.append(f"{version}: {str(exc).splitlines()[0]}")
+            continue
+        jars = sorted(libs.glob("spark-avro_2.13-*.jar"))
+        if jars:
+            return str(jars[0])
+        failures.append(f"{version}: Maven Central served no spark-avro_2.13 jar")
+    raise BrokerStartError("no spark-avro_2.13 could be fetched: " + "; ".join(failures))
 
 
 def spark_kafka_session(master: str = "local[2]", *, conf: dict[str, Any] | None = None,

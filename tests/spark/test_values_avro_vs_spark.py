@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -17,40 +16,15 @@ fastavro = pytest.importorskip("fastavro")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from pyconsumer.testing import spark_avro_jar  # noqa: E402
 from pyconsumer.values.avro_decode import decode_avro  # noqa: E402
 from tests.unit.test_values_avro import schemas, values_for  # noqa: E402
-
-#: spark-avro at PySpark's version when Maven Central serves it, else this one (as for the
-#: Kafka connector: 4.3.0 was not served on 2026-11-26)
-SPARK_AVRO_FALLBACK = "4.2.0"
-
-
-def _spark_avro_jar() -> str:
-    import importlib.metadata
-
-    from pyconsumer.testing._errors import BrokerStartError
-    from pyconsumer.testing._maven import fetch_jars
-    wanted = importlib.metadata.version("pyspark")
-    failures = []
-    for version in dict.fromkeys([wanted, SPARK_AVRO_FALLBACK]):
-        try:
-            libs = fetch_jars(f"spark-avro-{version}",
-                              [f"org.apache.spark:spark-avro_2.13:{version}"],
-                              user="spark-avro", include_artifacts=("spark-avro_2.13",))
-        except BrokerStartError as exc:
-            failures.append(f"{version}: {str(exc).splitlines()[0]}")
-            continue
-        jars = sorted(Path(libs).glob("spark-avro_2.13-*.jar"))
-        if jars:
-            return str(jars[0])
-    raise BrokerStartError("no spark-avro_2.13 could be fetched: " + "; ".join(failures))
-
 
 @pytest.fixture(scope="module")
 def spark_avro(spark: Any) -> Any:
     """The session with spark-avro added (ADD JAR: the session is shared and already up)."""
     try:
-        jar = _spark_avro_jar()
+        jar = spark_avro_jar()
     except Exception as exc:
         if os.environ.get("CI"):
             raise
