@@ -8,7 +8,12 @@ Thin public layer over the compiled :mod:`pyconsumer._records` (sources in ``pye
 * :class:`CompletedFetch` -> a per-partition cursor handing out at most N records (or rows)
   per call, the way Java's Fetcher drains a completed fetch under ``max.poll.records``;
 * :class:`RecordSetIndex` -> where a record set's batches are, from one pass over their
-  headers: the prefetch end, the record bound, cut points for a parallel take, byte counts.
+  headers: the prefetch end, the record bound, cut points for a parallel take, byte counts;
+* :func:`decode_fetch_response` -> a Fetch response body (the dict
+  :mod:`pyconsumer.protocol`'s generic codec gives, which it stands in for) decoded in one
+  pass, with each partition's :class:`RecordSetIndex` built in it
+  (:attr:`FetchResponseBody.indexes`); malformed bytes raise
+  :class:`~pyconsumer.errors.KafkaProtocolError` naming the field and byte.
 
 All of them accept magic v2 record batches and legacy v0/v1 message sets (compressed
 wrappers included), check CRCs when ``check_crcs`` (CRC32C for v2, CRC32 for v0/v1),
@@ -42,11 +47,13 @@ from pyconsumer._records import (
     AvroProgram,
     CompletedFetch,
     ConsumerRecord,
+    FetchResponseBody,
     RecordSetIndex,
     _set_error_classes,
     avro_decode,
     avro_frame_scan,
     decode_arrow,
+    decode_fetch_response,
     decode_records,
     get_buffer_cache_limit,
     get_max_decompressed_size,
@@ -58,16 +65,18 @@ from pyconsumer._records import (
 # The extension imports nothing from pyconsumer (no import cycle, either can be imported
 # first): it raises the classes it is given here.
 _set_error_classes(_errors.CorruptRecordError, _errors.UnsupportedCodecError,
-                   _errors.RecordDeserializationError)
+                   _errors.RecordDeserializationError, _errors.KafkaProtocolError)
 
 __all__ = [
     "AvroProgram",
     "CompletedFetch",
     "ConsumerRecord",
+    "FetchResponseBody",
     "RecordSetIndex",
     "avro_decode",
     "avro_frame_scan",
     "decode_arrow",
+    "decode_fetch_response",
     "decode_records",
     "get_buffer_cache_limit",
     "get_max_decompressed_size",

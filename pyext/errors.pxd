@@ -14,6 +14,7 @@
 cdef object CorruptRecordError          # pyconsumer.errors.CorruptRecordError
 cdef object UnsupportedCodecError       # its subclass for an unknown codec id
 cdef object RecordDeserializationError  # a key or value deserializer raised
+cdef object KafkaProtocolError          # a Fetch response body that does not parse (fetch.pyx)
 
 cdef int corrupt(object topic, int32_t partition, int64_t offset, str what, Py_ssize_t pos,
                  Py_ssize_t inner=*, object cls=*, object cause=*) except -1

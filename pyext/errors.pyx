@@ -7,16 +7,22 @@ class _ErrorClassesNotSet(Exception):
 CorruptRecordError = _ErrorClassesNotSet
 UnsupportedCodecError = _ErrorClassesNotSet
 RecordDeserializationError = _ErrorClassesNotSet
+KafkaProtocolError = _ErrorClassesNotSet
 
 
-def _set_error_classes(corrupt_record, unsupported_codec, record_deserialization) -> None:
-    """Use pyconsumer.errors' classes (pyconsumer.records calls this once, at import)."""
+def _set_error_classes(corrupt_record, unsupported_codec, record_deserialization,
+                       protocol_error=None) -> None:
+    """Use pyconsumer.errors' classes (pyconsumer.records calls this once, at import);
+    protocol_error is the Fetch response decoder's (left as it was when None)."""
     global CorruptRecordError, UnsupportedCodecError, RecordDeserializationError
+    global KafkaProtocolError
     if not issubclass(unsupported_codec, corrupt_record):
         raise TypeError(f"{unsupported_codec!r} must subclass {corrupt_record!r}")
     CorruptRecordError = corrupt_record
     UnsupportedCodecError = unsupported_codec
     RecordDeserializationError = record_deserialization
+    if protocol_error is not None:
+        KafkaProtocolError = protocol_error
 
 
 cdef int corrupt(object topic, int32_t partition, int64_t offset, str what, Py_ssize_t pos,
@@ -53,9 +59,12 @@ cdef int corrupt_at(const Reader* r, str what, Py_ssize_t at=-1, object cls=None
 cdef int on_fault(PyObject* topic, int32_t partition, int64_t offset, Py_ssize_t origin,
                   int inflated, Py_ssize_t pos, int fault, int64_t a, int64_t b) except -1:
     """A reader's fault (reader.pxd Fault) as CorruptRecordError; wire.h calls it with the
-    GIL held."""
+    GIL held. A Fetch response body's reader names its decoder as the topic: the fault is
+    the decoder's to word (fetch.pyx)."""
     cdef Where w
     cdef Reader r
+    if topic != NULL and type(<object>topic) is _FetchBody:
+        return (<_FetchBody>topic).reader_fault(pos, fault, a, b)
     w.topic = topic
     w.partition = partition
     w.origin = origin

@@ -28,9 +28,12 @@ cdef class RecordSetIndex:
     cdef readonly Py_ssize_t whole_bytes   # bytes of its entries (less a trailing incomplete batch)
     cdef readonly int64_t fetch_offset     # the offset the record set was fetched at
     cdef bint v2_known           # the v2 headers tell end and bound (see index.pyx)
+    cdef Py_ssize_t judged       # the leading entries the end and bound are judged from
     cdef int64_t v2_end          # the prefetch end (-1: none)
     cdef int64_t v2_bound        # the record bound
     cdef int build(self, const uint8_t* data, Py_ssize_t size) except -1
+        # the entries and what the headers say whatever the fetch offset; then judge()
+    cdef void judge(self) noexcept nogil   # end and bound at fetch_offset, from the entries
     cdef int _add(self, const BatchEntry* e) except -1
     cdef Py_ssize_t find(self, Py_ssize_t start) noexcept nogil
         # the entry starting at record-set byte start, -1 when none does

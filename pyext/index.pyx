@@ -13,7 +13,7 @@ cdef class RecordSetIndex:
 
     def __cinit__(self):
         self.entries = NULL
-        self.n = self.cap = self.size = self.whole_bytes = 0
+        self.n = self.cap = self.size = self.whole_bytes = self.judged = 0
         self.v2_known = True
         self.v2_end = -1
         self.v2_bound = 0
@@ -48,11 +48,12 @@ cdef class RecordSetIndex:
         return 0
 
     cdef int build(self, const uint8_t* data, Py_ssize_t size) except -1:
-        """Index the whole batches from data's first byte. Alongside, the prefetch end and
-        the record bound, as the v2 headers tell them: both stay unknown (v2_known false) for
-        a record set with a batch of another magic, or a header that makes no sense (a
-        length below the v2 minimum, a negative base offset, lastOffsetDelta or count),
-        before its last 61 bytes (fewer cannot hold a batch header to judge)."""
+        """Index the whole batches from data's first byte, then judge() the prefetch end and
+        the record bound at the fetch offset, as the v2 headers tell them. Both stay unknown
+        (v2_known false), whatever the offset, for a record set with a batch of another
+        magic, or a header that makes no sense (a length below the v2 minimum, a negative
+        base offset, lastOffsetDelta or count), before its last 61 bytes (fewer cannot hold
+        a batch header to judge); the entries before those bytes are the judged ones."""
         cdef Where where
         cdef Reader r, p
         cdef BatchEntry e
@@ -96,14 +97,8 @@ cdef class RecordSetIndex:
                 rd_skip(&p, V2_HEADER - V2_ATTRS_AT - 10)
                 rd_i32(&p, &e.count)
                 e.last_offset = base + delta
-                if judging:
-                    if delta < 0 or base < 0 or e.count < 0:
-                        self.v2_known = False
-                    elif e.last_offset >= self.fetch_offset:
-                        self.v2_bound += e.count
-                        self.v2_end = e.last_offset + 1
-                    else:
-                        self.v2_end = -1       # the last batch must reach the offset
+                if judging and (delta < 0 or base < 0 or e.count < 0):
+                    self.v2_known = False
             elif magic == 0 or magic == 1:
                 e.attributes = 0
                 e.last_offset = base
@@ -111,9 +106,28 @@ cdef class RecordSetIndex:
             else:
                 break                          # an unknown magic: the walker raises here
             self._add(&e)
+            if judging:
+                self.judged = self.n
             rd_skip(&r, e.size)
         self.whole_bytes = r.pos
+        self.judge()
         return 0
+
+    cdef void judge(self) noexcept nogil:
+        """The prefetch end and the record bound at fetch_offset: the counts of the judged
+        batches that reach it, and the offset after the last of them (none when the last
+        judged batch ends before it). Only meaningful while v2_known."""
+        cdef Py_ssize_t k
+        cdef const BatchEntry* e
+        self.v2_end = -1
+        self.v2_bound = 0
+        for k in range(self.judged):
+            e = &self.entries[k]
+            if e.last_offset >= self.fetch_offset:
+                self.v2_bound += e.count
+                self.v2_end = e.last_offset + 1
+            else:
+                self.v2_end = -1               # the last batch must reach the offset
 
     cdef Py_ssize_t find(self, Py_ssize_t start) noexcept nogil:
         cdef Py_ssize_t lo = 0, hi = self.n, mid
@@ -190,6 +204,12 @@ cdef class RecordSetIndex:
         return [(self.entries[k].start, self.entries[k].size, self.entries[k].magic,
                  self.entries[k].base_offset, self.entries[k].last_offset,
                  self.entries[k].count) for k in range(self.n)]
+
+    def set_fetch_offset(self, int64_t fetch_offset):
+        """Judge the end and bound again for a record set fetched at ``fetch_offset`` (an
+        index built before the offset was known: the Fetch response decoder's)."""
+        self.fetch_offset = fetch_offset
+        self.judge()
 
     def cut_points(self, Py_ssize_t max_records, int parts, Py_ssize_t min_bytes=0, *,
                    Py_ssize_t start=0, bint head=False):

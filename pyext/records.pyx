@@ -13,6 +13,7 @@
 #   record_v2      the one v2 record parser (inline fast path; the careful path out of line)
 #   legacy         magic v0/v1 message sets
 #   index          the record-set index: where the batches are, from one pass over headers
+#   fetch          the Fetch response body in one pass, each record set's index built in it
 #   record         ConsumerRecord
 #   arrow          the Arrow builder and its fill loops
 #   walker         the cursor: batches, transactions, takes
@@ -36,6 +37,7 @@ include "batch.pyx"
 include "record_v2.pyx"
 include "legacy.pyx"
 include "index.pyx"
+include "fetch.pyx"
 include "record.pyx"
 include "arrow.pyx"
 include "walker.pyx"

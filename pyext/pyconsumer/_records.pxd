@@ -7,6 +7,7 @@ from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, 
                           uint64_t)
 
 cdef class _Walker                  # walker.pxd: used by the jobs declared before it
+cdef class _FetchBody               # fetch.pxd: errors.pyx hands it its readers' faults
 
 include "reader.pxd"                # bounds-checked reads, the one varint routine
 include "errors.pxd"                # injected error classes, the one CorruptRecordError
@@ -16,6 +17,7 @@ include "batch.pxd"                 # batch log header, v2 batch header, CRC32C
 include "record_v2.pxd"             # the one v2 record parser
 include "legacy.pxd"                # magic v0/v1 message sets
 include "index.pxd"                 # the record-set index: batch boundaries, end, bound, cuts
+include "fetch.pxd"                 # the Fetch response body in one pass, with the indexes
 include "arrow.pxd"                 # the Arrow column builder and its fill loops
 include "walker.pxd"                # the per-partition cursor
 include "record.pxd"                # ConsumerRecord
