@@ -103,12 +103,29 @@ def _ingest(args: argparse.Namespace) -> int:
     from pyconsumer.console import StatusLine, UsageError, key_values, split_list
     from pyconsumer.errors import ConfigurationError
     from pyconsumer.ingest import IngestError, parse_trigger_ms, source_options
+    from pyconsumer.ingest.values import (
+        ValueFlags, describe_values, read_flag_text, typed_values, value_options, with_rejects,
+    )
 
     try:
         options = key_values(args.option, "-o")
         kafka = key_values(args.settings, "-X")
         conf = key_values(args.conf, "--conf")
     except UsageError as exc:
+        _err(f"ingest: {exc}")
+        return 2
+    try:
+        flags = ValueFlags(
+            value_format=args.value_format, key_format=args.key_format,
+            value_schema=read_flag_text(args.value_schema, "--value-schema"),
+            key_schema=read_flag_text(args.key_schema, "--key-schema"),
+            value_subject=args.value_subject, schema_registry=args.schema_registry,
+            registry_auth=read_flag_text(args.schema_registry_auth, "--schema-registry-auth"),
+            registry_token=read_flag_text(args.schema_registry_token, "--schema-registry-token"),
+            mode=args.mode, bad_records=args.bad_records)
+        # -o options come after the flags' and win, as for every other source option
+        options = {**value_options(flags), **options}
+    except IngestError as exc:
         _err(f"ingest: {exc}")
         return 2
     topics = split_list(args.topic)
@@ -131,6 +148,8 @@ def _ingest(args: argparse.Namespace) -> int:
                               ending_offsets=None if streaming else
                               (args.ending_offsets or "latest"),
                               options=options, kafka=kafka)
+        checked = with_rejects(opts) if args.bad_records is not None else opts
+        typed = typed_values(checked)
         import logging
 
         from pyconsumer.spark.options import parse_options
@@ -140,7 +159,7 @@ def _ingest(args: argparse.Namespace) -> int:
         level = options_log.level
         options_log.setLevel(logging.ERROR)
         try:
-            parse_options(opts, streaming=streaming)
+            parse_options(checked, streaming=streaming)
         finally:
             options_log.setLevel(level)
     except (IngestError, ConfigurationError) as exc:
@@ -153,20 +172,32 @@ def _ingest(args: argparse.Namespace) -> int:
         release_folders, run_ingest, spark_error_message, unknown_source_options
     from pyconsumer.spark.session import temporary_session
 
-    for warning in unknown_source_options(options):
+    from pyconsumer.ingest.values import check_registry
+
+    for warning in unknown_source_options(key_values(args.option, "-o")):
         _err(f"ingest: warning: {warning}")
     try:
-        # the brokers, the topics and the folders, before ~10 s of Spark start-up
-        check_source(opts)
-        created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint})
+        # the brokers, the topics, the registry and the folders, before ~10 s of Spark start-up
+        read_topics = check_source(opts)
+        if typed is not None:
+            check_registry(typed, read_topics, args.schema_registry)
+        created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint,
+                                 "--bad-records": args.bad_records})
     except IngestError as exc:
         _err(f"ingest: {exc}")
         return 1
     status = StatusLine(sys.stderr)
     started = time.time()
     mode = ("streaming, available now" if args.once else "streaming") if streaming else "batch"
+    values = describe_values(checked)
     status.log(f"ingest ({mode}): {opts.get('subscribe') or opts.get('subscribePattern') or 'assign'}"
-               f" from {args.bootstrap_server} into {args.output}; starting Spark ({args.master})")
+               f" from {args.bootstrap_server} into {args.output}"
+               + (f" ({values})" if values else "")
+               + (f", rejected records into {args.bad_records}" if args.bad_records else "")
+               + f"; starting Spark ({args.master})")
+    # registry credentials travel as source options: keep them out of Spark's plans, UI and logs
+    conf.setdefault("spark.sql.redaction.options.regex",
+                    r"(?i)url|user\.info|token|password|secret")
     try:
         with temporary_session(args.master, app_name="pyconsumer ingest", conf=conf) as spark:
             summary = run_ingest(
@@ -174,7 +205,7 @@ def _ingest(args: argparse.Namespace) -> int:
                 pattern=args.pattern, checkpoint=args.checkpoint, once=args.once,
                 trigger=args.trigger or "10s", starting_offsets=args.starting_offsets,
                 ending_offsets=args.ending_offsets, options=options, kafka=kafka,
-                status=status)
+                status=status, bad_records=args.bad_records)
     except KeyboardInterrupt:
         status.clear()
         release_folders(created)
@@ -331,6 +362,39 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Kafka consumer setting, passed as option kafka.KEY")
     ingest.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="Spark setting, e.g. --conf spark.driver.memory=4g")
+    typed = ingest.add_argument_group(
+        "typed values", "Decode keys and values in the source (its valueFormat, valueSchema, "
+                        "... options): the output's value column is then a struct (json, avro) "
+                        "or a string. Schemas and secrets take @FILE to read them from a file.")
+    formats = ("binary", "string", "json", "avro")
+    typed.add_argument("--value-format", type=str.lower, choices=formats, metavar="FORMAT",
+                       help="binary (default), string, json (needs --value-schema) or avro "
+                            "(Confluent framing: needs --schema-registry)")
+    typed.add_argument("--key-format", type=str.lower, choices=formats, metavar="FORMAT",
+                       help="as --value-format, for the key")
+    typed.add_argument("--value-schema", metavar="SCHEMA",
+                       help="json: a Spark DDL schema ('id long, item string'); avro: the "
+                            "reader schema as Avro JSON (default: the subject's latest)")
+    typed.add_argument("--key-schema", metavar="SCHEMA", help="as --value-schema, for the key")
+    typed.add_argument("--value-subject", metavar="SUBJECT",
+                       help="avro: the subject whose latest schema is the reader (default: "
+                            "TOPIC-value)")
+    typed.add_argument("--schema-registry", metavar="URL",
+                       help="Schema Registry URL(s), comma-separated (Confluent API)")
+    typed.add_argument("--schema-registry-auth", metavar="USER:PASSWORD",
+                       help="basic auth for the registry (@FILE keeps it off the command line)")
+    typed.add_argument("--schema-registry-token", metavar="TOKEN",
+                       help="a bearer token for the registry (@FILE keeps it off the command "
+                            "line)")
+    typed.add_argument("--mode", type=str.upper,
+                       choices=("PERMISSIVE", "DROPMALFORMED", "FAILFAST"), metavar="MODE",
+                       help="a record that does not decode: PERMISSIVE (default: null value, "
+                            "raw bytes in _corrupt_record), DROPMALFORMED (left out) or "
+                            "FAILFAST (the run fails naming topic, partition and offset)")
+    typed.add_argument("--bad-records", metavar="DIR",
+                       help="write records that do not decode to this Parquet dataset (topic, "
+                            "partition, offset, timestamp, raw key and value, reason) and the "
+                            "others to --output: each record to exactly one")
     return parser
 
 

@@ -33,6 +33,7 @@ from pyconsumer.console import StatusLine, bar
 from pyconsumer.ingest.options import IngestError, parse_trigger_ms, source_options
 from pyconsumer.ingest.progress import OBSERVATION, StreamProgress, tasks_done
 from pyconsumer.ingest.summary import IngestSummary, PartitionSummary
+from pyconsumer.ingest.values import Rejects, rejects, with_rejects
 
 
 # --------------------------------------------------------------------------- Spark helpers
@@ -71,14 +72,30 @@ def _committed_files(spark: Any, output: str) -> set[str]:
     return set(spark.read.schema("offset long").parquet(output).inputFiles())
 
 
+def _size(df: Any) -> Any:
+    """The bytes of a row's key and value, as far as they are bytes or text: a typed (struct)
+    column has no length of its own and counts 0."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
+
+    size = F.lit(0)
+    for name in ("key", "value"):
+        kind = df.schema[name].dataType
+        if isinstance(kind, BinaryType):
+            size = size + F.coalesce(F.length(name), F.lit(0))
+        elif isinstance(kind, StringType):         # UTF-8 bytes, not characters
+            size = size + F.coalesce(F.octet_length(name), F.lit(0))
+    return size
+
+
 def _summarize(spark: Any, files: Sequence[str]) -> list[PartitionSummary]:
     if not files:
         return []
     from pyspark.sql import functions as F
 
-    size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
-    rows = (spark.read.parquet(*files)
-            .groupBy("topic", "partition")
+    df = spark.read.parquet(*files)
+    size = _size(df)
+    rows = (df.groupBy("topic", "partition")
             .agg(F.min("offset").alias("first"), F.max("offset").alias("last"),
                  F.count(F.lit(1)).alias("records"), F.sum(size.cast("long")).alias("bytes"))
             .collect())
@@ -90,7 +107,7 @@ def _summarize(spark: Any, files: Sequence[str]) -> list[PartitionSummary]:
 def _observed(df: Any) -> Any:
     from pyspark.sql import functions as F
 
-    size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
+    size = _size(df)
     return df.observe(OBSERVATION, F.count(F.lit(1)).alias("records"),
                       F.coalesce(F.sum(size.cast("long")), F.lit(0)).alias("bytes"))
 
@@ -162,14 +179,22 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
                starting_offsets: str | None = "earliest", ending_offsets: str | None = None,
                options: Mapping[str, str] | None = None, kafka: Mapping[str, str] | None = None,
                status: StatusLine | None = None, stop: threading.Event | None = None,
-               poll_interval: float = 0.5) -> IngestSummary:
+               poll_interval: float = 0.5, bad_records: str | None = None) -> IngestSummary:
     """Ingest Kafka records into the Parquet dataset ``output``; returns what this run wrote.
 
     Batch without ``checkpoint`` (``ending_offsets`` default latest), streaming with it:
     ``once`` for Trigger.AvailableNow, else a ``trigger`` processing-time trigger until
     ``stop`` is set (or Ctrl-C on the main thread). ``options`` are further Spark Kafka
     source options, ``kafka`` consumer settings (``kafka.`` is added). Progress lines go to
-    ``status`` (None: silent). Raises :class:`IngestError` with a one-line reason."""
+    ``status`` (None: silent). Raises :class:`IngestError` with a one-line reason.
+
+    ``bad_records``: a second Parquet dataset for the records whose typed key or value does not
+    decode (``options`` give valueFormat/keyFormat): the read is PERMISSIVE with a reason
+    column, the rejected rows (topic, partition, offset, timestamp, timestampType, raw key and
+    value, [headers], reason) go there and the others to ``output``, each record to exactly
+    one. Batch: the read is cached and written twice, from one plan (the same offset ranges
+    and reader schema for both). Streaming: two queries, each with Spark's file sink and its own
+    checkpoint (``<checkpoint>/rejected`` for the second), so both stay exactly-once."""
     streaming = checkpoint is not None
     if not streaming and once:
         raise IngestError("--once needs --checkpoint DIR (it is a streaming run)")
@@ -180,26 +205,60 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
                           starting_offsets=starting_offsets,
                           ending_offsets=None if streaming else (ending_offsets or "latest"),
                           options=options, kafka=kafka)
-    sink_log = f"{output.rstrip('/')}/_spark_metadata"
-    if streaming:
-        trigger_ms = 0 if once else _trigger_ms(trigger)
-        if _has_data_files(spark, output) and not _exists(spark, sink_log):
-            raise IngestError(f"{output} holds a batch dataset; a streaming run writes with "
-                              "Spark's file sink and needs a directory of its own")
-    elif _exists(spark, sink_log):
-        raise IngestError(f"{output} is a streaming (file sink) dataset: ingest into it with "
-                          "--checkpoint, or choose another --output for batch runs")
+    split: Rejects | None = None
+    if bad_records is not None:
+        opts = with_rejects(opts)
+        split = rejects(opts)
+        _check_apart(output, bad_records)
+    trigger_ms = (0 if once else _trigger_ms(trigger)) if streaming else 0
+    for flag, path in (("--output", output), ("--bad-records", bad_records)):
+        if path is not None:
+            _check_dataset(spark, flag, path, streaming)
     before = _committed_files(spark, output)
+    before_bad = _committed_files(spark, bad_records) if bad_records is not None else set()
     if streaming:
         assert checkpoint is not None
         summary = _run_stream(spark, opts, output, checkpoint, once, trigger_ms, status,
-                              stop or threading.Event(), poll_interval)
+                              stop or threading.Event(), poll_interval, split, bad_records)
     else:
-        summary = _run_batch(spark, opts, output, status, poll_interval)
+        summary = _run_batch(spark, opts, output, status, poll_interval, split, bad_records)
     added = sorted(_committed_files(spark, output) - before)
     summary.files = len(added)
     summary.partitions = _summarize(spark, added)
+    lowered = {k.lower(): v for k, v in opts.items()}
+    summary.sized = tuple(c for c in ("key", "value")
+                          if (lowered.get(f"{c}format") or "binary").lower() in ("binary", "string"))
+    if bad_records is not None:
+        added_bad = sorted(_committed_files(spark, bad_records) - before_bad)
+        summary.bad_records = bad_records
+        summary.rejected_files = len(added_bad)
+        summary.rejected = _summarize(spark, added_bad)
     return summary
+
+
+def _check_dataset(spark: Any, flag: str, path: str, streaming: bool) -> None:
+    """A streaming run appends through Spark's file sink, a batch run without it: a dataset
+    takes one kind of run."""
+    sink_log = f"{path.rstrip('/')}/_spark_metadata"
+    if streaming:
+        if _has_data_files(spark, path) and not _exists(spark, sink_log):
+            raise IngestError(f"{path} holds a batch dataset; a streaming run writes with "
+                              "Spark's file sink and needs a directory of its own")
+    elif _exists(spark, sink_log):
+        what = "--output" if flag == "--output" else f"another {flag}"
+        raise IngestError(f"{path} is a streaming (file sink) dataset: ingest into it with "
+                          f"--checkpoint, or choose {what} for batch runs")
+
+
+def _check_apart(output: str, bad_records: str) -> None:
+    """The two datasets in folders of their own: one inside the other would be read as part
+    of it (or refused by Spark's partition discovery)."""
+    a, b = output.rstrip("/") + "/", bad_records.rstrip("/") + "/"
+    if a == b:
+        raise IngestError("--bad-records must be another folder than --output")
+    if b.startswith(a) or a.startswith(b):
+        raise IngestError(f"--bad-records {bad_records} and --output {output}: neither folder "
+                          "may hold the other (its files would be read as part of it)")
 
 
 def _trigger_ms(trigger: str) -> int:
@@ -210,7 +269,8 @@ def _trigger_ms(trigger: str) -> int:
 
 
 def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusLine | None,
-               poll_interval: float) -> IngestSummary:
+               poll_interval: float, split: Rejects | None = None,
+               bad_records: str | None = None) -> IngestSummary:
     sc = spark.sparkContext
     group = f"pyconsumer-ingest-{uuid.uuid4().hex[:8]}"
     tracker = sc.statusTracker()
@@ -243,7 +303,11 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
     sc.setJobGroup(group, "pyconsumer ingest (batch)")
     try:
         df = spark.read.format("pyconsumer").options(**opts).load()
-        df.write.mode("append").parquet(output)
+        if split is None:
+            df.write.mode("append").parquet(output)
+        else:
+            assert bad_records is not None
+            _write_split(df, split, output, bad_records)
     finally:
         done_flag.set()
         if watcher is not None:
@@ -264,31 +328,70 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
     return IngestSummary(mode="batch", output=output, seconds=seconds, micro_batches=1)
 
 
+def _write_split(df: Any, split: Rejects, output: str, bad_records: str) -> None:
+    """The good rows to ``output``, the rejected to ``bad_records``, from one cached plan: its
+    offset ranges and reader schema are fixed once for both writes (two plans could each take
+    a newer "latest"), and Kafka is read and decoded once."""
+    from pyspark import StorageLevel
+
+    cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        split.good(cached).write.mode("append").parquet(output)
+        split.rejected(cached).write.mode("append").parquet(bad_records)
+    finally:
+        cached.unpersist()
+
+
 def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: str, once: bool,
                 trigger_ms: int, status: StatusLine | None, stop: threading.Event,
-                poll_interval: float) -> IngestSummary:
+                poll_interval: float, split: Rejects | None = None,
+                bad_records: str | None = None) -> IngestSummary:
     mode = "availableNow" if once else "continuous"
-    df = _observed(spark.readStream.format("pyconsumer").options(**opts).load())
-    writer = (df.writeStream.format("parquet").option("path", output)
-              .option("checkpointLocation", checkpoint))
-    writer = (writer.trigger(availableNow=True) if once
-              else writer.trigger(processingTime=f"{trigger_ms} milliseconds"))
+
+    def sink(df: Any, path: str, location: str) -> Any:
+        writer = (df.writeStream.format("parquet").option("path", path)
+                  .option("checkpointLocation", location))
+        return (writer.trigger(availableNow=True) if once
+                else writer.trigger(processingTime=f"{trigger_ms} milliseconds"))
+
+    def read() -> Any:
+        return spark.readStream.format("pyconsumer").options(**opts).load()
+
+    # progress (records read, bytes) is observed on the first query, which sees every record
+    if split is None:
+        writers = [sink(_observed(read()), output, checkpoint)]
+    else:
+        assert bad_records is not None
+        writers = [sink(split.good(_observed(read())), output, checkpoint),
+                   sink(split.rejected(read()), bad_records,
+                        f"{checkpoint.rstrip('/')}/rejected")]
     progress = StreamProgress(status, mode)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
     interrupted = False
+    queries: list[Any] = []
+
+    def stop_all() -> None:
+        for q in queries:
+            if q.isActive:
+                q.stop()
+
     with _graceful_interrupt(stop, status):
-        query = writer.start()
         try:
+            for writer in writers:
+                queries.append(writer.start())
             while True:
-                finished = query.awaitTermination(poll_interval)
-                for p in query.recentProgress:
+                active = [q for q in queries if q.isActive]
+                if active:
+                    active[0].awaitTermination(poll_interval)
+                for p in queries[0].recentProgress:
                     progress.take(p)
-                if finished:
+                if any(q.exception() is not None for q in queries):
+                    break
+                if not any(q.isActive for q in queries):
                     break
                 if stop.is_set():
                     interrupted = True
-                    query.stop()
                     break
                 try:
                     progress.draw(tracker)
@@ -296,16 +399,18 @@ def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: st
                     pass
         except KeyboardInterrupt:
             interrupted = True
-            query.stop()
             raise
         finally:
+            # one query failing or a stop ends both: neither runs on alone
+            stop_all()
             if status is not None:
                 status.clear()
-    for p in query.recentProgress:
+    for p in queries[0].recentProgress:
         progress.take(p)
-    error = query.exception()
-    if error is not None:
-        raise IngestError(f"the streaming query failed: {spark_error_message(error)}")
+    for q in queries:
+        error = q.exception()
+        if error is not None:
+            raise IngestError(f"the streaming query failed: {spark_error_message(error)}")
     seconds = time.monotonic() - started
     return IngestSummary(mode=mode, output=output, seconds=seconds,
                          micro_batches=progress.batches, interrupted=interrupted,

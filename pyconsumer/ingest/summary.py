@@ -34,10 +34,21 @@ class IngestSummary:
     #: continuous streaming: the time its micro-batches with records took (the rest of
     #: ``seconds`` is waiting for records); the rates are over this, not the wall time
     busy_seconds: float | None = None
+    #: --bad-records: the rejected-records dataset, what this run wrote there per partition,
+    #: and its files (None / empty / 0 without it)
+    bad_records: str | None = None
+    rejected: list[PartitionSummary] = field(default_factory=list)
+    rejected_files: int = 0
+    #: the columns whose bytes ``bytes`` counts: typed (struct) keys and values have no length
+    sized: tuple[str, ...] = ("key", "value")
 
     @property
     def records(self) -> int:
         return sum(p.records for p in self.partitions)
+
+    @property
+    def rejected_records(self) -> int:
+        return sum(p.records for p in self.rejected)
 
     @property
     def bytes(self) -> int:
@@ -79,7 +90,27 @@ def format_summary(summary: IngestSummary) -> str:
     busy = ("" if summary.busy_seconds is None else
             f" ({summary.busy_seconds:.2f} s in micro-batches, the rest waiting for records)")
     rate_s = summary.rate_seconds
-    rates = (f"  {summary.records:,} records, {human_bytes(summary.bytes)} (key + value) in "
+    sized = " + ".join(summary.sized) if summary.sized else "typed key and value: not counted"
+    rates = (f"  {summary.records:,} records, {human_bytes(summary.bytes)} ({sized}) in "
              f"{summary.seconds:.2f} s{busy}: {summary.records_per_second:,.0f} records/s, "
              f"{human_bytes(summary.bytes / rate_s if rate_s > 0 else 0)}/s")
-    return "\n".join([head, table, rates])
+    lines = [head, table, rates]
+    if summary.bad_records is not None:
+        lines.append(_format_rejected(summary))
+    return "\n".join(lines)
+
+
+def _format_rejected(summary: IngestSummary) -> str:
+    """The rejected records' line, and their table when there are any."""
+    good, bad = summary.records, summary.rejected_records
+    line = (f"  {good:,} good and {bad:,} rejected record{'' if bad == 1 else 's'} "
+            f"({summary.rejected_files} Parquet file{'' if summary.rejected_files == 1 else 's'}"
+            f" added to {summary.bad_records})")
+    if not summary.rejected:
+        return line
+    rows: list[tuple[Any, ...]] = [
+        (p.topic, p.partition, f"{p.first_offset}-{p.last_offset}", f"{p.records:,}")
+        for p in summary.rejected]
+    table = format_table(rows, ("topic", "partition", "offsets", "rejected"),
+                         right=(False, True, False, True))
+    return "\n".join([line, "rejected records:", table])
