@@ -59,6 +59,12 @@ def check_together(v: dict[str, Any], explicit: frozenset[str]) -> None:
                 "one assignor"
             )
 
+    # a typed key/value is decoded by the format: a deserializer would be a second decoder
+    for column in ("key", "value"):
+        if v[f"{column}.format"] != "binary" and v[f"{column}.deserializer"] is not None:
+            fail(f"{column}.format={v[f'{column}.format']} and {column}.deserializer are both set: "
+                 f"the format decodes the {column}s; drop one of them")
+
     # Java postProcessReconnectBackoffConfigs
     if "reconnect.backoff.ms" in explicit and "reconnect.backoff.max.ms" not in explicit:
         v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]

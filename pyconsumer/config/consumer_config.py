@@ -36,7 +36,13 @@ from pyconsumer.config.values import (
     interceptors_parser,
     parse_auto_offset_reset,
     token_provider_parser,
+    optional_int,
+    optional_number,
+    value_schema_parser,
 )
+
+#: what value.format and key.format accept (pyconsumer.values.Format's names)
+VALUE_FORMATS = ("binary", "string", "json", "avro")
 
 
 class ConsumerConfig:
@@ -365,6 +371,199 @@ class ConsumerConfig:
         deserializer_parser,
         "Turns value bytes into the record value; None keeps bytes (Java has no default: "
         "required)",
+    )
+
+    # ---- typed values: key/value decoded by pyconsumer.values.TypedValues (poll_arrow and poll)
+    value_format = Setting(
+        "value.format",
+        "binary",
+        string(VALUE_FORMATS, case_insensitive=True),
+        "How poll_arrow() and poll() hand out record values: binary (the bytes), string (UTF-8 "
+        "checked), json (a struct column per value.schema, Spark from_json results) or avro "
+        "(Confluent-framed, writer schemas from schema.registry.url by id; or unframed with "
+        "value.avro.framing=none); bad values follow bad.records.mode. Excludes "
+        "value.deserializer",
+        java=False,
+    )
+    key_format = Setting(
+        "key.format",
+        "binary",
+        string(VALUE_FORMATS, case_insensitive=True),
+        "As value.format, for the record keys (key.schema, key.subject, key.avro.framing)",
+        java=False,
+    )
+    value_schema = Setting(
+        "value.schema",
+        None,
+        value_schema_parser,
+        "json: the schema (a Spark DDL string, a pyspark StructType or a pyarrow Schema; "
+        "required). avro: the reader schema (Avro JSON); unset, the latest schema of "
+        "value.subject (or of the subject value.subject.name.strategy names for the topic), "
+        "fixed at the first use; with value.avro.framing=none, the writer's schema (required). "
+        "Checked when the consumer is built",
+        java=False,
+    )
+    key_schema = Setting(
+        "key.schema", None, value_schema_parser, "As value.schema, for the keys", java=False,
+    )
+    value_subject = Setting(
+        "value.subject",
+        None,
+        optional_string(),
+        "avro: the registry subject whose latest schema is the reader schema (default: the "
+        "subject value.subject.name.strategy gives for each topic)",
+        java=False,
+    )
+    key_subject = Setting(
+        "key.subject", None, optional_string(), "As value.subject, for the keys", java=False,
+    )
+    value_avro_framing = Setting(
+        "value.avro.framing",
+        "confluent",
+        string(("confluent", "none"), case_insensitive=True),
+        "avro: confluent (0x00 + 4-byte schema id, 0x01 + 16-byte GUID, or the "
+        "__value_schema_id header) or none (bare Avro bodies written with value.schema)",
+        java=False,
+    )
+    key_avro_framing = Setting(
+        "key.avro.framing",
+        "confluent",
+        string(("confluent", "none"), case_insensitive=True),
+        "As value.avro.framing, for the keys (header __key_schema_id)",
+        java=False,
+    )
+    value_subject_name_strategy = Setting(
+        "value.subject.name.strategy",
+        None,
+        optional_string(),
+        "avro without value.schema or value.subject: how the reader's subject is named from "
+        "the topic: TopicNameStrategy (the default, '<topic>-value'), RecordNameStrategy, "
+        "TopicRecordNameStrategy (Java class or confluent-kafka function names accepted)",
+        java=False,
+    )
+    key_subject_name_strategy = Setting(
+        "key.subject.name.strategy",
+        None,
+        optional_string(),
+        "As value.subject.name.strategy, for the keys (TopicNameStrategy: '<topic>-key')",
+        java=False,
+    )
+    bad_records_mode = Setting(
+        "bad.records.mode",
+        "PERMISSIVE",
+        string(("PERMISSIVE", "DROPMALFORMED", "FAILFAST"), case_insensitive=True),
+        "A key or value that does not decode (Spark's modes): PERMISSIVE gives null and its "
+        "raw bytes in corrupt.record.column; DROPMALFORMED drops the record (counted in "
+        "records-dropped-total); FAILFAST raises a MalformedValueError naming topic, "
+        "partition and offset, after the records before it were returned, and keeps raising "
+        "(the position stays on the bad record) until a seek moves past it",
+        java=False,
+    )
+    corrupt_record_column = Setting(
+        "corrupt.record.column",
+        "_corrupt_record",
+        optional_string(),
+        "PERMISSIVE: poll_arrow()'s binary column of the raw bytes of bad values (null for "
+        "good rows), '<name>_key' for bad keys (Spark's columnNameOfCorruptRecord); None or "
+        "'' for no such column",
+        java=False,
+    )
+    schema_registry_url = Setting(
+        "schema.registry.url",
+        None,
+        optional_string(),
+        "Schema Registry base URL(s), comma-separated (confluent-kafka's name): writer schemas "
+        "by id, the latest reader schemas of subjects",
+        java=False,
+    )
+    schema_registry_basic_auth_user_info = Setting(
+        "schema.registry.basic.auth.user.info",
+        None,
+        password,
+        "Schema Registry basic auth, 'user:password'",
+        java=False,
+    )
+    schema_registry_basic_auth_credentials_source = Setting(
+        "schema.registry.basic.auth.credentials.source",
+        None,
+        optional_string(),
+        "USER_INFO (schema.registry.basic.auth.user.info, the default) or URL (credentials "
+        "in the URL)",
+        java=False,
+    )
+    schema_registry_bearer_auth_token = Setting(
+        "schema.registry.bearer.auth.token",
+        None,
+        password,
+        "Schema Registry bearer token (exclusive with basic auth)",
+        java=False,
+    )
+    schema_registry_bearer_auth_credentials_source = Setting(
+        "schema.registry.bearer.auth.credentials.source",
+        None,
+        optional_string(),
+        "STATIC_TOKEN (schema.registry.bearer.auth.token), the one source supported",
+        java=False,
+    )
+    schema_registry_ssl_ca_location = Setting(
+        "schema.registry.ssl.ca.location",
+        None,
+        optional_string(),
+        "PEM file of the CA certificates the registry's certificate is checked against",
+        java=False,
+    )
+    schema_registry_ssl_certificate_location = Setting(
+        "schema.registry.ssl.certificate.location",
+        None,
+        optional_string(),
+        "PEM client certificate for mutual TLS with the registry",
+        java=False,
+    )
+    schema_registry_ssl_key_location = Setting(
+        "schema.registry.ssl.key.location",
+        None,
+        optional_string(),
+        "PEM private key of schema.registry.ssl.certificate.location",
+        java=False,
+    )
+    schema_registry_ssl_key_password = Setting(
+        "schema.registry.ssl.key.password",
+        None,
+        password,
+        "Password of schema.registry.ssl.key.location",
+        java=False,
+    )
+    schema_registry_timeout = Setting(
+        "schema.registry.timeout",
+        None,
+        optional_number(0),
+        "Seconds one registry request may take (None: the client's default)",
+        unit="s",
+        java=False,
+    )
+    schema_registry_max_retries = Setting(
+        "schema.registry.max.retries",
+        None,
+        optional_int(0),
+        "Retries of a registry request that failed to connect or got a 5xx/429 (None: the "
+        "client's default); after them the poll raises, no record lost",
+        java=False,
+    )
+    schema_registry_retries_wait_ms = Setting(
+        "schema.registry.retries.wait.ms",
+        None,
+        optional_int(0),
+        "First wait before a registry retry, doubling per retry (None: the client's default)",
+        unit="ms",
+        java=False,
+    )
+    schema_registry_retries_max_wait_ms = Setting(
+        "schema.registry.retries.max.wait.ms",
+        None,
+        optional_int(0),
+        "Longest wait between registry retries (None: the client's default)",
+        unit="ms",
+        java=False,
     )
 
     # ---- metrics and interceptors

@@ -374,3 +374,69 @@ token_provider_parser: Parser[Any] = Parser(
 # what security.protocol and sasl.mechanism accept
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+
+
+# ---- typed values (value.schema / key.schema, the optional numbers of schema.registry.*)
+
+def _parse_value_schema(raw: Any) -> Any:
+    # only the kind is checked here (config sits below values): the consumer builds the
+    # decoding plan at construction, which parses it and names the setting when it is bad
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not text:
+            raise Invalid("an empty schema; leave it unset (None) for no schema")
+        return text
+    if isinstance(raw, (dict, list)):
+        return raw                                 # an Avro schema as parsed JSON
+    kind = type(raw)
+    if kind.__module__.startswith(("pyarrow", "pyspark.")):
+        return raw                                 # a pyarrow Schema, a pyspark StructType
+    raise Invalid(f"expected a schema, got {kind.__name__}")
+
+
+value_schema_parser: Parser[Any] = Parser(
+    _parse_value_schema,
+    "None, a Spark DDL string or Avro schema JSON text, a parsed Avro schema (dict/list), a "
+    "pyarrow Schema or a pyspark StructType",
+    "schema",
+)
+
+
+def optional_number(lo: float) -> Parser[float | None]:
+    """None, or a number (int, float or its decimal string) > ``lo``."""
+    def parse(raw: Any) -> float | None:
+        if raw is None:
+            return None
+        if isinstance(raw, bool):
+            raise Invalid("a boolean is not a number")
+        try:
+            value = float(raw.strip() if isinstance(raw, str) else raw)
+        except (TypeError, ValueError):
+            raise Invalid("expected a number") from None
+        if not value > lo:
+            raise Invalid(f"must be > {lo:g}")
+        return value
+
+    return Parser(parse, f"None or a number > {lo:g}", "double")
+
+
+def optional_int(lo: int) -> Parser[int | None]:
+    """None, or an integer (or its decimal string) >= ``lo``."""
+    def parse(raw: Any) -> int | None:
+        if raw is None:
+            return None
+        if isinstance(raw, bool):
+            raise Invalid("a boolean is not an integer")
+        if isinstance(raw, str) and re.fullmatch(r"[+-]?[0-9]+", raw.strip()):
+            value = int(raw.strip())
+        elif isinstance(raw, int):
+            value = raw
+        else:
+            raise Invalid("expected an integer")
+        if value < lo:
+            raise Invalid(f"must be >= {lo}")
+        return value
+
+    return Parser(parse, f"None or an integer >= {lo}", "int")

@@ -90,6 +90,20 @@ PYCONSUMER_DEFAULTS: dict[str, Any] = {
     "sasl.kerberos.keytab": None,
     "interceptors": [],
     "decode.threads": 0,
+    # typed values (issue 25)
+    "value.format": "binary", "key.format": "binary", "value.schema": None, "key.schema": None,
+    "value.subject": None, "key.subject": None, "value.avro.framing": "confluent",
+    "key.avro.framing": "confluent", "value.subject.name.strategy": None,
+    "key.subject.name.strategy": None, "bad.records.mode": "PERMISSIVE",
+    "corrupt.record.column": "_corrupt_record", "schema.registry.url": None,
+    "schema.registry.basic.auth.user.info": None,
+    "schema.registry.basic.auth.credentials.source": None,
+    "schema.registry.bearer.auth.token": None,
+    "schema.registry.bearer.auth.credentials.source": None,
+    "schema.registry.ssl.ca.location": None, "schema.registry.ssl.certificate.location": None,
+    "schema.registry.ssl.key.location": None, "schema.registry.ssl.key.password": None,
+    "schema.registry.timeout": None, "schema.registry.max.retries": None,
+    "schema.registry.retries.wait.ms": None, "schema.registry.retries.max.wait.ms": None,
 }
 
 
