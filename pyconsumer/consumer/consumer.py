@@ -39,7 +39,15 @@ from pyconsumer.consumer.offsets import (
     OffsetAndTimestamp,
     OffsetsClient,
 )
-from pyconsumer.consumer.poll import PollLoop, poll_limit
+from pyconsumer.consumer.poll import (
+    PollLoop,
+    TypedChunk,
+    needs_headers,
+    poll_limit,
+    typed_arrow,
+    typed_count,
+    typed_records,
+)
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
@@ -67,6 +75,8 @@ from pyconsumer.structs import (
     TopicPartition,
 )
 from pyconsumer.threads import AccessGuard, ClientLock
+from pyconsumer.values import TypedValues
+from pyconsumer.values.typed import Format
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -112,6 +122,12 @@ class KafkaConsumer:
         self._interceptors = ConsumerInterceptors.from_config(self.config)
         #: how many partitions poll_arrow() decodes at once (decode.threads; 0: per core, <= 4)
         self._decode_threads = self.config.decode_threads or min(4, os.cpu_count() or 1)
+        #: value.format / key.format: the one decoding plan of poll() and poll_arrow() (None:
+        #: bytes as fetched); built now, so a bad schema or registry setting fails here
+        self._typed = _typed_values(self.config)
+        self._typed_schemas: dict[tuple[bool, tuple[str, ...]], pa.Schema] = {}
+        if self._typed is not None:
+            self._metrics.count_values(self._typed.snapshot)
         #: the bootstrap servers resolved here (bootstrap.resolve.timeout.ms=0), else None
         self._bootstrap = _resolve_bootstrap(self.config)
         self._poll_loop: PollLoop | None = None
@@ -589,9 +605,15 @@ class KafkaConsumer:
                     have.extend(records)
             return out
 
+        plan = self._typed
         with self._metrics.poll_timer:
-            return self._poll(timeout_ms, max_records, lambda c, n: c.take_records(n), len,
-                              lambda chunks: self._interceptors.on_consume(build(chunks)))
+            if plan is None:
+                return self._poll(timeout_ms, max_records, lambda c, n: c.take_records(n), len,
+                                  lambda chunks: self._interceptors.on_consume(build(chunks)))
+            return self._poll(
+                timeout_ms, max_records, lambda c, n: typed_records(plan, c.take_records(n)),
+                typed_count, lambda chunks: self._interceptors.on_consume(
+                    build(self._settle_typed(chunks))))
 
     @_exclusive
     def poll_arrow(self, timeout_ms: int = 0, max_records: int | None = None, *,
@@ -600,11 +622,19 @@ class KafkaConsumer:
         partition in offset order, partitions one after another); no Python object per
         record. An empty batch (with the schema) when nothing arrived. Interceptors that define
         ``on_consume_arrow`` see the batch first; the others are skipped. ``timeout_ms`` is an
-        int of milliseconds, as for poll()."""
+        int of milliseconds, as for poll().
+
+        With ``value.format`` / ``key.format`` the columns are typed (a struct for json and
+        avro, string for string), each partition's rows decoded on the decode threads, with
+        the corrupt record column(s) of ``bad.records.mode`` PERMISSIVE after the others."""
         threads = self._decode_threads
+        plan = self._typed
+        # Confluent Avro may name its schema in a header: read them for the plan, drop after
+        read_headers = include_headers or (plan is not None and needs_headers(plan))
+        run = functools.partial(decode.run, threads=threads)
 
         def take(cursor: CompletedFetch, n: int) -> list[pa.RecordBatch]:
-            cursor.set_include_headers(include_headers)
+            cursor.set_include_headers(read_headers)
             if threads > 1:
                 # compressed batches of one large response, decompressed on several cores
                 parts = decode.take_arrow_split(
@@ -620,17 +650,55 @@ class KafkaConsumer:
         def build(chunks: list[tuple[TopicPartition, list[pa.RecordBatch]]]) -> pa.RecordBatch:
             batches = [b for _, parts in chunks for b in parts if b.num_rows]
             if not batches:
-                return pa.RecordBatch.from_pylist([], schema=kafka_arrow_schema(include_headers))
+                return pa.RecordBatch.from_pylist([], schema=self._arrow_schema(include_headers))
             if len(batches) == 1:
                 return batches[0]
+            if plan is not None and len({b.schema for b in batches}) > 1:
+                # topics whose readers differ: the plan's error says which and what to set
+                self._arrow_schema(include_headers, {tp.topic for tp, _ in chunks})
             if hasattr(pa, "concat_batches"):
                 return pa.concat_batches(batches)
             return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
         with self._metrics.poll_timer:
-            return self._poll(timeout_ms, max_records, take, rows,
-                              lambda chunks: self._interceptors.on_consume_arrow(build(chunks)),
-                              threads)
+            if plan is None:
+                return self._poll(timeout_ms, max_records, take, rows,
+                                  lambda chunks: self._interceptors.on_consume_arrow(
+                                      build(chunks)), threads)
+
+            def typed_take(cursor: CompletedFetch, n: int) -> TypedChunk[list[pa.RecordBatch]]:
+                # on a decode thread when partitions are taken side by side
+                return typed_arrow(plan, take(cursor, n), run, include_headers)
+
+            return self._poll(timeout_ms, max_records, typed_take, typed_count,
+                              lambda chunks: self._interceptors.on_consume_arrow(
+                                  build(self._settle_typed(chunks))), threads)
+
+    def _settle_typed(self, chunks: list[tuple[TopicPartition, TypedChunk[T]]]
+                      ) -> list[tuple[TopicPartition, T]]:
+        assert self._poll_loop is not None
+        return self._poll_loop.settle_typed(chunks)
+
+    def _arrow_schema(self, include_headers: bool, topics: set[str] | None = None) -> pa.Schema:
+        """poll_arrow()'s schema: Spark's Kafka schema, typed by the plan for ``topics`` (by
+        default the assigned ones; an Avro reader from a subject may ask the registry once)."""
+        base = kafka_arrow_schema(include_headers)
+        plan = self._typed
+        if plan is None:
+            return base
+        if topics is None:
+            topics = {tp.topic for tp in self._subscriptions.assigned_partitions()} or set(
+                self._subscriptions.subscription)
+            if not topics and any(spec.format is Format.AVRO and spec.schema is None
+                                  and spec.subject is None for spec in (plan.key, plan.value)):
+                # the reader is the subject of a topic, and no topic is known yet (a pattern
+                # that matched none): there is no type to give, and no row either
+                return base
+        key = (include_headers, tuple(sorted(topics)))
+        schema = self._typed_schemas.get(key)
+        if schema is None:
+            schema = self._typed_schemas[key] = plan.schema(base, key[1])
+        return schema
 
     def metrics(self) -> dict[MetricName, float]:
         """The consumer's metrics now, by Java's names (Java ``metrics()``): MetricName(name,
@@ -770,6 +838,42 @@ class KafkaConsumer:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<KafkaConsumer client_id={self.config.client_id!r} {state}>"
+
+
+def _typed_values(config: ConsumerConfig) -> TypedValues | None:
+    """The decoding plan of value.format / key.format (None when both are binary). Every
+    setting is checked here, so a bad DDL, an Avro schema that does not parse or avro without
+    schema.registry.url is a ConfigurationError naming it when the consumer is built."""
+    settings: dict[str, Any] = {
+        "value.format": config.value_format,
+        "key.format": config.key_format,
+        "value.schema": config.value_schema,
+        "key.schema": config.key_schema,
+        "value.subject": config.value_subject,
+        "key.subject": config.key_subject,
+        "value.avro.framing": config.value_avro_framing,
+        "key.avro.framing": config.key_avro_framing,
+        "value.subject.name.strategy": config.value_subject_name_strategy,
+        "key.subject.name.strategy": config.key_subject_name_strategy,
+        "bad.records.mode": config.bad_records_mode,
+        "corrupt.record.column": config.corrupt_record_column,
+        "schema.registry.url": config.schema_registry_url,
+        "schema.registry.basic.auth.user.info": config.schema_registry_basic_auth_user_info,
+        "schema.registry.basic.auth.credentials.source":
+            config.schema_registry_basic_auth_credentials_source,
+        "schema.registry.bearer.auth.token": config.schema_registry_bearer_auth_token,
+        "schema.registry.bearer.auth.credentials.source":
+            config.schema_registry_bearer_auth_credentials_source,
+        "schema.registry.ssl.ca.location": config.schema_registry_ssl_ca_location,
+        "schema.registry.ssl.certificate.location": config.schema_registry_ssl_certificate_location,
+        "schema.registry.ssl.key.location": config.schema_registry_ssl_key_location,
+        "schema.registry.ssl.key.password": config.schema_registry_ssl_key_password,
+        "schema.registry.timeout": config.schema_registry_timeout,
+        "schema.registry.max.retries": config.schema_registry_max_retries,
+        "schema.registry.retries.wait.ms": config.schema_registry_retries_wait_ms,
+        "schema.registry.retries.max.wait.ms": config.schema_registry_retries_max_wait_ms,
+    }
+    return TypedValues.from_settings(settings)
 
 
 def _resolve_bootstrap(config: ConsumerConfig) -> list[tuple[str, int]] | None:

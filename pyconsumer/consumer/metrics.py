@@ -23,6 +23,15 @@ What is recorded, and when (the metric names are Java's; see ``METRICS`` for the
   ``records-lag-max/avg`` and ``records-lead-min/avg`` (per partition, and ``records-lag-max``
   / ``records-lead-min`` over all partitions) are windowed over the values seen each time
   records were drained from a partition (Java records them there too).
+* ``consumer-fetch-manager-metrics``, typed values (``value.format`` / ``key.format``; 0
+  while both are binary; no Java counterpart, Java-style names): ``records-decoded-total``
+  (records whose key and value went through the decoding plan and were handed out or kept,
+  PERMISSIVE's bad ones included), ``records-malformed-total`` (records with a key or value
+  that did not decode, PERMISSIVE and DROPMALFORMED: FAILFAST raises instead),
+  ``records-dropped-total`` (DROPMALFORMED: left
+  out), ``schema-ids-seen`` (how many distinct Avro writer schema ids and GUIDs the records
+  named). They count the plan's work: a record decoded again (a poll rolled back, the
+  records after a FAILFAST error fetched again) counts again.
 * ``consumer-metrics``: ``time-between-poll-avg/max`` (ms from one poll's start to the next),
   ``poll-idle-ratio-avg`` (Java's poll time / (poll time + time since the previous poll)),
   ``last-poll-seconds-ago``, ``connection-count`` (broker connections open or opening).
@@ -121,7 +130,9 @@ METRICS: dict[str, tuple[str, ...]] = {
         "records-consumed-rate", "records-consumed-total", "bytes-consumed-rate",
         "bytes-consumed-total", "fetch-size-avg", "fetch-size-max", "fetch-latency-avg",
         "fetch-latency-max", "fetch-rate", "fetch-total", "records-lag-max", "records-lead-min",
-        "records-lag", "records-lag-avg", "records-lead", "records-lead-avg"),
+        "records-lag", "records-lag-avg", "records-lead", "records-lead-avg",
+        "records-decoded-total", "records-malformed-total", "records-dropped-total",
+        "schema-ids-seen"),
     CONSUMER_GROUP: ("time-between-poll-avg", "time-between-poll-max", "poll-idle-ratio-avg",
                      "last-poll-seconds-ago", "connection-count"),
     COORDINATOR_GROUP: (
@@ -139,6 +150,22 @@ _HOUR_MS = 3_600_000.0
 def _seconds_ago(then: float | None, now: float) -> float:
     """Java's ``TimeUnit.SECONDS.convert(now - then, MILLISECONDS)``; -1 when never."""
     return -1.0 if then is None else float(int((now - then) // 1000))
+
+
+class ValueCounts(Protocol):
+    """What a decoding plan has done so far (pyconsumer.values.ValueCounts, read-only)."""
+
+    @property
+    def decoded(self) -> int: ...
+
+    @property
+    def malformed(self) -> int: ...
+
+    @property
+    def dropped(self) -> int: ...
+
+    @property
+    def schema_ids(self) -> Sized: ...
 
 
 class _PollTimer:
@@ -212,6 +239,8 @@ class ConsumerMetrics:
         self._last_heartbeat: float | None = None
         self._rebalance_start: float | None = None
         self._last_rebalance: float | None = None
+        #: the typed values' counters (count_values), read when metrics() is called
+        self._value_counts: Callable[[], ValueCounts] | None = None
 
     # ------------------------------------------------------------------ building
 
@@ -272,6 +301,11 @@ class ConsumerMetrics:
 
     def _partition_tags(self, tp: TopicPartition) -> dict[str, str]:
         return {**self._tags, "topic": tp.topic.replace(".", "_"), "partition": str(tp.partition)}
+
+    def count_values(self, snapshot: Callable[[], ValueCounts]) -> None:
+        """Report the typed values' counters (value.format / key.format): ``snapshot`` gives
+        them (thread-safe: metrics() may run on any thread)."""
+        self._value_counts = snapshot
 
     # ------------------------------------------------------------------ recording: poll
 
@@ -409,6 +443,12 @@ class ConsumerMetrics:
         out[MetricName("last-poll-seconds-ago", CONSUMER_GROUP, self._tags)] = \
             _seconds_ago(self._last_poll, now)
         out[MetricName("connection-count", CONSUMER_GROUP, self._tags)] = float(connection_count)
+        counts = None if self._value_counts is None else self._value_counts()
+        for name, value in (("records-decoded-total", counts and counts.decoded),
+                            ("records-malformed-total", counts and counts.malformed),
+                            ("records-dropped-total", counts and counts.dropped),
+                            ("schema-ids-seen", counts and len(counts.schema_ids))):
+            out[MetricName(name, FETCH_GROUP, self._tags)] = float(value or 0)
         for tp in sorted(assigned, key=lambda tp: (tp.topic, tp.partition)):
             try:
                 lag, lead = self._lag_lead(subscriptions, tp)
@@ -436,5 +476,5 @@ class ConsumerMetrics:
             self._stats.pop(MetricName(name, FETCH_GROUP, tags), None)
 
 
-__all__ = ["AssignmentView", "ConsumerMetrics", "METRICS", "PartitionView",
+__all__ = ["AssignmentView", "ConsumerMetrics", "METRICS", "PartitionView", "ValueCounts",
            "FETCH_GROUP", "CONSUMER_GROUP", "COORDINATOR_GROUP"]

@@ -13,8 +13,12 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch import Fetcher
@@ -29,8 +33,10 @@ from pyconsumer.consumer.subscription import (
 )
 from pyconsumer.errors import ErrorCode, IllegalStateError, KafkaTimeoutError
 from pyconsumer.net.client import NetworkClient
-from pyconsumer.records import CompletedFetch
+from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
+from pyconsumer.values import MalformedValueError, TypedValues
+from pyconsumer.values.typed import Format
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,6 +71,133 @@ def poll_limit(timeout_ms: Any, max_records: int | None, config: ConsumerConfig)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"max_records must be an int >= 1, got {max_records!r}")
     return limit
+
+
+# ------------------------------------------------------------------ the typed hook
+#
+# With value.format / key.format the consumer's takes decode each partition's chunk through
+# its TypedValues plan (on the decode threads, where the chunk was taken) and hand back a
+# TypedChunk; PollLoop.settle_typed then applies FAILFAST's rule before the result is built:
+# the records before a bad one are returned and the partition's position stays on the bad
+# record, so the next poll raises (the error names topic, partition and offset) until a seek
+# moves past it. No record is skipped or lost either way.
+
+
+@dataclass
+class TypedChunk(Generic[T]):
+    """One partition's chunk after its plan: ``out`` what is handed out (typed batches or
+    records), ``rows`` how many rows that is, ``taken`` how many records were taken from the
+    cursor (the budget and the position count these: a DROPMALFORMED chunk may hand out fewer,
+    even none), ``error`` FAILFAST's first bad record (``out`` then holds those before it)."""
+
+    out: T
+    rows: int
+    taken: int
+    error: MalformedValueError | None = None
+
+
+def typed_count(chunk: TypedChunk[Any]) -> int:
+    """The records a typed take took from its cursor (the drain's count)."""
+    return chunk.taken
+
+
+def needs_headers(plan: TypedValues) -> bool:
+    """Confluent-framed Avro may carry its schema id in a header: the plan reads them."""
+    return any(spec.format is Format.AVRO and spec.framing == "confluent"
+               for spec in (plan.key, plan.value))
+
+
+def _apply_before(plan: TypedValues, batch: pa.RecordBatch, error: MalformedValueError
+                  ) -> tuple[pa.RecordBatch | None, MalformedValueError]:
+    """FAILFAST raised for ``batch`` (one partition's rows, in offset order): the typed rows
+    before the first bad record, and the error naming it. The plan stops at the first bad
+    row of the first column it decodes, so the rows before it are decoded again until none
+    fails (an earlier bad row of the other column then becomes the error)."""
+    while True:
+        before = batch.filter(pc.less(batch.column("offset"), error.offset))
+        if before.num_rows == 0:
+            return None, error
+        try:
+            return plan.apply(before), error
+        except MalformedValueError as e:
+            error = e
+
+
+def typed_arrow(plan: TypedValues, parts: Sequence[pa.RecordBatch],
+                run: Callable[[list[Callable[[], pa.RecordBatch]]],
+                              list[tuple[pa.RecordBatch | None, BaseException | None]]],
+                keep_headers: bool) -> TypedChunk[list[pa.RecordBatch]]:
+    """One partition's Arrow chunk (its parts in offset order: the runs of a parallel take)
+    through the plan, the parts side by side on ``run`` (the decode threads). ``keep_headers``
+    False: the headers column, read only for the plan's schema ids, is dropped after."""
+    taken = sum(p.num_rows for p in parts)
+    todo = [p for p in parts if p.num_rows]
+    results = run([functools.partial(plan.apply, p) for p in todo])
+    out: list[pa.RecordBatch] = []
+    error: MalformedValueError | None = None
+    for part, (batch, failed) in zip(todo, results):
+        if failed is not None:
+            if not isinstance(failed, MalformedValueError):
+                raise failed
+            batch, error = _apply_before(plan, part, failed)
+        if batch is not None:
+            out.append(batch if keep_headers or "headers" not in batch.schema.names
+                       else batch.drop_columns(["headers"]))
+        if error is not None:
+            break                                 # the parts after it are fetched again
+    return TypedChunk(out, sum(b.num_rows for b in out), taken, error)
+
+
+def _records_batch(records: list[ConsumerRecord], plan: TypedValues, headers: bool
+                   ) -> pa.RecordBatch:
+    """poll()'s records as the plan reads them: Spark's Kafka schema, with the raw bytes of
+    the typed columns (an untyped column, maybe deserialized, is not read: nulls)."""
+    schema = kafka_arrow_schema(headers)
+    n = len(records)
+    columns: dict[str, pa.Array] = {}
+    for name, spec in (("key", plan.key), ("value", plan.value)):
+        columns[name] = pa.nulls(n, pa.binary()) if spec.format is Format.BINARY else pa.array(
+            [getattr(r, name) for r in records], pa.binary())
+    columns["topic"] = pa.array([r.topic for r in records], pa.string())
+    columns["partition"] = pa.array([r.partition for r in records], pa.int32())
+    columns["offset"] = pa.array([r.offset for r in records], pa.int64())
+    if headers:
+        columns["headers"] = pa.array(
+            [[{"key": k, "value": v} for k, v in r.headers] for r in records],
+            schema.field("headers").type)
+    return pa.RecordBatch.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema],
+        schema=schema)
+
+
+def typed_records(plan: TypedValues, records: list[ConsumerRecord]
+                  ) -> TypedChunk[list[ConsumerRecord]]:
+    """poll()'s records of one partition through the plan: a typed key/value becomes its
+    Python value (a dict for a struct, a str for a string; None for a bad one under
+    PERMISSIVE, whose raw bytes only poll_arrow()'s corrupt column keeps), DROPMALFORMED
+    leaves bad records out, FAILFAST stops before the first bad one."""
+    if not records:
+        return TypedChunk(records, 0, 0)
+    batch = _records_batch(records, plan, needs_headers(plan))
+    error: MalformedValueError | None = None
+    try:
+        typed: pa.RecordBatch | None = plan.apply(batch)
+    except MalformedValueError as e:
+        typed, error = _apply_before(plan, batch, e)
+    out: list[ConsumerRecord] = []
+    if typed is not None and typed.num_rows:
+        by_offset = {r.offset: r for r in records}
+        offsets = typed.column("offset").to_pylist()
+        keys = typed.column("key").to_pylist() if plan.key.format is not Format.BINARY else None
+        values = typed.column("value").to_pylist() if plan.value.format is not Format.BINARY \
+            else None
+        for i, offset in enumerate(offsets):
+            r = by_offset[offset]
+            out.append(ConsumerRecord(
+                r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type,
+                r.key if keys is None else keys[i], r.value if values is None else values[i],
+                r.headers, r.leader_epoch, r.serialized_key_size, r.serialized_value_size))
+    return TypedChunk(out, len(out), len(records), error)
 
 
 class PollLoop:
@@ -164,6 +297,43 @@ class PollLoop:
                      sorted(map(str, moved)))
             self._fetcher.clear_buffered(keep=lambda tp: tp not in moved)
             self._fetcher.positions_moved(moved)      # set here, not through subscriptions
+
+    def settle_typed(self, chunks: list[tuple[TopicPartition, TypedChunk[T]]]
+                     ) -> list[tuple[TopicPartition, T]]:
+        """What a typed poll hands out (called from ``build``, positions journaled). A chunk
+        that stopped at a FAILFAST error gives the records before the bad one, its partition's
+        position goes back to the bad record (later chunks of it are left out: fetched again
+        from there), and the next poll raises. A partition whose first record in this poll
+        is bad raises now: every position of the poll is rolled back (nothing is lost), so
+        the error cannot wait forever behind other partitions' records."""
+        out: list[tuple[TopicPartition, T]] = []
+        stopped: dict[TopicPartition, int] = {}
+        delivered: set[TopicPartition] = set()
+        for tp, chunk in chunks:
+            if tp in stopped:
+                continue
+            if chunk.error is not None:
+                if not chunk.rows and tp not in delivered:
+                    raise chunk.error
+                assert chunk.error.offset is not None
+                stopped[tp] = chunk.error.offset
+            if chunk.rows:
+                delivered.add(tp)
+            out.append((tp, chunk.out))
+        for tp, offset in stopped.items():
+            self._hold(tp, offset)
+        return out
+
+    def _hold(self, tp: TopicPartition, offset: int) -> None:
+        """Put ``tp``'s position back on ``offset`` (a record it took but did not hand out)
+        and drop what is buffered of it: it is fetched again from there. The epoch stays the
+        one of the last batch taken (never older than the record's: no false truncation)."""
+        position = self._subscriptions.position(tp)
+        assert position is not None
+        self._subscriptions.advance(tp, offset, position.offset_epoch)
+        log.info("%s: a bad record at offset %d (bad.records.mode=FAILFAST): the position "
+                 "stays there, the next poll raises", tp, offset)
+        self._fetcher.clear_buffered(keep=lambda t: t != tp)
 
     def _warn_unknown_partitions(self, client: NetworkClient) -> None:
         """An assigned partition the metadata does not list gets no data; the client keeps
@@ -270,4 +440,5 @@ class PollLoop:
                 or (self._membership is not None and self._membership.attention()))
 
 
-__all__ = ["PollLoop", "check_poll_timeout", "poll_limit"]
+__all__ = ["PollLoop", "TypedChunk", "check_poll_timeout", "needs_headers", "poll_limit",
+           "typed_arrow", "typed_count", "typed_records"]
