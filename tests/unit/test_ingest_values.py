@@ -1,0 +1,217 @@
+"""``pyconsumer ingest``'s typed-value flags without Spark: the source options they become, the
+errors naming the flag (before any JVM starts), secrets kept out of messages, the split of a
+read into good and rejected rows (which columns), the summary with rejected records, and the
+TypedValues behaviour --bad-records relies on (a rejected record kept whole).
+
+The runs on Apache Kafka with a real registry are in tests/kafka/test_ingest_typed_on_kafka.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pyconsumer.cli import main
+from pyconsumer.ingest import IngestError, IngestSummary, PartitionSummary, format_summary
+from pyconsumer.ingest.values import (
+    REASON_COLUMN,
+    REASON_OPTION,
+    Rejects,
+    ValueFlags,
+    read_flag_text,
+    redact,
+    rejects,
+    value_options,
+    with_rejects,
+)
+from pyconsumer.values.typed import ColumnFormat, Format, TypedValues
+
+BASE = ["ingest", "-b", "127.0.0.1:1", "-t", "orders", "--output", "out"]
+
+
+def test_flags_become_the_source_options() -> None:
+    assert value_options(ValueFlags()) == {}
+    assert value_options(ValueFlags(
+        value_format="AVRO", key_format="string", value_subject="orders-v2",
+        schema_registry="http://r:8081", registry_auth="u:p", mode="dropmalformed")) == {
+        "valueFormat": "avro", "keyFormat": "string", "valueSubject": "orders-v2",
+        "schema.registry.url": "http://r:8081", "schema.registry.basic.auth.user.info": "u:p",
+        "mode": "DROPMALFORMED"}
+    assert value_options(ValueFlags(value_format="json", value_schema="id long",
+                                    schema_registry="http://r", registry_token="t0k")) == {
+        "valueFormat": "json", "valueSchema": "id long", "schema.registry.url": "http://r",
+        "schema.registry.bearer.auth.token": "t0k"}
+
+
+def test_bad_records_reads_permissive_with_the_reason_column() -> None:
+    opts = {"subscribe": "t", "valueFormat": "json", "valueSchema": "a int"}
+    assert with_rejects(opts) == {**opts, "mode": "PERMISSIVE", REASON_OPTION: REASON_COLUMN}
+    assert with_rejects({**opts, "MODE": "permissive"}) == {
+        **opts, "mode": "PERMISSIVE", REASON_OPTION: REASON_COLUMN}
+    with pytest.raises(IngestError, match=r"^--bad-records does not go with --mode FAILFAST: "):
+        with_rejects({**opts, "mode": "failfast"})
+    with pytest.raises(IngestError, match=r"^--bad-records needs --value-format or --key-format"):
+        with_rejects({"subscribe": "t", "valueFormat": "binary"})
+    with pytest.raises(IngestError, match=r"-o columnNameOfCorruptRecord cannot be empty$"):
+        with_rejects({**opts, "columnNameOfCorruptRecord": ""})
+
+
+def test_the_split_takes_raw_bytes_from_the_corrupt_columns() -> None:
+    assert rejects({"valueFormat": "json"}) is None
+    value = with_rejects({"valueFormat": "json", "valueSchema": "a int"})
+    assert rejects(value) == Rejects(REASON_COLUMN, "_corrupt_record", "key",
+                                     ("_corrupt_record", REASON_COLUMN))
+    key = with_rejects({"keyformat": "string"})
+    assert rejects(key) == Rejects(REASON_COLUMN, "value", "_corrupt_record_key",
+                                   ("_corrupt_record_key", REASON_COLUMN))
+    both = with_rejects({"valueFormat": "avro", "keyFormat": "string",
+                         "columnNameOfCorruptRecord": "raw"})
+    assert rejects(both) == Rejects(REASON_COLUMN, "raw", "raw_key",
+                                    ("raw", "raw_key", REASON_COLUMN))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--value-format", "json"],
+     "--value-format=json needs --value-schema (a Spark DDL string, a StructType or a pyarrow "
+     "schema)"),
+    (["--value-format", "json", "--value-schema", "id lng"],
+     "--value-schema is not a Spark DDL schema: unknown type 'lng' at position 3 (near 'lng')"),
+    (["--key-format", "json", "--key-schema", "id long,"],
+     "--key-schema is not a Spark DDL schema: "),
+    (["--value-format", "avro"],
+     "--value-format=avro (Confluent framing) needs --schema-registry to fetch writer schemas "
+     "by id"),
+    (["--value-format", "avro", "--schema-registry", "http://r", "--value-schema", "{\"type\":"],
+     "--value-schema is not a usable Avro schema: "),
+    (["--value-format", "string", "--value-schema", "a int"],
+     "--value-schema applies to --value-format json or avro, not string"),
+    (["--value-format", "json", "--value-schema", "a int", "--value-subject", "s"],
+     "--value-subject applies to --value-format avro"),
+    (["--mode", "failfast"],
+     "--mode needs --value-format or --key-format (string, json or avro): binary records are "
+     "never malformed"),
+    (["--bad-records", "bad"],
+     "--bad-records needs --value-format or --key-format (string, json or avro): binary "
+     "records are never rejected"),
+    (["--value-format", "string", "--bad-records", "bad", "--mode", "dropmalformed"],
+     "--bad-records does not go with --mode DROPMALFORMED: rejected records are written apart, "
+     "so the read keeps every record (PERMISSIVE)"),
+    (["--value-format", "string", "--schema-registry-auth", "u:p"],
+     "--schema-registry-auth and --schema-registry-token need --schema-registry URL"),
+    (["--value-format", "avro", "--schema-registry", "http://r", "--schema-registry-auth", "u"],
+     "--schema-registry-auth is USER:PASSWORD (or @FILE holding it)"),
+    (["--value-format", "avro", "--schema-registry", "http://r", "--schema-registry-auth", "u:p",
+      "--schema-registry-token", "t"],
+     "give --schema-registry-auth or --schema-registry-token, not both"),
+    (["--value-format", "avro", "--schema-registry", "ftp://alice:s3cret@r"],
+     "--schema-registry: a schema registry URL is http(s)://host[:port][/path], got "
+     "'ftp://***@r'"),
+    (["--value-format", "avro", "--schema-registry", "http://r", "-o",
+      "schema.registry.timeout=soon"],
+     "--schema-registry: schema registry setting 'timeout' is a number, got 'soon'"),
+    (["--value-format", "json", "--value-schema", "@/nonexistent/schema.ddl"],
+     "--value-schema @/nonexistent/schema.ddl: cannot read the file: No such file or directory"),
+])
+def test_bad_flags_fail_before_spark_naming_the_flag(capsys: pytest.CaptureFixture[str],
+                                                     args: list[str], message: str) -> None:
+    assert main([*BASE, *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"pyconsumer ingest: {message}"), captured.err
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert "s3cret" not in captured.err
+
+
+@pytest.mark.parametrize("flag, value, shown, choices", [
+    ("--value-format", "XML", "xml", "'binary', 'string', 'json', 'avro'"),
+    ("--key-format", "protobuf", "protobuf", "'binary', 'string', 'json', 'avro'"),
+    ("--mode", "lenient", "LENIENT", "'PERMISSIVE', 'DROPMALFORMED', 'FAILFAST'"),
+])
+def test_a_value_out_of_the_choices_is_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                     flag: str, value: str, shown: str,
+                                                     choices: str) -> None:
+    """(formats are taken in any case, as lower case; modes as upper case, as Spark does)"""
+    with pytest.raises(SystemExit) as info:
+        main([*BASE, flag, value])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"pyconsumer ingest: error: argument {flag}: invalid choice: {shown!r} (choose from "
+        f"{choices})")
+
+
+def test_schemas_and_secrets_from_files(tmp_path: Path) -> None:
+    ddl = tmp_path / "orders.ddl"
+    ddl.write_text("id long,\nitem string\n")
+    assert read_flag_text(f"@{ddl}", "--value-schema") == "id long,\nitem string"
+    assert read_flag_text("id long", "--value-schema") == "id long"
+    assert read_flag_text(None, "--value-schema") is None
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    with pytest.raises(IngestError, match=rf"^--schema-registry-token @{empty}: the file is empty$"):
+        read_flag_text(f"@{empty}", "--schema-registry-token")
+    latin = tmp_path / "latin"
+    latin.write_bytes(b"caf\xe9 long")
+    with pytest.raises(IngestError, match=rf"^--key-schema @{latin}: the file is not UTF-8 text "
+                                          r"\(invalid continuation byte at byte 3\)$"):
+        read_flag_text(f"@{latin}", "--key-schema")
+
+
+def test_credentials_in_urls_are_redacted() -> None:
+    assert redact("got 'https://alice:pw@r:8081/x' and http://r2") == \
+        "got 'https://***@r:8081/x' and http://r2"
+
+
+def test_the_summary_counts_good_and_rejected_records() -> None:
+    summary = IngestSummary(
+        mode="batch", output="out", seconds=2.0, files=1,
+        partitions=[PartitionSummary("orders", 0, 0, 9, 8, 80)],
+        bad_records="bad", rejected_files=1,
+        rejected=[PartitionSummary("orders", 0, 3, 7, 2, 20)], sized=("key",))
+    assert summary.rejected_records == 2
+    assert format_summary(summary).splitlines() == [
+        "ingest summary (batch; 1 Parquet file added to out):",
+        "  topic   partition  offsets  records  bytes",
+        "  ------  ---------  -------  -------  -----",
+        "  orders          0  0-9            8     80",
+        "  total                             8     80",
+        "  8 records, 80 B (key) in 2.00 s: 4 records/s, 40 B/s",
+        "  8 good and 2 rejected records (1 Parquet file added to bad)",
+        "rejected records:",
+        "  topic   partition  offsets  rejected",
+        "  ------  ---------  -------  --------",
+        "  orders          0  3-7             2",
+    ]
+    clean = IngestSummary(mode="batch", output="out", seconds=1.0, bad_records="bad",
+                          sized=())
+    assert format_summary(clean).splitlines()[-2:] == [
+        "  0 records, 0 B (typed key and value: not counted) in 1.00 s: 0 records/s, 0 B/s",
+        "  0 good and 0 rejected records (0 Parquet files added to bad)"]
+
+
+def _batch(keys: list[bytes | None], values: list[bytes | None]) -> pa.RecordBatch:
+    n = len(values)
+    return pa.RecordBatch.from_pydict({
+        "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary()),
+        "topic": ["t"] * n, "partition": pa.array([0] * n, pa.int32()),
+        "offset": pa.array(range(n), pa.int64()),
+        "timestamp": pa.array([0] * n, pa.timestamp("us", tz="UTC")),
+        "timestampType": pa.array([0] * n, pa.int32())})
+
+
+def test_a_rejected_record_keeps_both_raw_columns_when_key_and_value_are_typed() -> None:
+    """With the reason column (ingest's read), a row bad in one column carries the other's raw
+    bytes too: the rejected-records dataset holds the whole record."""
+    plan = TypedValues(ColumnFormat(Format.JSON, "a int"), ColumnFormat(Format.STRING),
+                       reason_column="why")
+    out = plan.apply(_batch([b"k0", b"\xff", b"k2", None],
+                            [b'{"a":1}', b'{"a":2}', b'{"a":"x"}', None])).to_pydict()
+    assert out["key"] == ["k0", None, "k2", None]
+    assert out["value"] == [{"a": 1}, {"a": 2}, None, None]
+    assert out["_corrupt_record_key"] == [None, b"\xff", b"k2", None]
+    assert out["_corrupt_record"] == [None, b'{"a":2}', b'{"a":"x"}', None]
+    assert out["why"] == [None, "key: invalid UTF-8 at byte 0: invalid start byte",
+                          "value: field a: expected an integer for INT, got 'x'", None]
+    # without the reason column, Spark's PERMISSIVE: raw bytes only in the bad column
+    plain = TypedValues(ColumnFormat(Format.JSON, "a int"), ColumnFormat(Format.STRING))
+    out = plain.apply(_batch([b"\xff"], [b'{"a":2}'])).to_pydict()
+    assert (out["_corrupt_record_key"], out["_corrupt_record"]) == ([b"\xff"], [None])
