@@ -323,6 +323,13 @@ class TypedValues:
             out = out.append(pa.field(self.reason_column, pa.string(), nullable=True))
         return out
 
+    @property
+    def reads_headers(self) -> bool:
+        """Confluent-framed Avro may name its writer schema in a header (``__value_schema_id``
+        / ``__key_schema_id``): :meth:`apply` needs the ``headers`` column then."""
+        return any(spec.format is Format.AVRO and spec.framing == "confluent"
+                   for spec in (self.key, self.value))
+
     def _needs_topic(self, column: str) -> bool:
         spec = self.value if column == "value" else self.key
         return spec.format is Format.AVRO and spec.schema is None and spec.subject is None
