@@ -580,6 +580,10 @@ class FetchRequests:
         parts: list[tuple[TopicPartition, bodies.PartitionData, RecordSetIndex]] = []
         topic_bytes: list[tuple[str | None, int]] = []
         unknown_ids = 0
+        # the decoder's indexes, one per partition in order, built as it walked the response
+        # (protocol.decode_response; a body from elsewhere has none: indexed here)
+        indexes: list[RecordSetIndex] | None = getattr(body, "indexes", None)
+        k = 0
         for t in body["responses"]:
             name = t["topic"] if by_name else data.topic_names.get(t["topic_id"])
             size = 0
@@ -588,8 +592,14 @@ class FetchRequests:
                 # and bound for the buffer, the batches for its cursor
                 named = None if name is None else TopicPartition(name, p["partition_index"])
                 asked = None if named is None else data.session_partitions.get(named)
-                index = RecordSetIndex(p.get("records"),
-                                       0 if asked is None else asked.fetch_offset)
+                offset = 0 if asked is None else asked.fetch_offset
+                if indexes is None:
+                    index = RecordSetIndex(p.get("records"), offset)
+                else:
+                    index = indexes[k]
+                    k += 1
+                    if offset:                 # built at offset 0: judged again from its entries
+                        index.set_fetch_offset(offset)
                 size += index.size
                 if named is not None:
                     parts.append((named, p, index))
