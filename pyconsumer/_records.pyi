@@ -114,6 +114,8 @@ class RecordSetIndex:
     ) -> list[int] | None: ...
     def __len__(self) -> int: ...
 
+FETCH_RESPONSE_VERSIONS: tuple[int, int]
+
 @final
 class FetchResponseBody(dict[str, Any]):
     @property

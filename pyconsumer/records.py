@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from pyconsumer import errors as _errors
 from pyconsumer._records import (
+    FETCH_RESPONSE_VERSIONS,
     AvroProgram,
     CompletedFetch,
     ConsumerRecord,
@@ -68,6 +69,7 @@ _set_error_classes(_errors.CorruptRecordError, _errors.UnsupportedCodecError,
                    _errors.RecordDeserializationError, _errors.KafkaProtocolError)
 
 __all__ = [
+    "FETCH_RESPONSE_VERSIONS",
     "AvroProgram",
     "CompletedFetch",
     "ConsumerRecord",

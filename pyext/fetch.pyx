@@ -18,6 +18,8 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 import uuid as _uuid
 
+FETCH_RESPONSE_VERSIONS = (0, FETCH_MAX_VERSION)     # what decode_fetch_response decodes
+
 cdef object _UUID = _uuid.UUID
 cdef object _ZERO_UUID = _UUID(int=0)
 cdef dict _uuids = {}                  # 16 bytes -> UUID (immutable: shared), bounded

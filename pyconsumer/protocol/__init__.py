@@ -5,6 +5,8 @@ Messages are declared once as data (:mod:`.declarations`) and encoded/decoded by
 (``ErrorCode`` -> ``error_code``); a decoded body holds every field declared for the message,
 with defaults for fields the version lacks, so callers need not branch on versions. A Fetch
 response's ``records`` are a zero-copy ``memoryview`` slice of the response frame.
+A Fetch response is decoded by the compiled :func:`pyconsumer.records.decode_fetch_response`
+(the same body in one pass, with each record set's index; the codec is its reference).
 Malformed input raises :class:`pyconsumer.errors.KafkaProtocolError` naming message, version
 and field; so does a body key that no version of the message has. :mod:`.bodies` holds a
 TypedDict for every body and struct, generated from the declarations by
@@ -29,6 +31,7 @@ from pyconsumer.protocol.codec import (
 )
 from pyconsumer.protocol.primitives import Buffer, DecodeError, Reader, Writer
 from pyconsumer.protocol.schema import MESSAGES, Message, in_range
+from pyconsumer.records import FETCH_RESPONSE_VERSIONS, decode_fetch_response
 
 __all__ = [
     "ApiKey",
@@ -178,6 +181,10 @@ def decode_response(api_key: int, version: int, payload: Buffer) -> tuple[int, d
         ) from None
     if response_header_version(api_key, version) >= 1:
         _skip_header_tags(r, msg.name)
+    if api_key == ApiKey.FETCH and version <= FETCH_RESPONSE_VERSIONS[1]:
+        # the compiled one-pass decoder (issue 26): the codec's body, value for value (the
+        # codec stays its reference), with each record set's index (body.indexes)
+        return correlation_id, decode_fetch_response(version, r.buf, r.pos, True)
     return correlation_id, decode_body(msg, version, r)
 
 
