@@ -37,8 +37,12 @@ Cases
   ``pyconsumer.testing.spark_kafka_jars()``) and a tuple-yielding Python data source over
   confluent-kafka, five workloads (noop, count, agg, from_json + aggregate, Parquet) on 5M x
   100 B and 1M JSON records, plus ``poll_arrow`` in the driver (bench_spark.py, its own
-  process); only when pyspark and Java are there, and not with ``--quick`` unless asked for
-  with ``--cases``.
+  process); and typed values (issue 25): 1M JSON and 1M Confluent-framed Avro records (a
+  Schema Registry in the process) read by ``format('pyconsumer')`` with ``valueFormat``
+  against ``format('kafka')`` + ``from_json`` / ``from_avro`` and against the binary read of
+  the same topic (noop, count, an aggregate over the typed fields, Parquet). Only when pyspark
+  and Java are there, and not with ``--quick`` unless asked for with ``--cases``;
+  ``--spark-datasets`` picks the data sets (bytes json json_typed avro_typed).
 
 ``--baseline REV`` also runs the decoder and pyconsumer's end-to-end contenders as built from
 another commit, in the same rounds (benchmarks/baseline.py): how a change moved the hot path,
@@ -92,6 +96,8 @@ class Case:
     peer_label: str = "x format('kafka'), same workload"   # the peer column's heading
     #: (target, wanted, measured, met) rows that are not ratios of two contenders (idle polls)
     extra_targets: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: more per-row reference columns after the peer's: (heading, row -> its reference row)
+    columns: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
     def peer_ratio(self, name: str) -> float | None:
         """The median per-round ratio of a row to its peer (Spark: the same workload on
@@ -337,6 +343,14 @@ SPARK_DESCRIPTIONS = {
     "pyconsumer": "spark.read.format('pyconsumer')",
     "tuple": "a tuple-yielding Python data source over confluent-kafka consume()",
     "arrow_mem": "ready Arrow batches from memory, no Kafka: Spark's Python-source path alone",
+    "binary": "spark.read.format('pyconsumer'), value left binary",
+}
+#: the typed sets' contenders (issue 25), where they differ from the above
+SPARK_TYPED_DESCRIPTIONS = {
+    ("json_typed", "kafka"): "format('kafka') + from_json(value, DDL)",
+    ("json_typed", "pyconsumer"): "format('pyconsumer'), valueFormat json, valueSchema DDL",
+    ("avro_typed", "kafka"): "format('kafka') + from_avro(substring(value, 6), schema): framing cut off",
+    ("avro_typed", "pyconsumer"): "format('pyconsumer'), valueFormat avro, schema.registry.url",
 }
 SPARK_WORKLOADS = {
     "noop": "write.format('noop')",
@@ -344,10 +358,17 @@ SPARK_WORKLOADS = {
     "agg": "groupBy(partition).agg(sum(length(value)))",
     "json": "from_json into 8 typed fields, groupBy(country) over all of them",
     "parquet": "write.parquet",
+    "fields": "groupBy(country) over all 8 typed fields (value.*)",
 }
 #: the issue's Spark targets: pyconsumer / format("kafka") per workload, source / poll_arrow
 SPARK_TARGETS = {"noop": 2.0, "count": 2.0, "agg": 2.0, "json": 1.5, "parquet": 1.5}
 SPARK_POLL_ARROW_TARGET = 0.8
+#: issue 25: a typed read >= 3x Spark's source + from_json/from_avro, and >= 0.7x the binary read
+SPARK_TYPED_TARGET = 3.0
+SPARK_TYPED_VS_BINARY = 0.7
+SPARK_TYPED_SETS = ("json_typed", "avro_typed")
+#: bench_spark.py's data sets (its --datasets)
+SPARK_DATASETS = ("bytes", "json") + SPARK_TYPED_SETS
 
 
 def spark_cases(stdout: str, broker: str) -> list[Case]:
@@ -362,7 +383,9 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
         n = int(r[3].replace(",", ""))
         sets.setdefault(r[1], {}).setdefault(r[2].strip(), []).append(n / float(r[4]))
         sizes[r[1]] = n
-    what = {"bytes": "x 100 B", "json": "JSON records of ~150 B, 8 fields"}
+    what = {"bytes": "x 100 B", "json": "JSON records of ~150 B, 8 fields",
+            "json_typed": "JSON records of ~150 B read into 8 typed fields",
+            "avro_typed": "Confluent-framed Avro records of 8 fields read into typed fields"}
     cases = []
     for ds, rates in sets.items():
         descriptions = {"poll_arrow": "pyconsumer poll_arrow in the driver process, no Spark"}
@@ -370,24 +393,35 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
         for name in rates:
             contender, _, workload = name.partition(" ")
             if workload:
-                descriptions[name] = f"{SPARK_DESCRIPTIONS.get(contender, contender)}, " \
-                                     f"{SPARK_WORKLOADS.get(workload, workload)}"
+                source = SPARK_TYPED_DESCRIPTIONS.get((ds, contender)) or SPARK_DESCRIPTIONS.get(contender, contender)
+                descriptions[name] = f"{source}, {SPARK_WORKLOADS.get(workload, workload)}"
                 if f"kafka {workload}" in rates:
                     peers[name] = f"kafka {workload}"
+        notes = ["rates include planning and task start; every row crosses into the JVM (no source "
+                 "prunes columns or pushes the count down)",
+                 f"{connector}: Maven Central serves no connector for every PySpark release; "
+                 "pyconsumer.testing.spark_kafka_version() names the one taken"]
+        if ds in SPARK_TYPED_SETS:
+            notes += ["the x format('kafka') column divides by Spark's source with from_json / from_avro; "
+                      "the x binary column by format('pyconsumer') of the same topic with value left binary",
+                      "count(): Spark drops from_json / from_avro (no column is used), while the typed "
+                      "source decodes every value (no source prunes)"]
+        else:
+            notes.append("the targets divide by format('kafka') as users get it; kafka_tuned is the fairness check")
+        columns = []
+        if ds in SPARK_TYPED_SETS:      # the typed read against the binary read, same workload
+            binary = {name: f"binary {name.partition(' ')[2]}" for name in rates
+                      if name.startswith("pyconsumer ") and f"binary {name.partition(' ')[2]}" in rates}
+            columns.append(("x binary, same workload", binary))
         cases.append(Case(
             f"spark-{ds}-{broker}",
             f"Broker -> Spark, {sizes[ds]:,} {what.get(ds, '')} over 6 partitions (local[2], {connector})",
-            rates, [r for r in ("poll_arrow",) if r in rates], descriptions,
-            ["rates include planning and task start; every row crosses into the JVM (no source "
-             "prunes columns or pushes the count down)",
-             f"{connector}: Maven Central serves no connector for every PySpark release; "
-             "pyconsumer.testing.spark_kafka_version() names the one taken",
-             "the targets divide by format('kafka') as users get it; kafka_tuned is the fairness check"],
-            broker, peers))
+            rates, [r for r in ("poll_arrow",) if r in rates], descriptions, notes, broker, peers,
+            columns=columns))
     return cases
 
 
-def run_spark(quick: bool, rounds: int, broker: str) -> list[Case]:
+def run_spark(quick: bool, rounds: int, broker: str, datasets: list[str] | None = None) -> list[Case]:
     """bench_spark.py in its own process (a JVM and Spark's Python workers) on ``broker``;
     its round lines parsed."""
     try:
@@ -399,7 +433,8 @@ def run_spark(quick: bool, rounds: int, broker: str) -> list[Case]:
         print("spark: no java on PATH (Spark needs Java 17): skipped", flush=True)
         return []
     cmd = [sys.executable, str(HERE / "bench_spark.py"), "--broker", broker,
-           "--rounds", str(rounds), "--wait-idle", "0"] + (["--quick"] if quick else [])
+           "--rounds", str(rounds), "--wait-idle", "0"] + (["--quick"] if quick else []) \
+        + (["--datasets", *datasets] if datasets else [])
     print("spark: " + shlex.join(cmd), flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
@@ -519,6 +554,14 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
                 add(f"Spark {ds}: format('pyconsumer') {workload} vs poll_arrow in the driver",
                     f"spark-{ds}-{broker}", f"pyconsumer {workload}", "poll_arrow", SPARK_POLL_ARROW_TARGET)
     for broker in ("kafka", "tansu"):
+        for ds, fn in (("json_typed", "from_json"), ("avro_typed", "from_avro")):
+            for workload in ("noop", "count", "fields", "parquet"):
+                add(f"Spark {ds}: typed format('pyconsumer') vs format('kafka') + {fn}, {workload}",
+                    f"spark-{ds}-{broker}", f"pyconsumer {workload}", f"kafka {workload}", SPARK_TYPED_TARGET)
+            for workload in ("noop", "count", "parquet"):
+                add(f"Spark {ds}: typed format('pyconsumer') vs its binary read, {workload}",
+                    f"spark-{ds}-{broker}", f"pyconsumer {workload}", f"binary {workload}", SPARK_TYPED_VS_BINARY)
+    for broker in ("kafka", "tansu"):
         add("poll_arrow vs confluent-kafka, 1,000 partitions", f"scale1000-{broker}", "pc_arrow", "ck_consume", 2.0)
         add("poll_arrow vs the raw Fetch loop, 1,000 partitions", f"scale1000-{broker}", "pc_arrow", "raw_fetch", 0.9)
     for c in cases.values():
@@ -602,12 +645,14 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
             lines += [f"# On {BROKER_TITLES.get(c.broker, c.broker)}", ""]
         lines += [f"## {c.title}", ""]
         refs = c.references
-        peer = [c.peer_label] if c.peers else []
+        peer = ([c.peer_label] if c.peers else []) + [label for label, _ in c.columns]
         lines.append("| contender | what | records/s best | records/s median | "
                      + " | ".join(peer + [f"x {r}" for r in refs]) + " |")
         lines.append("|---|---|---:|---:|" + "---:|" * (len(refs) + len(peer)))
         for k, rs in c.rates.items():
-            ratios = ([c.peer_ratio(k)] if c.peers else []) + [c.ratio(k, r) for r in refs]
+            ratios = (([c.peer_ratio(k)] if c.peers else [])
+                      + [c.ratio(k, col[k]) if k in col else None for _, col in c.columns]
+                      + [c.ratio(k, r) for r in refs])
             lines.append(f"| {k} | {c.descriptions.get(k, '')} | {max(rs):,.0f} | {statistics.median(rs):,.0f} | "
                          + " | ".join("-" if x is None else f"{x:.2f}" for x in ratios) + " |")
         lines.append("")
@@ -640,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="only these contenders (the references of each case always run)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds per case (default 3, --quick 1)")
     ap.add_argument("--records", type=int, default=None, help="records per end-to-end topic")
+    ap.add_argument("--spark-datasets", nargs="*", default=None, choices=SPARK_DATASETS, metavar="SET",
+                    help="the spark case's data sets (default all: " + " ".join(SPARK_DATASETS) + ")")
     ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md and results/ go")
     ap.add_argument("--baseline", metavar="REV", default=None,
                     help="also run the decoder and the pyconsumer end-to-end contenders as built from "
@@ -677,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
     if "spark" in chosen:
         # on Apache Kafka whenever it is chosen (format("kafka") needs a true ListOffsets)
         picked = brokers_for_spark(args.broker)
-        cases += run_spark(args.quick, rounds, picked)
+        cases += run_spark(args.quick, rounds, picked, args.spark_datasets)
 
     args.out.mkdir(parents=True, exist_ok=True)
     pngs = charts(cases, args.out / "results")
