@@ -1,6 +1,6 @@
 """Typed values: Kafka record values decoded to Arrow (JSON, Avro, string).
 
-Core-level: imports only :mod:`pyconsumer.errors`, :mod:`pyconsumer.structs`,
+Core-level: imports only :mod:`pyconsumer.errors`, :mod:`pyconsumer.structs`, :mod:`pyconsumer.records`,
 pyarrow and the stdlib. Every decoder returns a :class:`~pyconsumer.values.result.Decoded`
 (the typed array, a bad row null, and the reasons by row index); :func:`apply_mode` then applies
 Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
@@ -12,9 +12,12 @@ Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
 - :mod:`~pyconsumer.values.modes`: the bad-record modes.
 - :mod:`~pyconsumer.values.typed`: :class:`TypedValues`, the one plan the consumer, the Spark
   source and ingest apply to a batch in Spark's Kafka schema (formats, schemas, registry, mode).
+- :mod:`~pyconsumer.values.decode`: :func:`decode_arrow`, :func:`pyconsumer.records.decode_arrow`
+  with ``value_format=`` / ``key_format=`` (a record set or log segment to a typed batch).
 """
 from __future__ import annotations
 
+from pyconsumer.values.decode import decode_arrow, typed_values
 from pyconsumer.values.json import decode_json, decode_string
 from pyconsumer.values.modes import (
     DEFAULT_CORRUPT_COLUMN,
@@ -34,4 +37,5 @@ __all__ = [
     "Mode", "ModeResult", "MalformedValueError", "apply_mode", "parse_mode", "DEFAULT_CORRUPT_COLUMN",
     "SchemaError", "infer_schema", "parse_ddl", "to_arrow_schema",
     "ColumnFormat", "Format", "TypedValues", "ValueCounts",
+    "decode_arrow", "typed_values",
 ]
