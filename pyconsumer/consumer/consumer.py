@@ -42,7 +42,6 @@ from pyconsumer.consumer.offsets import (
 from pyconsumer.consumer.poll import (
     PollLoop,
     TypedChunk,
-    needs_headers,
     poll_limit,
     typed_arrow,
     typed_count,
@@ -630,7 +629,7 @@ class KafkaConsumer:
         threads = self._decode_threads
         plan = self._typed
         # Confluent Avro may name its schema in a header: read them for the plan, drop after
-        read_headers = include_headers or (plan is not None and needs_headers(plan))
+        read_headers = include_headers or (plan is not None and plan.reads_headers)
         run = functools.partial(decode.run, threads=threads)
 
         def take(cursor: CompletedFetch, n: int) -> list[pa.RecordBatch]:

@@ -101,12 +101,6 @@ def typed_count(chunk: TypedChunk[Any]) -> int:
     return chunk.taken
 
 
-def needs_headers(plan: TypedValues) -> bool:
-    """Confluent-framed Avro may carry its schema id in a header: the plan reads them."""
-    return any(spec.format is Format.AVRO and spec.framing == "confluent"
-               for spec in (plan.key, plan.value))
-
-
 def _apply_before(plan: TypedValues, batch: pa.RecordBatch, error: MalformedValueError
                   ) -> tuple[pa.RecordBatch | None, MalformedValueError]:
     """FAILFAST raised for ``batch`` (one partition's rows, in offset order): the typed rows
@@ -178,7 +172,7 @@ def typed_records(plan: TypedValues, records: list[ConsumerRecord]
     leaves bad records out, FAILFAST stops before the first bad one."""
     if not records:
         return TypedChunk(records, 0, 0)
-    batch = _records_batch(records, plan, needs_headers(plan))
+    batch = _records_batch(records, plan, plan.reads_headers)
     error: MalformedValueError | None = None
     try:
         typed: pa.RecordBatch | None = plan.apply(batch)
@@ -440,5 +434,5 @@ class PollLoop:
                 or (self._membership is not None and self._membership.attention()))
 
 
-__all__ = ["PollLoop", "TypedChunk", "check_poll_timeout", "needs_headers", "poll_limit",
+__all__ = ["PollLoop", "TypedChunk", "check_poll_timeout", "poll_limit",
            "typed_arrow", "typed_count", "typed_records"]
