@@ -22,6 +22,8 @@ Fixtures
 - ``kafka3`` (session): a 3-node KafkaCluster (racks r1, r2, r3); a test that kills or stops a
   node need not restart it: the fixture brings every node back before handing the cluster on.
 - ``make_kafka3_topic`` (function): topics on it, replication factor 3 by default.
+- ``apicurio`` (session): one :class:`pyconsumer.testing.ApicurioRegistry` (a module may still
+  define its own).
 
 Without Java 17+, Maven or openssl the Kafka fixtures skip, saying what to install, except
 under ``CI=true`` where they fail: CI must run the Apache Kafka tier.
@@ -199,6 +201,26 @@ def kafka3(_kafka3_session: KafkaCluster) -> KafkaCluster:
         if not _kafka3_session.is_running(node_id):   # a previous test killed or stopped it
             _kafka3_session.restart(node_id)
     return _kafka3_session
+
+
+@pytest.fixture(scope="session")
+def apicurio() -> Iterator[Any]:
+    """One Apicurio Registry (a real Confluent-compatible Schema Registry, 14-32 s to start) for
+    the session; skips without Java 21+, fails under CI=true."""
+    from pyconsumer.testing import ApicurioRegistry
+    from pyconsumer.testing._maven import MissingToolError
+
+    try:
+        registry = ApicurioRegistry()
+        registry.start()
+    except MissingToolError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must run the registry tests: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    try:
+        yield registry
+    finally:
+        registry.close()
 
 
 @pytest.fixture
