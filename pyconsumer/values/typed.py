@@ -37,7 +37,7 @@ from pyconsumer.values.avro_decode import (
     SchemaId, UnknownSchemaError, WriterSchemas, decode_avro, schema_id_from_header,
 )
 from pyconsumer.values.json import decode_json, decode_string
-from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, Mode, apply_mode, parse_mode
+from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, MalformedValueError, Mode, apply_mode, parse_mode
 from pyconsumer.values.registry import (
     RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, shared_client,
     subject_name,
@@ -366,6 +366,7 @@ class TypedValues:
         malformed = 0
         ids: set[SchemaId] = set()
         reasons: dict[int, str] = {}
+        failed: MalformedValueError | None = None
 
         def locate(row: int) -> tuple[str, int, int]:
             return (topic, batch.column("partition")[row].as_py(), batch.column("offset")[row].as_py())
@@ -382,13 +383,22 @@ class TypedValues:
                 decoded = self._decode(column, spec, topic, raw, batch, ids)
             for row, why in decoded.errors.items():
                 reasons[row] = f"{reasons[row]}; {column}: {why}" if row in reasons else f"{column}: {why}"
-            result = apply_mode(decoded, raw, self.mode, _corrupt_name(self.corrupt_column, column), locate)
+            try:
+                result = apply_mode(decoded, raw, self.mode, _corrupt_name(self.corrupt_column, column), locate)
+            except MalformedValueError as e:
+                # FAILFAST names the batch's first bad record, whichever column it is bad in
+                # (the key is decoded first: its first bad row may come after the value's)
+                if failed is None or e.row < failed.row:
+                    failed = e
+                continue
             columns[column] = result.values
             if result.corrupt is not None:
                 corrupt[_corrupt_name(self.corrupt_column, column) or ""] = result.corrupt
             if result.keep is not None:
                 keep = result.keep if keep is None else pc.and_(keep, result.keep)
             malformed += result.malformed
+        if failed is not None:
+            raise failed
         if self.reason_column is not None and reasons and len(corrupt) == 2:
             # a rejected record is kept whole: with key and value both typed, a row bad in one
             # column also gets the other's raw bytes, else its good half would be lost as raw
