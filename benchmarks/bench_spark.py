@@ -1036,7 +1036,7 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
             if workload == "parquet":
                 check_parquet(spark, out_path, ds.n)
             rates[name].append(ds.n / elapsed)
-            print(f"round {rnd} {name:24s} {ds.n:>11,} records {elapsed:7.2f} s "
+            print(f"round {rnd} {name:29s} {ds.n:>11,} records {elapsed:7.2f} s "
                   f"{ds.n / elapsed / 1e3:9,.0f} krec/s   CPU s: " + " ".join(
                       f"{k} {v:.1f}" for k, v in meter.cpu.items())
                   + f", other processes {meter.others:.1f}"
@@ -1050,9 +1050,9 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
 
 
 def report(rates: dict[str, list[float]], sets: list[Dataset]) -> None:
-    print(f"\n{'case':26s} {'krec/s best':>12s} {'krec/s median':>14s}")
+    print(f"\n{'case':31s} {'krec/s best':>12s} {'krec/s median':>14s}")
     for name, rs in rates.items():
-        print(f"{name:26s} {max(rs) / 1e3:12,.0f} {statistics.median(rs) / 1e3:14,.0f}")
+        print(f"{name:31s} {max(rs) / 1e3:12,.0f} {statistics.median(rs) / 1e3:14,.0f}")
 
     def ratio(a: str, b: str) -> str:
         if a not in rates or b not in rates:
