@@ -137,7 +137,7 @@ def test_the_spark_example(setup: tuple[dict[str, Any], int], spark: Any, tmp_pa
     """local_session() gets the session the suite runs (one per JVM); the example's relative
     output paths (relative to the JVM's folder, not Python's) are moved to a temporary one."""
     namespace, port = setup
-    code = local(block('format("pyconsumer")'), port)
+    code = local(block('"out/_checkpoint"'), port)
     for relative in ('"out/orders"', '"out/_checkpoint"'):
         assert relative in code
         code = code.replace(relative, repr(str(tmp_path / relative.strip('"'))))
@@ -150,3 +150,26 @@ def test_the_spark_example(setup: tuple[dict[str, Any], int], spark: Any, tmp_pa
     written = out["spark"].read.parquet(str(tmp_path / "out" / "orders"))
     assert written.count() == sum(high)
     assert (tmp_path / "out" / "_checkpoint" / "offsets").is_dir()
+
+
+@pytest.mark.spark
+def test_the_typed_json_example(setup: tuple[dict[str, Any], int], spark: Any) -> None:
+    """Typed values: `orders` read as JSON by the Spark source and by poll_arrow()."""
+    _, port = setup
+    lines = run(local(block('.option("valueFormat", "json")'), port), {})
+    assert lines == ["[Row(key='order-7', amount=7.5)]", "struct<id: int64, amount: double>"]
+
+
+@pytest.mark.spark
+def test_the_typed_avro_example(setup: tuple[dict[str, Any], int], spark: Any) -> None:
+    """Typed values: Avro written by confluent-kafka's AvroSerializer, read through the
+    in-process registry by the Spark source and by poll_arrow()."""
+    pytest.importorskip("confluent_kafka.schema_registry.avro")
+    namespace, port = setup
+    out: dict[str, Any] = {"kafka": namespace["kafka"]}
+    try:
+        lines = run(local(block('.option("valueFormat", "avro")'), port), out)
+    finally:
+        if "registry" in out:
+            out["registry"].stop()
+    assert lines == [str(sum(i / 4 for i in range(100))), "[", "  0,", "  0.25,", "  0.5", "]"]
