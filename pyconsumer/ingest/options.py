@@ -184,7 +184,8 @@ def unknown_source_options(options: Mapping[str, str]) -> list[str]:
     lowered = {name.lower(): name for name in known}
     warnings = []
     for key in options:
-        if key.lower().startswith("kafka.") or key.lower() in lowered:
+        # kafka.* go to the consumer, schema.registry.* to the registry client: checked there
+        if key.lower().startswith(("kafka.", "schema.registry.")) or key.lower() in lowered:
             continue
         close = difflib.get_close_matches(key.lower(), list(lowered), n=1, cutoff=0.6)
         hint = f" (did you mean {lowered[close[0]]}?)" if close else ""
