@@ -485,6 +485,10 @@ def _prefix_ids(raw: pa.Array, header_ids: list[SchemaId | None] | None) -> set[
     """The schema ids the rows name (for the metrics): magic-0 prefixes, 0x01 GUIDs, header ids."""
     found: set[SchemaId] = set(i for i in header_ids or () if i is not None)
     binary = as_binary(raw, "Avro values")
+    if found:
+        # a row whose id came in a header has a bare body: its first bytes are data, not an id
+        assert header_ids is not None
+        binary = pc.filter(binary, pa.array([i is None for i in header_ids], pa.bool_()))
     for magic, width in ((b"\x00", 4), (b"\x01", 16)):
         framed = pc.fill_null(pc.starts_with(binary, pattern=magic.decode("latin-1")), False)
         if not pc.any(framed).as_py():

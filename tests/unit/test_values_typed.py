@@ -13,7 +13,7 @@ import io
 import json
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import fastavro
@@ -42,7 +42,7 @@ V2 = {"type": "record", "name": "User", "namespace": "ex", "fields": [
 USER_V2 = pa.struct([("id", pa.int64()), ("name", pa.string()), ("email", pa.string())])
 TS = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 
-Row = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+Row = tuple[int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]
 
 
 def body(schema: dict[str, Any], record: dict[str, Any]) -> bytes:
@@ -55,7 +55,7 @@ def framed(schema_id: int, payload: bytes) -> bytes:
     return b"\x00" + struct.pack(">I", schema_id) + payload
 
 
-def batch(rows: list[Row], topic: str = "t", partition: int = 3,
+def batch(rows: Sequence[Row], topic: str = "t", partition: int = 3,
           headers: bool = False, topics: list[str] | None = None) -> pa.RecordBatch:
     """Rows (offset, key, value, headers) in Spark's Kafka schema."""
     schema = kafka_arrow_schema(headers)
@@ -94,7 +94,7 @@ def rows_of(out: pa.RecordBatch, *names: str) -> list[tuple[Any, ...]]:
 
 
 def test_string_values_and_keys_in_every_mode() -> None:
-    data = [(10, b"k0", "h\u00e9".encode(), []), (11, b"\xff", b"v1", []),
+    data: list[Row] = [(10, b"k0", "h\u00e9".encode(), []), (11, b"\xff", b"v1", []),
             (12, b"k2", b"\xc3(", []), (13, None, None, [])]
     plan = TypedValues(ColumnFormat(Format.STRING), ColumnFormat(Format.STRING))
     out = plan.apply(batch(data))
@@ -123,7 +123,7 @@ def test_string_values_and_keys_in_every_mode() -> None:
 
 
 def test_json_struct_values_nulls_missing_and_extra_fields_and_a_bad_row() -> None:
-    data = [(0, None, b'{"id": 1, "name": "a", "extra": true}', []),
+    data: list[Row] = [(0, None, b'{"id": 1, "name": "a", "extra": true}', []),
             (1, None, b'{"id": 2}', []),
             (2, None, b'{"id": "x", "name": ', []),
             (3, None, None, []),
@@ -174,7 +174,7 @@ def test_avro_writer_versions_by_id_resolve_into_the_subjects_latest(
         registry: FakeSchemaRegistry) -> None:
     v1 = registry.register("t-value", json.dumps(V1))
     v2 = registry.register("t-value", json.dumps(V2))
-    data = [(0, None, framed(v1, body(V1, {"id": 1, "name": "a"})), []),
+    data: list[Row] = [(0, None, framed(v1, body(V1, {"id": 1, "name": "a"})), []),
             (1, None, framed(v2, body(V2, {"id": 2, "name": "b", "email": "b@x"})), []),
             (2, None, None, [])]
     plan = TypedValues(ColumnFormat(Format.AVRO), registry=client(registry))
@@ -189,15 +189,16 @@ def test_avro_writer_versions_by_id_resolve_into_the_subjects_latest(
 def test_avro_guid_framing_header_ids_and_unframed(registry: FakeSchemaRegistry) -> None:
     sid = registry.register("t-value", json.dumps(V2))
     guid = uuid.UUID(registry.guid_of(sid))
-    rec = {"id": 7, "name": "g", "email": None}
-    data = [(0, None, b"\x01" + guid.bytes + body(V2, rec), []),
+    # id 0: a bare body starting 0x00, which must not be read as a prefix id when a header names it
+    rec = {"id": 0, "name": "a longer name", "email": None}
+    data: list[Row] = [(0, None, b"\x01" + guid.bytes + body(V2, {**rec, "id": 7}), []),
             # the id in a header, a bare body
-            (1, None, body(V2, {**rec, "id": 8}), [("__value_schema_id", b"\x00" + struct.pack(">I", sid))]),
+            (1, None, body(V2, rec), [("__value_schema_id", b"\x00" + struct.pack(">I", sid))]),
             (2, None, body(V2, {**rec, "id": 9}), [("__value_schema_id", b"\x01" + guid.bytes)])]
     plan = TypedValues(ColumnFormat(Format.AVRO, json.dumps(V2)), registry=client(registry))
     assert plan.reads_headers
     out = plan.apply(batch(data, headers=True))
-    assert [v["id"] for v in out.column("value").to_pylist()] == [7, 8, 9]
+    assert [v["id"] for v in out.column("value").to_pylist()] == [7, 0, 9]
     assert out.column("headers").to_pylist()[1] == [
         {"key": "__value_schema_id", "value": b"\x00" + struct.pack(">I", sid)}]
     assert plan.snapshot().schema_ids == {sid, guid}
@@ -212,7 +213,7 @@ def test_avro_guid_framing_header_ids_and_unframed(registry: FakeSchemaRegistry)
 
 def test_an_unknown_id_is_a_bad_row_asked_once(registry: FakeSchemaRegistry) -> None:
     registry.register("t-value", json.dumps(V1))
-    data = [(5, None, framed(999, body(V1, {"id": 1, "name": "a"})), [])]
+    data: list[Row] = [(5, None, framed(999, body(V1, {"id": 1, "name": "a"})), [])]
     plan = TypedValues(ColumnFormat(Format.AVRO, json.dumps(V1)), registry=client(registry),
                        reason_column="why")
     for _ in range(3):
@@ -231,7 +232,7 @@ def test_a_registry_outage_raises_never_null_rows(registry: FakeSchemaRegistry) 
     plan = TypedValues(ColumnFormat(Format.AVRO, json.dumps(V1)),
                        registry=client(registry, retries=1, timeout_s=2.0))
     registry.down()
-    data = [(0, None, framed(sid, body(V1, {"id": 1, "name": "a"})), [])]
+    data: list[Row] = [(0, None, framed(sid, body(V1, {"id": 1, "name": "a"})), [])]
     with pytest.raises(SchemaRegistryUnavailableError):
         plan.apply(batch(data))
     assert plan.snapshot().decoded == 0
@@ -244,7 +245,7 @@ def test_several_topics_one_reader_readers_per_topic_and_readers_that_disagree(
     a1 = registry.register("a-value", json.dumps(V1))
     b2 = registry.register("b-value", json.dumps(V2))
     # one given reader: both topics decode into it, rows stay in their order
-    rows = [(0, None, framed(a1, body(V1, {"id": 1, "name": "x"})), []),
+    rows: list[Row] = [(0, None, framed(a1, body(V1, {"id": 1, "name": "x"})), []),
             (0, None, framed(b2, body(V2, {"id": 2, "name": "y", "email": "e"})), []),
             (1, None, framed(a1, body(V1, {"id": 3, "name": "z"})), [])]
     one = TypedValues(ColumnFormat(Format.AVRO, json.dumps(V2)), registry=client(registry))
@@ -269,7 +270,7 @@ def test_several_topics_one_reader_readers_per_topic_and_readers_that_disagree(
 def test_decode_arrow_with_formats_equals_the_plan_over_records_decode_arrow(
         registry: FakeSchemaRegistry) -> None:
     sid = registry.register("orders-value", json.dumps(V1))
-    rows = [(0, 1_700_000_000_000, b"k0", framed(sid, body(V1, {"id": 1, "name": "a"})), []),
+    rows: Any = [(0, 1_700_000_000_000, b"k0", framed(sid, body(V1, {"id": 1, "name": "a"})), []),
             (1, 1_700_000_000_001, b"k1", body(V1, {"id": 2, "name": "b"}),
              [("__value_schema_id", b"\x00" + struct.pack(">I", sid))]),
             (2, 1_700_000_000_002, None, b"\x00\x00", [])]
