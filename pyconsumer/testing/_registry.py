@@ -428,8 +428,11 @@ class ApicurioRegistry(BrokerProcess):
         return f"http://{self.host}:{self.port}{CCOMPAT_PATH}"
 
     def _command(self) -> list[str]:
+        # management.enabled is fixed when Apicurio is built (it stays on, at 0.0.0.0:9000):
+        # port 0 lets two registries (parallel test sessions) start side by side
         return [self.java, f"-Xmx{self.heap}", f"-Dquarkus.http.port={self.port}",
                 f"-Dquarkus.http.host={self.host}", "-Dquarkus.management.enabled=false",
+                "-Dquarkus.management.port=0",
                 "-Dquarkus.http.access-log.enabled=false", "-Dquarkus.otel.enabled=false",
                 "-jar", str(self.binary / "quarkus-run.jar")]
 
