@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pyconsumer.errors import ConfigurationError
+from pyconsumer.spark.values import ValueOptions, parse_value_options, value_option_names
 from pyconsumer.structs import TopicPartition
 
 __all__ = [
@@ -152,6 +153,8 @@ class SourceOptions:
     #: our extension: commit the offsets a query has processed to kafka.group.id
     commit_offsets_to_kafka: bool
     streaming: bool
+    #: our extension: typed key/value columns (valueFormat, keyFormat, ...); None: binary
+    values: ValueOptions | None = None
 
     def consumer_settings(self) -> dict[str, str]:
         """Settings (Java names) for a pyconsumer ``KafkaConsumer``: the ``kafka.*`` options,
@@ -203,8 +206,9 @@ _GROUP_ID_WARNING = (
 
 
 def known_option_names() -> list[str]:
-    """The source's option names (``kafka.*`` consumer settings aside), as documented."""
-    return sorted(_NAMES.values())
+    """The source's option names (``kafka.*`` and ``schema.registry.*`` settings aside), as
+    documented."""
+    return sorted([*_NAMES.values(), *value_option_names()])
 
 
 def _name(key: str) -> str:
@@ -467,8 +471,9 @@ def _kafka_params(opts: Mapping[str, str]) -> dict[str, str]:
         if name in params:
             raise ConfigurationError(
                 f"Option 'kafka.{name}': Kafka option '{name}' is not supported: {what} are "
-                f"always read as bytes (binary column); use DataFrame operations to "
-                f"deserialize the {what}.")
+                f"read as bytes (binary column) unless the source option "
+                f"'{what[:-1]}Format' says otherwise (string, json, avro); or use DataFrame "
+                f"operations to deserialize the {what}.")
     if "enable.auto.commit" in params:
         raise ConfigurationError(
             "Option 'kafka.enable.auto.commit': Kafka option 'enable.auto.commit' is not "
@@ -695,6 +700,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
                     "'kafka.group.id'")
 
     _check_consumer_settings(kafka_params)
+    values = parse_value_options(opts)
 
     return SourceOptions(
         strategy=strategy,
@@ -724,4 +730,5 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             "kafkaconsumer.polltimeoutms", minimum=0, what="a non-negative integer (ms)"),
         commit_offsets_to_kafka=commit,
         streaming=streaming,
+        values=values,
     )

@@ -119,19 +119,21 @@ def _rows_before(batch: pa.RecordBatch, end: int) -> int:
     return int(pc.sum(pc.less(offsets, end)).as_py() or 0)
 
 
-def read_range(r: OffsetRange, options: SourceOptions, *, batch_rows: int = BATCH_ROWS
-               ) -> Iterator[pa.RecordBatch]:
+def read_range(r: OffsetRange, options: SourceOptions, *, batch_rows: int = BATCH_ROWS,
+               include_headers: bool | None = None) -> Iterator[pa.RecordBatch]:
     """The records of ``r`` in offset order, as RecordBatches in Spark's Kafka schema (with
-    headers when includeHeaders) of at most ``batch_rows`` rows, each as one poll returned it
-    (no copy); polls of fewer than ``batch_rows // 8`` rows are gathered, so only the last
-    batch may be smaller. Data lost below the log start or beyond the log end is reported
-    per failOnDataLoss."""
+    headers when includeHeaders, or when ``include_headers`` says so) of at most
+    ``batch_rows`` rows, each as one poll returned it (no copy); polls of fewer than
+    ``batch_rows // 8`` rows are gathered, so only the last batch may be smaller. Data lost
+    below the log start or beyond the log end is reported per failOnDataLoss."""
     if r.size <= 0:
         return
+    if include_headers is None:
+        include_headers = options.include_headers
     key, consumer = _checkout(options)
     ok = False
     try:
-        yield from _read(consumer, r, options, batch_rows)
+        yield from _read(consumer, r, options, batch_rows, include_headers)
         ok = True
     finally:
         if ok:
@@ -140,12 +142,11 @@ def read_range(r: OffsetRange, options: SourceOptions, *, batch_rows: int = BATC
             consumer.close(timeout_ms=1000)
 
 
-def _read(consumer: KafkaConsumer, r: OffsetRange, options: SourceOptions, batch_rows: int
-          ) -> Iterator[pa.RecordBatch]:
+def _read(consumer: KafkaConsumer, r: OffsetRange, options: SourceOptions, batch_rows: int,
+          include_headers: bool) -> Iterator[pa.RecordBatch]:
     tp = TopicPartition(r.topic, r.partition)
     consumer.assign([tp])
     consumer.seek(tp, r.start)
-    include_headers = options.include_headers
     position = r.start
     chunks: list[pa.RecordBatch] = []
     rows = 0

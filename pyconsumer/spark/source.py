@@ -12,6 +12,13 @@ process runs what (PySpark's Python data source API):
 
 Offsets are Spark's JSON (``{"topic": {"0": 23}}``) and live in the query's checkpoint; the
 source never relies on Kafka commits (``commitOffsetsToKafka`` only publishes progress).
+
+Typed values (``valueFormat``, ``keyFormat``, ... :mod:`pyconsumer.spark.values`): the schema
+has ``value`` / ``key`` typed (and the corrupt record column in PERMISSIVE); ``read()`` applies
+the one :class:`~pyconsumer.values.typed.TypedValues` plan to each batch. Avro readers taken
+from the registry are pinned on the driver when the schema is made (kept in the ``value`` /
+``key`` field's metadata, so reader() plans with the very schemas the DataFrame was typed
+with) and travel with each task.
 """
 from __future__ import annotations
 
@@ -45,6 +52,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pyconsumer.errors import ConfigurationError
 from pyconsumer.spark.offsets import OffsetReader, report_data_loss
 from pyconsumer.spark.options import (
     SourceOptions,
@@ -60,6 +68,14 @@ from pyconsumer.spark.planning import (
     total_offsets,
 )
 from pyconsumer.spark.reader import read_range
+from pyconsumer.spark.values import (
+    PINS_METADATA_KEY,
+    PinnedSchema,
+    ReaderPins,
+    ValueOptions,
+    nullable_type,
+    parse_value_options,
+)
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = ["KafkaDataSource", "KafkaInputPartition", "kafka_schema"]
@@ -85,22 +101,143 @@ def kafka_schema(include_headers: bool = False) -> StructType:
 
 
 class KafkaInputPartition(InputPartition):
-    """One Spark task: offsets ``[start, end)`` of one topic-partition."""
+    """One Spark task: offsets ``[start, end)`` of one topic-partition, and the Avro reader
+    schemas the driver fixed for its topic (column -> pin; empty unless typed Avro)."""
 
-    def __init__(self, r: OffsetRange) -> None:
+    def __init__(self, r: OffsetRange, pins: Mapping[str, PinnedSchema] | None = None) -> None:
         super().__init__((r.topic, r.partition, r.start, r.end))
         self.range = r
+        self.pins = dict(pins or {})
 
     def __repr__(self) -> str:
         r = self.range
         return f"KafkaInputPartition({r.topic}-{r.partition} [{r.start}, {r.end}))"
 
 
-def _read(partition: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
+class TypedRead:
+    """What the readers need for typed values: the options, the driver's pins (not sent to
+    executors: each partition carries its own) and the Arrow schema Spark expects of a batch."""
+
+    def __init__(self, values: ValueOptions, schema: StructType) -> None:
+        from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+
+        self.values = values
+        # exactly what PySpark compares each returned batch with
+        self.target: pa.Schema = to_arrow_schema(schema, timezone="UTC")
+        texts = {c: schema[c].metadata[PINS_METADATA_KEY] for c in ("key", "value")
+                 if PINS_METADATA_KEY in (schema[c].metadata or {})}
+        declared = {c: schema[c].dataType for c in ("key", "value")}
+
+        def same_type(column: str, t: pa.DataType) -> bool:
+            return bool(from_arrow_type(nullable_type(t)) == declared[column])
+
+        self.pins: ReaderPins | None = ReaderPins(values, ReaderPins.from_metadata(texts), same_type)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"values": self.values, "target": self.target, "pins": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def partition(self, r: OffsetRange) -> KafkaInputPartition:
+        assert self.pins is not None, "partitions are planned on the driver"
+        return KafkaInputPartition(r, self.pins.for_topic(r.topic))
+
+    def read(self, partition: KafkaInputPartition, options: SourceOptions
+             ) -> Iterator[pa.RecordBatch]:
+        plan = self.values.plan(partition.pins)
+        keep_headers = options.include_headers
+        names = self.target.names
+        for batch in read_range(partition.range, options,
+                                include_headers=keep_headers or self.values.needs_headers):
+            out = plan.apply(batch)
+            if out.num_rows == 0:       # DROPMALFORMED dropped every row
+                continue
+            if not keep_headers and "headers" in out.schema.names:
+                out = out.select(names)     # read only for the schema-id headers
+            if not out.schema.equals(self.target):
+                # nested names and nullability as Spark's Arrow form of the declared schema
+                out = out.cast(self.target)
+            yield out
+
+
+def _read(partition: InputPartition, options: SourceOptions, typed: TypedRead | None
+          ) -> Iterator[pa.RecordBatch]:
     # with nothing to read, partitions() is empty and PySpark hands read() one
     # InputPartition(None): no records
-    if isinstance(partition, KafkaInputPartition):
+    if not isinstance(partition, KafkaInputPartition):
+        return
+    if typed is None:
         yield from read_range(partition.range, options)
+    else:
+        yield from typed.read(partition, options)
+
+
+def _topics(options: Mapping[str, str]) -> list[str]:
+    """The topics a read names now (a pattern is looked up on the brokers). schema() does not
+    know whether the read is a stream: the options are parsed as a batch read's when they end
+    it (ending offsets or timestamps), else as a stream's, only to find the topics."""
+    from pyconsumer.spark.options import Assign, Subscribe
+
+    batch = any(str(k).lower().startswith("ending") for k in options)
+    parsed = parse_options(options, streaming=not batch)
+    strategy = parsed.strategy
+    if isinstance(strategy, Subscribe):
+        return list(strategy.topics)
+    if isinstance(strategy, Assign):
+        return sorted({tp.topic for tp in strategy.partitions})
+    offsets = OffsetReader(parsed)
+    try:
+        return sorted({tp.topic for tp in offsets.partitions()})
+    finally:
+        offsets.close()
+
+
+def typed_schema(values: ValueOptions, include_headers: bool, topics: Sequence[str]
+                 ) -> StructType:
+    """Spark's Kafka schema with ``key`` / ``value`` typed per ``values`` (nullable throughout,
+    as from_json and from_avro declare them), the corrupt record column(s) in PERMISSIVE, and
+    the Avro readers pinned now kept in the typed fields' metadata."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyconsumer.records import kafka_arrow_schema
+
+    base = kafka_arrow_schema(include_headers)
+    pins = ReaderPins(values)
+    pinned: dict[str, dict[str, PinnedSchema]] = {"": {}}
+    if values.needs_pins:
+        if not topics:
+            raise ConfigurationError(
+                "valueFormat/keyFormat avro without valueSchema/keySchema or a subject takes "
+                "each topic's subject's latest schema, and no topic matches the subscription "
+                "yet: set valueSchema (or keySchema), or valueSubject (or keySubject)")
+        pinned = pins.pin_all(topics)
+    seen: dict[str, tuple[str, Any]] = {}
+    arrow: pa.Schema | None = None
+    for topic, topic_pins in pinned.items():
+        candidate = values.plan(topic_pins).schema(base, [topic])
+        spark_types = from_arrow_schema(candidate)
+        for column in ("key", "value"):
+            t = spark_types[column].dataType
+            if column in seen and seen[column][1] != t:
+                raise ConfigurationError(
+                    f"topics {seen[column][0]!r} and {topic!r} have different {column} reader "
+                    f"schemas ({seen[column][1].simpleString()} vs {t.simpleString()}): set "
+                    f"{column}Schema or {column}Subject so they read into one type")
+            seen.setdefault(column, (topic, t))
+        arrow = arrow or candidate
+    assert arrow is not None
+    for column in ("key", "value"):
+        i = arrow.get_field_index(column)
+        arrow = arrow.set(i, pa.field(column, nullable_type(arrow.field(column).type), True))
+    fields = []
+    for f in from_arrow_schema(arrow).fields:
+        if f.name in ("key", "value") and values.needs_pins:
+            meta = pins.to_metadata(f.name)
+            if meta != "{}":
+                f = StructField(f.name, f.dataType, f.nullable, {PINS_METADATA_KEY: meta})
+        fields.append(f)
+    return StructType(fields)
 
 
 def _ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
@@ -121,21 +258,32 @@ class KafkaDataSource(DataSource):
         return str(self.options.get("includeHeaders", "false")).lower() == "true"
 
     def schema(self) -> StructType:
-        return kafka_schema(self._include_headers())
+        values = parse_value_options({str(k).lower(): v for k, v in self.options.items()})
+        if values is None:
+            return kafka_schema(self._include_headers())
+        topics = _topics(self.options) if values.needs_pins else []
+        return typed_schema(values, self._include_headers(), topics)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaBatchReader(parse_options(self.options, streaming=False))
+        options = parse_options(self.options, streaming=False)
+        return KafkaBatchReader(options, _typed(options, schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(parse_options(self.options, streaming=True))
+        options = parse_options(self.options, streaming=True)
+        return KafkaStreamReader(options, _typed(options, schema))
+
+
+def _typed(options: SourceOptions, schema: StructType) -> TypedRead | None:
+    return None if options.values is None else TypedRead(options.values, schema)
 
 
 class KafkaBatchReader(DataSourceReader):
     """A bounded read: real offsets are resolved first (so even earliest/latest ranges can be
     split by minPartitions / maxRecordsPerPartition), then each range is one or more tasks."""
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, typed: TypedRead | None = None) -> None:
         self.options = options
+        self.typed = typed
 
     def plan(self) -> list[OffsetRange]:
         o = self.options
@@ -157,17 +305,21 @@ class KafkaBatchReader(DataSourceReader):
                             max_records_per_partition=o.max_records_per_partition)
 
     def partitions(self) -> Sequence[InputPartition]:
-        return [KafkaInputPartition(r) for r in self.plan()]
+        return [self._partition(r) for r in self.plan()]
+
+    def _partition(self, r: OffsetRange) -> KafkaInputPartition:
+        return KafkaInputPartition(r) if self.typed is None else self.typed.partition(r)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(partition, self.options)
+        return _read(partition, self.options, self.typed)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over offset ranges, with Spark's admission control."""
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, typed: TypedRead | None = None) -> None:
         self.options = options
+        self.typed = typed
         self._offsets = OffsetReader(options)
         self._target: dict[TopicPartition, int] | None = None     # AvailableNow's end
         self._latest: dict[TopicPartition, int] | None = None     # for reportLatestOffset
@@ -175,12 +327,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committed: dict[TopicPartition, int] = {}
         self._bytes_per_offset: dict[TopicPartition, float] = {}
 
-    # --- pickling: only the options travel to the workers
+    # --- pickling: only the options (and the typed read) travel to the workers
     def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options}
+        return {"options": self.options, "typed": self.typed}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["options"])   # type: ignore[misc]
+        self.__init__(state["options"], state.get("typed"))   # type: ignore[misc]
 
     # --- offsets
     def initialOffset(self) -> dict[str, Any]:
@@ -285,12 +437,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             ranges.append(r)
         o = self.options
-        return [KafkaInputPartition(r) for r in split_ranges(
+        return [self._partition(r) for r in split_ranges(
             ranges, min_partitions=o.min_partitions,
             max_records_per_partition=o.max_records_per_partition)]
 
+    def _partition(self, r: OffsetRange) -> KafkaInputPartition:
+        return KafkaInputPartition(r) if self.typed is None else self.typed.partition(r)
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(partition, self.options)
+        return _read(partition, self.options, self.typed)
 
     # --- progress published to Kafka (opt-in); the checkpoint stays the source of truth
     def _maybe_commit(self, offsets: Mapping[TopicPartition, int]) -> None:
