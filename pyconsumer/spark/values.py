@@ -173,6 +173,9 @@ class ValueOptions:
     corrupt_column: str | None
     #: the ``schema.registry.*`` options (names as given, lower-cased), sorted
     registry: tuple[tuple[str, str], ...] = ()
+    #: internal option columnNameOfCorruptReason (pyconsumer ingest --bad-records): PERMISSIVE's
+    #: string column saying why each bad row failed
+    reason_column: str | None = None
 
     def columns(self) -> tuple[ColumnOptions, ColumnOptions]:
         return (self.key, self.value)
@@ -226,7 +229,7 @@ class ValueOptions:
         try:
             plan = TypedValues(self.value.spec(pins.get("value")), self.key.spec(pins.get("key")),
                                mode=self.mode, corrupt_column=self.corrupt_column,
-                               registry=self.registry_client())
+                               registry=self.registry_client(), reason_column=self.reason_column)
         except ConfigurationError as e:
             raise _in_option_words(e) from None
         with _plans_lock:
@@ -366,7 +369,11 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
             if name in _KAFKA_COLUMNS:
                 raise _fail("columnNameOfCorruptRecord", f"the corrupt record column {name!r} "
                                                          "would replace a column of the Kafka schema")
-    out = ValueOptions(value, key, mode, corrupt, registry)
+    reason = opts.get("columnnameofcorruptreason")
+    if reason is not None and (mode is not Mode.PERMISSIVE or corrupt is None or not reason.strip()):
+        raise _fail("columnNameOfCorruptReason", "is a non-empty name, with mode PERMISSIVE and a "
+                                                 "columnNameOfCorruptRecord")
+    out = ValueOptions(value, key, mode, corrupt, registry, reason)
     if registry:
         out.registry_client()           # an unknown or ill-typed setting fails now
     elif any(c.format is Format.AVRO and c.framing == "confluent" for c in out.columns()):
