@@ -215,3 +215,15 @@ def test_a_rejected_record_keeps_both_raw_columns_when_key_and_value_are_typed()
     plain = TypedValues(ColumnFormat(Format.JSON, "a int"), ColumnFormat(Format.STRING))
     out = plain.apply(_batch([b"\xff"], [b'{"a":2}'])).to_pydict()
     assert (out["_corrupt_record_key"], out["_corrupt_record"]) == ([b"\xff"], [None])
+
+
+def test_failfast_names_the_first_bad_record_whichever_column() -> None:
+    """The key is decoded first; its bad row at offset 2 comes after the value's at offset 1."""
+    from pyconsumer.values.modes import MalformedValueError
+
+    plan = TypedValues(ColumnFormat(Format.JSON, "a int"), ColumnFormat(Format.STRING),
+                       mode="FAILFAST")
+    with pytest.raises(MalformedValueError) as info:
+        plan.apply(_batch([b"k0", b"k1", b"\xff"], [b'{"a":1}', b"x", b'{"a":1}']))
+    assert str(info.value) == "topic t partition 0 offset 1: not valid JSON: Expecting value " \
+                              "(character 0)"
