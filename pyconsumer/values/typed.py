@@ -80,8 +80,8 @@ class ColumnFormat:
     """How one column (``key`` or ``value``) is decoded.
 
     ``schema``: JSON: a DDL string, a StructType or a pyarrow schema (required). Avro: the reader
-    schema as Avro JSON text, parsed JSON or a parsed :data:`~pyconsumer.values.avro.Schema` (with ``framing="none"``, also the writer's; required
-    there); without it, the reader is the latest version of ``subject`` (or of the strategy's
+    schema as Avro JSON text, parsed JSON or a parsed :data:`~pyconsumer.values.avro.Schema`
+    (with ``framing="none"``, also the writer's; required there); without it, the reader is the latest version of ``subject`` (or of the strategy's
     subject for the topic). ``framing``: Avro only.
     """
 
