@@ -81,8 +81,9 @@ class ColumnFormat:
 
     ``schema``: JSON: a DDL string, a StructType or a pyarrow schema (required). Avro: the reader
     schema as Avro JSON text, parsed JSON or a parsed :data:`~pyconsumer.values.avro.Schema`
-    (with ``framing="none"``, also the writer's; required there); without it, the reader is the latest version of ``subject`` (or of the strategy's
-    subject for the topic). ``framing``: Avro only.
+    (with ``framing="none"``, also the writer's; required there); without it, the reader is
+    the latest version of ``subject`` (or of the strategy's subject for the topic).
+    ``framing``: Avro only.
     """
 
     format: Format = Format.BINARY
