@@ -138,6 +138,10 @@ class FetchRequests:
         #: those answered with data (a drain moves their position; kept while they hold
         #: buffered data) and those whose position a poll rolled back
         self._touched: dict[TopicPartition, None] = {}
+        #: partitions that may lag (high watermark unknown or above the position), a superset
+        #: kept while the plan holds: the starving check looks at these only (an answer, a
+        #: drain or a rollback adds a partition back)
+        self._lagging: dict[TopicPartition, None] = {}
 
     def _buffered_partitions(self) -> set[TopicPartition]:
         return self.buffer.buffered_partitions()
@@ -191,7 +195,7 @@ class FetchRequests:
         # full one with those partitions first and the prefetched ones last, which puts them
         # first in the broker's order too (a session keeps the order of the full fetch that
         # opened it; a sessionless broker fills in request order)
-        starving = self._starving_nodes(ahead, now) if ahead else set()
+        starving = self._starving_nodes(ahead, buffered, now) if ahead else set()
         held = buffered
         if ahead:
             buffered = buffered - ahead.keys()
@@ -267,6 +271,16 @@ class FetchRequests:
         if key != self._plan_key:
             self._make_plan(now)
             self._plan_key = key
+            # under a new plan: the partitions that lag now or hold data that may change that
+            subs = self.subscriptions
+            lagging: dict[TopicPartition, None] = {}
+            for tp in self._node_of:
+                st = subs.state(tp)
+                hw, position = st.high_watermark, st.position
+                if tp in held or hw is None or hw < 0 or position is None \
+                        or position.offset < hw:
+                    lagging[tp] = None
+            self._lagging = lagging
         plan = self._plan
         if plan is None:
             return
@@ -303,11 +317,25 @@ class FetchRequests:
             node_of[tp] = node
         self._plan, self._node_of = plan, node_of
 
+    def _note_lag(self, tp: TopicPartition) -> None:
+        """After an empty answer: ``tp`` may lag now, or be caught up (then dropped from
+        ``_lagging`` unless touched: data it holds may still move it)."""
+        subs = self.subscriptions
+        if not subs.is_assigned(tp):
+            return
+        st = subs.state(tp)
+        hw, position = st.high_watermark, st.position
+        if hw is None or hw < 0 or position is None or position.offset < hw:
+            self._lagging[tp] = None
+        elif tp not in self._touched:
+            self._lagging.pop(tp, None)
+
     def positions_moved(self, partitions: Iterable[TopicPartition]) -> None:
         """Positions set other than by a drain or a SubscriptionState move (a poll's rollback):
         their next fetch looks at them again."""
         for tp in partitions:
             self._touched[tp] = None
+            self._lagging[tp] = None
 
     def _send_changes(self, held: set[TopicPartition], buffered: set[TopicPartition],
                       ahead: dict[TopicPartition, int], starving: set[int], now: float
@@ -437,14 +465,37 @@ class FetchRequests:
         info = self.client.metadata.partition(tp)
         return None if info is None or info.leader < 0 else self.replicas.node_for(tp, info, now)
 
-    def _starving_nodes(self, ahead: dict[TopicPartition, int], now: float) -> set[int]:
+    def _starving_nodes(self, ahead: dict[TopicPartition, int], held: set[TopicPartition],
+                        now: float) -> set[int]:
         """Nodes with a fetchable partition that has no records in hand and records waiting
         at the broker (or not known to be caught up): their fetch is a full one, the starving
         partitions first. Brokers fill a response in their own order (a session's, not the
-        request's), so an incremental prefetch could keep a small fetch.max.bytes from them."""
+        request's), so an incremental prefetch could keep a small fetch.max.bytes from them.
+        While the plan holds, only the partitions that may lag are looked at (``_lagging``)."""
         subs = self.subscriptions
         served, seen_hw = self.buffer.in_hand()
+        planned = self.incremental_sends and self._plan is not None and not self.replicas \
+            and self._key() == self._plan_key
         out = set()
+        if planned:
+            node_of = self._node_of
+            lagging = self._lagging
+            for tp in list(lagging):
+                node = node_of.get(tp)
+                if node is None:
+                    del lagging[tp]                  # not fetchable: back with a new plan
+                    continue
+                position, hw = subs.position(tp), seen_hw.get(tp, subs.state(tp).high_watermark)
+                if hw is None or hw < 0 or position is None or position.offset < hw:
+                    if tp not in ahead and tp not in served:
+                        out.add(node)
+                elif tp not in held:
+                    # caught up, and nothing buffered that could move its position or high
+                    # watermark: looked at again when an answer or a rollback touches it
+                    del lagging[tp]
+            if not self.check_incremental:
+                return out
+        walked = set()
         for tp in subs.fetchable_partitions():
             if tp in ahead or tp in served:
                 continue
@@ -452,8 +503,11 @@ class FetchRequests:
             if hw is None or hw < 0 or position is None or position.offset < hw:
                 node = self._leader_node(tp, now)
                 if node is not None:
-                    out.add(node)
-        return out
+                    walked.add(node)
+        if planned and walked != out:
+            raise IllegalStateError(f"starving nodes {sorted(out)} from the partitions that "
+                                    f"may lag, {sorted(walked)} from the walk")
+        return walked
 
     def _nodes_with_buffered(self, buffered: set[TopicPartition], now: float) -> set[int]:
         """The nodes the buffered partitions that are still to be fetched (assigned, not
@@ -624,8 +678,11 @@ class FetchRequests:
                     # answer the partitions past the cap this way)
                     self.buffer.apply_answer(tp, asked.fetch_offset, p)
                     self._empty_at[tp] = asked.fetch_offset
+                    self._note_lag(tp)           # its high watermark may have moved
                     continue
-                self._touched[tp] = None       # its position moves as it drains
+                # its position moves as it drains, its high watermark when it is read
+                self._touched[tp] = None
+                self._lagging[tp] = None
                 fetched = Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
                 if not p["error_code"]:
                     fetched.index = index
