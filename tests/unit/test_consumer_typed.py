@@ -47,7 +47,7 @@ def json_value(i: int) -> bytes:
     return b'{"id": %d, "name": "n%d"}' % (i, i)
 
 
-def produce(cluster: FakeCluster, tp: TopicPartition, count: int, bad: set[int] = frozenset(),
+def produce(cluster: FakeCluster, tp: TopicPartition, count: int, bad: frozenset[int] | set[int] = frozenset(),
             start: int = 0) -> None:
     """Records start..start+count-1 of ``tp``: key k<i>, value JSON (``b"{bad"`` at ``bad``),
     timestamp T0 + i."""
