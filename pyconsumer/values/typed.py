@@ -432,7 +432,7 @@ class TypedValues:
         if spec.format is Format.STRING:
             return decode_string(raw)
         if spec.format is Format.JSON:
-            return decode_json(raw, spec.schema)
+            return decode_json(_unframed_json(raw, ids), spec.schema)
         avro = self._columns[column]
         header_ids = None
         if spec.framing == "confluent":
@@ -480,6 +480,21 @@ def _header_ids(batch: pa.RecordBatch, name: str) -> list[SchemaId | None] | Non
                 seen = True
         out.append(sid)
     return out if seen else None
+
+
+def _unframed_json(raw: pa.Array, ids: set[SchemaId]) -> pa.Array:
+    """JSON values with confluent-kafka's JSONSerializer framing (0x00 + a 4-byte schema id)
+    without it; plain JSON as it is. No JSON text starts with a NUL byte, so the prefix is
+    recognised without a setting; a framed value too short for its id stays as it is (and is a
+    bad row)."""
+    binary = as_binary(raw, "JSON values")
+    framed = pc.fill_null(pc.and_(pc.starts_with(binary, pattern="\x00"),
+                                  pc.greater_equal(pc.binary_length(binary), 5)), False)
+    if not pc.any(framed).as_py():
+        return binary
+    ids.update(_prefix_ids(pc.filter(binary, framed), None))
+    # a stop is given: binary_slice without one failed on such arrays (negative buffer resize)
+    return pc.if_else(framed, pc.binary_slice(binary, 5, (1 << 31) - 1), binary)
 
 
 def _prefix_ids(raw: pa.Array, header_ids: list[SchemaId | None] | None) -> set[SchemaId]:

@@ -144,6 +144,21 @@ def test_json_struct_values_nulls_missing_and_extra_fields_and_a_bad_row() -> No
     assert out.column("partition").to_pylist() == [3] * 5
 
 
+def test_json_with_confluent_framing_is_read_without_its_prefix() -> None:
+    """confluent-kafka's JSONSerializer writes 0x00 + a 4-byte schema id before the JSON text;
+    no JSON text starts with NUL, so such values are read without a setting and their ids counted;
+    a framed value too short for its id is a bad row, its raw bytes kept."""
+    data: list[Row] = [(0, None, b'{"id": 1}', []), (1, None, framed(7, b'{"id": 2}'), []),
+                       (2, None, b"\x00\x00\x07", []), (3, None, framed(9, b'{"id": '), [])]
+    plan = TypedValues(ColumnFormat(Format.JSON, "id BIGINT"))
+    out = plan.apply(batch(data))
+    assert rows_of(out, "offset", "value", "_corrupt_record") == [
+        (0, {"id": 1}, None), (1, {"id": 2}, None), (2, None, b"\x00\x00\x07"),
+        (3, None, framed(9, b'{"id": '))]
+    assert plan.snapshot().schema_ids == {7, 9}
+    assert plan.snapshot().malformed == 2
+
+
 def test_settings_errors_name_the_setting() -> None:
     def refused(settings: dict[str, Any]) -> str:
         with pytest.raises(ConfigurationError) as info:
