@@ -35,7 +35,11 @@ Per-partition cost (issue 26): the poll()s between two responses ask only whethe
 fetch node is busy (the nodes of the fetchable partitions are kept until the metadata, the
 assignment, the fetchable set or a read replica changes), and a request's partition entries
 are encoded once per (version, offset, leader epoch, max bytes) and joined, so a full fetch
-of thousands of partitions re-encodes only those that moved.
+of thousands of partitions re-encodes only those that moved. A send to an open session looks
+only at what changed: the fetchable partitions' nodes, topic ids and leader epochs are kept as
+a plan (rebuilt when the metadata, assignment, fetchable set, a non-drain move or a read
+replica changes), and a session that holds its plan is sent the partitions answered with data
+since (a drain moves their positions), prefetched or rolled back; everything else walks.
 """
 from __future__ import annotations
 
