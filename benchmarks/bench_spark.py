@@ -921,8 +921,8 @@ def main() -> None:
             print(f"broker: {broker.description}")
             sets: list[Dataset] = []
             by_name: dict[str, Dataset] = {}
-            # json before json_typed: the typed set reads the json set's topic
-            for name in sorted(args.datasets, key=lambda d: d == "json_typed"):
+            # in WORKLOADS' order: json before json_typed, which reads the json set's topic
+            for name in sorted(set(args.datasets), key=list(WORKLOADS).index):
                 t0 = time.perf_counter()
                 if name == "json_typed" and "json" in by_name:
                     sets.append(dataclasses.replace(by_name["json"], name=name))

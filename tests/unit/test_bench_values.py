@@ -112,7 +112,8 @@ round 0 avro_typed binary noop         1,000,000 records    0.70 s     1,429 kre
 def test_spark_typed_sets_compare_with_from_json_avro_and_the_binary_read(suite: ModuleType,
                                                                           tmp_path: Path) -> None:
     """Each typed set is a table: the typed row's peer is format('kafka') + from_json/from_avro
-    on the same workload, and a second column its binary read (rows without one show '-');
+    on the same workload, and a second column its binary read (rows without one show '-'; the
+    binary rows have no from_json peer);
     the targets: >= 3x the former, >= 0.7x the latter, met at exactly the threshold."""
     cases = suite.spark_cases(SPARK_TYPED_OUTPUT, "kafka")
     assert [c.name for c in cases] == ["spark-json_typed-kafka", "spark-avro_typed-kafka"]
@@ -141,7 +142,7 @@ def test_spark_typed_sets_compare_with_from_json_avro_and_the_binary_read(suite:
     assert ("| kafka fields | format('kafka') + from_json(value, DDL), groupBy(country) over all 8 typed fields "
             "(value.*) | 200,000 | 200,000 | 1.00 | - |") in lines
     assert ("| binary noop | spark.read.format('pyconsumer'), value left binary, write.format('noop') | "
-            "2,000,000 | 2,000,000 | 8.00 | - |") in lines
+            "2,000,000 | 2,000,000 | - | - |") in lines
     assert "## Broker -> Spark, 1,000,000 Confluent-framed Avro records of 8 fields read into typed fields " \
            "over 6 partitions (local[2], Spark's Kafka connector 4.2.0 in PySpark 4.3.0)" in lines
 
