@@ -180,7 +180,7 @@ def _ingest(args: argparse.Namespace) -> int:
         # the brokers, the topics, the registry and the folders, before ~10 s of Spark start-up
         read_topics = check_source(opts)
         if typed is not None:
-            check_registry(typed, read_topics, args.schema_registry)
+            check_registry(typed, read_topics)
         created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint,
                                  "--bad-records": args.bad_records})
     except IngestError as exc:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyconsumer.ingest.options import IngestError
+
+if TYPE_CHECKING:
+    from pyconsumer.spark.values import ValueOptions
 
 __all__ = ["ValueFlags", "value_options", "typed_values", "check_registry", "Rejects",
            "rejects", "with_rejects", "read_flag_text", "redact", "describe_values", "REASON_OPTION", "REASON_COLUMN",
@@ -29,31 +32,37 @@ REJECTED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampType"
                     "reason")
 _DEFAULT_CORRUPT = "_corrupt_record"
 
-# the Spark source's option -> TypedValues.from_settings' name (the consumer settings' names)
-_SETTING_OF = {
-    "valueformat": "value.format", "keyformat": "key.format",
-    "valueschema": "value.schema", "keyschema": "key.schema",
-    "valuesubject": "value.subject", "keysubject": "key.subject",
-    "valueavroframing": "value.avro.framing", "keyavroframing": "key.avro.framing",
-    "valuesubjectnamestrategy": "value.subject.name.strategy",
-    "keysubjectnamestrategy": "key.subject.name.strategy",
-    "mode": "bad.records.mode", "columnnameofcorruptrecord": "corrupt.record.column",
-}
-
-# a setting's name in an error -> the flag the user typed (longest first: key.schema before key)
+# the source's option -> the flag that sets it (an error names what the user typed)
 _FLAG_OF = {
+    "valueFormat": "--value-format", "keyFormat": "--key-format",
+    "valueSchema": "--value-schema", "keySchema": "--key-schema",
+    "valueSubject": "--value-subject", "mode": "--mode",
+    "schema.registry.url": "--schema-registry", "schema.registry.*": "--schema-registry",
     "schema.registry.basic.auth.user.info": "--schema-registry-auth",
     "schema.registry.bearer.auth.token": "--schema-registry-token",
-    "schema.registry.url": "--schema-registry",
-    "value.format": "--value-format", "key.format": "--key-format",
-    "value.schema": "--value-schema", "key.schema": "--key-schema",
-    "value.subject": "--value-subject", "bad.records.mode": "--mode",
 }
-_SETTING_NAMES = re.compile("|".join(re.escape(n) for n in sorted(_FLAG_OF, key=len, reverse=True)))
+# option names inside a message (camelCase ones and the registry URL; "mode" is also a word)
+_NAMES_IN_TEXT = re.compile(r"(?<![\w.-])(valueFormat|keyFormat|valueSchema|keySchema|valueSubject"
+                            r"|keySubject|valueAvroFraming|keyAvroFraming|valueSubjectNameStrategy"
+                            r"|keySubjectNameStrategy|columnNameOfCorruptRecord"
+                            r"|schema\.registry\.url)(?![\w.])")
+_OPTION_ERROR = re.compile(r"Options? '([^']+)': (.*)", re.S)
 
 
 def _as_flags(message: str) -> str:
-    return _SETTING_NAMES.sub(lambda m: _FLAG_OF[m.group(0)], message)
+    """The source's ``Option 'valueSchema': is not ...`` as ``--value-schema is not ...``: the
+    flags the user typed (other options as ``-o name``)."""
+    def flag(name: str) -> str:
+        return _FLAG_OF.get(name, f"-o {name}")
+
+    m = _OPTION_ERROR.match(message)
+    if m is None:
+        return _NAMES_IN_TEXT.sub(lambda n: flag(n.group(1)), message)
+    option, rest = m.group(1), _NAMES_IN_TEXT.sub(lambda n: flag(n.group(1)), m.group(2))
+    if flag(option) in rest:              # the message names it already
+        return rest
+    return f"{flag(option)} {rest}" if rest.startswith(("is ", "applies ", "must ")) \
+        else f"{flag(option)}: {rest}"
 
 
 @dataclass(frozen=True)
@@ -151,48 +160,16 @@ def with_rejects(opts: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _settings(opts: Mapping[str, str]) -> dict[str, Any]:
-    """The source's typed-value options under TypedValues.from_settings' names."""
-    out: dict[str, Any] = {}
-    for key, value in opts.items():
-        low = key.lower()
-        if low in _SETTING_OF:
-            out[_SETTING_OF[low]] = value
-        elif low.startswith("schema.registry."):
-            out[low] = value
-    return out
-
-
-def typed_values(opts: Mapping[str, str]) -> Any:
-    """The :class:`~pyconsumer.values.typed.TypedValues` the source will build from ``opts``
-    (None when key and value stay binary), built here to check the formats, the schemas (a DDL
-    or an Avro schema that does not parse) and the registry URL before Spark starts.
+def typed_values(opts: Mapping[str, str]) -> ValueOptions | None:
+    """The typed-value options the source will parse from ``opts`` (None when key and value
+    stay binary), parsed here by the source's own parser to check the formats, the schemas (a
+    DDL or an Avro schema that does not parse) and the registry settings before Spark starts.
     No request is sent. Raises :class:`IngestError` naming the flag."""
     from pyconsumer.errors import ConfigurationError
-    from pyconsumer.values.registry import SchemaRegistryClient
-    from pyconsumer.values.schema import to_arrow_schema
-    from pyconsumer.values.typed import TypedValues
+    from pyconsumer.spark.values import parse_value_options
 
-    settings = _settings(opts)
-    for column in ("value", "key"):
-        # a bad DDL, named by its flag (TypedValues' own message does not say which column)
-        if str(settings.get(f"{column}.format", "")).lower() == "json" \
-                and settings.get(f"{column}.schema") is not None:
-            try:
-                to_arrow_schema(settings[f"{column}.schema"])
-            except ConfigurationError as exc:
-                raise IngestError(f"--{column}-schema is not a Spark DDL schema: {exc}") from None
-    registry = None
-    conf = {k: v for k, v in settings.items() if k.startswith("schema.registry.")}
-    if conf:
-        try:
-            registry = SchemaRegistryClient.from_config(conf)
-        except ConfigurationError as exc:
-            text = _as_flags(redact(str(exc)))
-            raise IngestError(text if text.startswith("--") else f"--schema-registry: {text}") \
-                from None
     try:
-        return TypedValues.from_settings(settings, registry=registry)
+        return parse_value_options({k.lower(): v for k, v in opts.items()})
     except ConfigurationError as exc:
         raise IngestError(_as_flags(redact(str(exc)))) from None
 
@@ -202,29 +179,26 @@ def redact(text: str) -> str:
     return re.sub(r"(//)[^/@\s'\"]*@", r"\1***@", text)
 
 
-#: Spark's Kafka schema, as the source's Arrow batches have it (headers are not typed)
-def _kafka_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
-                      ("partition", pa.int32()), ("offset", pa.int64()),
-                      ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())])
-
-
-def check_registry(typed: Any, topics: Sequence[str], registry_flag: str | None) -> Any:
-    """Before Spark starts: the typed output schema for ``topics``, which asks the registry for
-    each topic's latest reader schema where the query will (Avro without --value-schema). An
-    unreachable registry, a missing subject or topics whose reader schemas differ fail here,
-    naming the registry by its URL without credentials. Returns the pyarrow schema."""
+def check_registry(values: ValueOptions, topics: Sequence[str]) -> None:
+    """Before Spark starts, what the query's planning will ask the registry: each topic's
+    latest reader schema where the read takes one (Avro without --value-schema), parsed. An
+    unreachable registry, a missing subject or a schema that is not Avro fail here, naming the
+    registry by its URL without credentials."""
     from pyconsumer.errors import ConfigurationError, KafkaError
+    from pyconsumer.spark.values import ReaderPins
 
+    if not values.needs_pins:
+        return
     try:
-        return typed.schema(_kafka_schema(), list(topics))
+        pins = ReaderPins(values).pin_all(topics)
+        for topic_pins in pins.values():
+            values.plan(topic_pins)
     except ConfigurationError as exc:
-        raise IngestError(_as_flags(str(exc))) from None
+        raise IngestError(_as_flags(redact(str(exc)))) from None
     except KafkaError as exc:         # the registry's errors (not found, 401, unreachable)
-        where = ", ".join(typed.registry.urls) if typed.registry is not None else registry_flag
-        raise IngestError(f"--schema-registry {where}: {exc}") from None
+        client = values.registry_client()
+        where = ", ".join(client.urls) if client is not None else "(none)"
+        raise IngestError(f"--schema-registry {where}: {redact(str(exc))}") from None
 
 
 def describe_values(opts: Mapping[str, str]) -> str:

@@ -72,21 +72,22 @@ def test_the_split_takes_raw_bytes_from_the_corrupt_columns() -> None:
 
 @pytest.mark.parametrize("args, message", [
     (["--value-format", "json"],
-     "--value-format=json needs --value-schema (a Spark DDL string, a StructType or a pyarrow "
-     "schema)"),
+     "--value-format=json needs --value-schema (a Spark DDL string, or a StructType's JSON)"),
     (["--value-format", "json", "--value-schema", "id lng"],
      "--value-schema is not a Spark DDL schema: unknown type 'lng' at position 3 (near 'lng')"),
     (["--key-format", "json", "--key-schema", "id long,"],
      "--key-schema is not a Spark DDL schema: "),
     (["--value-format", "avro"],
-     "--value-format=avro (Confluent framing) needs --schema-registry to fetch writer schemas "
-     "by id"),
+     "--value-format=avro with Confluent framing reads writer schemas by id from a Schema "
+     "Registry: set --schema-registry (or -o valueAvroFraming=none with --value-schema)"),
     (["--value-format", "avro", "--schema-registry", "http://r", "--value-schema", "{\"type\":"],
      "--value-schema is not a usable Avro schema: "),
     (["--value-format", "string", "--value-schema", "a int"],
      "--value-schema applies to --value-format json or avro, not string"),
     (["--value-format", "json", "--value-schema", "a int", "--value-subject", "s"],
      "--value-subject applies to --value-format avro"),
+    (["--value-format", "avro", "--schema-registry", "http://r", "-o", "keySubject=k"],
+     "-o keySubject applies to --key-format=avro only, not binary"),
     (["--mode", "failfast"],
      "--mode needs --value-format or --key-format (string, json or avro): binary records are "
      "never malformed"),
@@ -108,7 +109,7 @@ def test_the_split_takes_raw_bytes_from_the_corrupt_columns() -> None:
      "'ftp://***@r'"),
     (["--value-format", "avro", "--schema-registry", "http://r", "-o",
       "schema.registry.timeout=soon"],
-     "--schema-registry: schema registry setting 'timeout' is a number, got 'soon'"),
+     "-o schema.registry.timeout: schema registry setting 'timeout' is a number, got 'soon'"),
     (["--value-format", "json", "--value-schema", "@/nonexistent/schema.ddl"],
      "--value-schema @/nonexistent/schema.ddl: cannot read the file: No such file or directory"),
 ])
