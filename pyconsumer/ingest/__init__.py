@@ -1,7 +1,8 @@
 """``pyconsumer ingest``: Kafka topics into a Parquet dataset through Spark and the
 pyconsumer source. One job a module: :mod:`~pyconsumer.ingest.options` (the inputs, checked
 before Spark starts), :mod:`~pyconsumer.ingest.job` (the batch or streaming run),
-:mod:`~pyconsumer.ingest.progress` (the live progress line) and
+:mod:`~pyconsumer.ingest.values` (typed-value flags as source options, the split into good
+and rejected records), :mod:`~pyconsumer.ingest.progress` (the live progress line) and
 :mod:`~pyconsumer.ingest.summary` (what a run wrote, and its table). The session the job runs
 on comes from :mod:`pyconsumer.spark.session`."""
 from __future__ import annotations

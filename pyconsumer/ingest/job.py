@@ -10,6 +10,10 @@
   exactly-once), either ``once`` (Trigger.AvailableNow: what is there now, then stop) or
   continuously with a processing-time trigger until :attr:`stop` is set (Ctrl-C in the CLI).
 
+With ``bad_records`` (typed values, see :mod:`pyconsumer.ingest.values`) the read is split:
+records that decode go to the output, the others to a rejected-records dataset, each record
+to exactly one (batch: one cached read written twice; streaming: two file-sink queries).
+
 The summary is computed exactly, with a Spark aggregation over the Parquet files this run
 added to the dataset (the committed files after the run minus those before it; for the file
 sink these are the files its ``_spark_metadata`` log lists): per partition the first and last
