@@ -290,7 +290,7 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
 
     fmt_text = get("Format")
     try:
-        fmt = parse_format(fmt_text or "binary", f"{column}Format")
+        fmt = parse_format("binary" if fmt_text is None else fmt_text, f"{column}Format")
     except ConfigurationError:
         raise _fail(f"{column}Format", f"must be one of binary, string, json, avro, "
                                        f"got {fmt_text!r}") from None
