@@ -7,7 +7,9 @@ on the driver, on workers and in unit tests.
 
 Option keys are case-insensitive (Spark lower-cases them); values are strings. ``kafka.*``
 options are consumer settings, passed on with the prefix stripped. Unknown options are
-ignored, as Spark does.
+ignored, as Spark does. Our extension, typed values (``valueFormat``, ``keyFormat``,
+``valueSchema``, ``mode``, ``schema.registry.*``, ...), is parsed by
+:mod:`pyconsumer.spark.values` into :attr:`SourceOptions.values`.
 
 Where Spark's checks are loose this module is a little stricter, always failing early with the
 option's name rather than later inside a query: counts must be positive (minOffsetsPerTrigger
