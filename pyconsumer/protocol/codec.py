@@ -10,6 +10,7 @@ have is accepted and ignored, so one body can serve several versions.
 from __future__ import annotations
 
 import difflib
+import struct
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from functools import cache
@@ -64,6 +65,63 @@ _FIXED: dict[str, tuple[str, Any]] = {
     "uint16": ("uint16", 0), "float64": ("float64", 0.0), "bool": ("boolean", False),
     "uuid": ("uuid", ZERO_UUID),
 }
+#: struct format characters of the fixed-width types: a run of such fields is read with one
+#: ``unpack_from`` and an array of them in one call (bool: ``?`` is ``byte != 0``, as Reader's)
+_FORMAT: dict[str, str] = {
+    "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "float64": "d",
+    "bool": "?",
+}
+#: of those, the ones a run may write with one ``pack`` (ints, checked to be exact ints first)
+_INT_FORMATS = frozenset("bhiqH")
+_JUST_INT = {int}
+
+#: a step of StructCodec.read: (None, key, reader, None) for one field, or (run, "?", None,
+#: {key: reader}) for a run of fixed-width fields read with ``run`` (Any: the loop reads
+#: whichever the step has without a check per field)
+_ReadStep = tuple[struct.Struct | None, str, Any, Any]
+#: a step of StructCodec.write: (None, key, writer, default, ()) for one field, or (run, "?",
+#: None, None, ((key, writer, default), ...)) for a run of int fields packed with ``run``
+_WriteStep = tuple[struct.Struct | None, str, Any, Any, tuple[tuple[str, WriteFn, DefaultFn], ...]]
+
+
+def _read_steps(regular: list[tuple[str, ReadFn, WriteFn, DefaultFn, bool]],
+                formats: list[str | None]) -> list[_ReadStep]:
+    steps: list[_ReadStep] = []
+    run: dict[str, ReadFn] = {}
+    fmt = ""
+    for (key, read, _w, _d, _c), f in zip(regular, formats):
+        if f is not None:
+            run[key] = read
+            fmt += f
+            continue
+        if run:
+            steps.append((struct.Struct(">" + fmt), "?", None, run))
+            run, fmt = {}, ""
+        steps.append((None, key, read, None))
+    if run:
+        steps.append((struct.Struct(">" + fmt), "?", None, run))
+    return steps
+
+
+def _write_steps(regular: list[tuple[str, ReadFn, WriteFn, DefaultFn, bool]],
+                 formats: list[str | None]) -> list[_WriteStep]:
+    steps: list[_WriteStep] = []
+    run: list[tuple[str, WriteFn, DefaultFn]] = []
+    fmt = ""
+    for (key, _r, write, default, _c), f in zip(regular, formats):
+        if f is not None and f in _INT_FORMATS:
+            run.append((key, write, default))
+            fmt += f
+            continue
+        if run:
+            steps.append((struct.Struct(">" + fmt), "?", None, None, tuple(run)))
+            run, fmt = [], ""
+        steps.append((None, key, write, default, ()))
+    if run:
+        steps.append((struct.Struct(">" + fmt), "?", None, None, tuple(run)))
+    return steps
+
+
 _RANGES: dict[str, tuple[int, int]] = {
     "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
     "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
@@ -72,35 +130,67 @@ _RANGES: dict[str, tuple[int, int]] = {
 
 
 class StructCodec:
-    """Readers/writers for one struct's fields at one version."""
+    """Readers/writers for one struct's fields at one version.
 
-    __slots__ = ("regular", "tagged", "absent", "flexible", "known")
+    Consecutive fixed-width fields (ints, float64, bool) are read as one run with a single
+    ``struct.unpack_from`` (and ints written with one ``pack``); when the frame is too short
+    for the run, or a value does not fit, the fields are done one by one instead, which
+    raises exactly the error (message, byte, field) the one-by-one path always gives."""
 
-    def __init__(self, fields: list[Field], version: int, flexible: bool) -> None:
+    __slots__ = ("regular", "tagged", "absent", "flexible", "known", "_read_steps",
+                 "_write_steps", "_tag_defaults")
+
+    def __init__(self, fields: list[Field], version: int, flexible: bool, *,
+                 runs: bool = True) -> None:
+        """``runs`` False: every field on its own, arrays element by element and tagged
+        fields always parsed (the reference the runs are tested against)."""
         self.flexible = flexible
         # every field of the struct at any version: the keys a body may hold
         self.known = frozenset(f.key for f in fields)
         self.regular: list[tuple[str, ReadFn, WriteFn, DefaultFn, bool]] = []
         self.tagged: dict[int, tuple[str, ReadFn, WriteFn, DefaultFn]] = {}
         self.absent: list[tuple[str, DefaultFn]] = []
+        formats: list[str | None] = []
         for f in fields:
-            read, write, default = _field_codec(f, version, flexible)
+            read, write, default = _field_codec(f, version, flexible, runs)
             if not in_range(version, f.versions):
                 self.absent.append((f.key, default))
             elif f.tag is not None and flexible and in_range(version, f.tagged):
                 self.tagged[f.tag] = (f.key, read, write, default)
             else:
                 self.regular.append((f.key, read, write, default, f.is_struct or f.is_array))
+                formats.append(None if f.is_array or f.is_struct or not runs
+                               else _FORMAT.get(f.type))
+        self._tag_defaults = [(key, default) for key, _r, _w, default in self.tagged.values()
+                              ] if runs else None
+        self._read_steps = _read_steps(self.regular, formats)
+        self._write_steps = _write_steps(self.regular, formats)
 
     def read(self, r: Reader) -> dict[str, Any]:
         out: dict[str, Any] = {}
         key = "?"
         try:
-            for key, read, _w, _d, _c in self.regular:
-                out[key] = read(r)
+            for run, key, read, fields in self._read_steps:
+                if run is None:
+                    out[key] = read(r)
+                    continue
+                pos = r.pos
+                if r.end - pos >= run.size:
+                    out.update(zip(fields, run.unpack_from(r.buf, pos)))
+                    r.pos = pos + run.size
+                else:                   # too short: field by field, for the exact error
+                    for key, fread in fields.items():
+                        out[key] = fread(r)
             if self.flexible:
                 key = "_tagged_fields"
-                self._read_tags(r, out)
+                pos = r.pos
+                if pos < r.end and r.buf[pos] == 0 and self._tag_defaults is not None:
+                    # no tagged fields: the usual case
+                    r.pos = pos + 1
+                    for key, default in self._tag_defaults:
+                        out[key] = default()
+                else:
+                    self._read_tags(r, out)
         except DecodeError as e:
             e.path.append(key)
             raise
@@ -142,11 +232,29 @@ class StructCodec:
             raise UnknownKeysError(value.keys() - self.known, self.known)
         key = "?"
         try:
-            for key, _r, write, default, _c in self.regular:
-                v = value.get(key, _MISSING)
-                write(w, default() if v is _MISSING else v)
+            for run, key, write, default, fields in self._write_steps:
+                if run is None:
+                    v = value.get(key, _MISSING)
+                    write(w, default() if v is _MISSING else v)
+                    continue
+                values = [d() if (v := value.get(k, _MISSING)) is _MISSING else v
+                          for k, _w, d in fields]
+                # exact ints that fit: one pack; anything else (None, bool, another type, out
+                # of range) field by field, which accepts or refuses it as it always did
+                if {*map(type, values)} == _JUST_INT:
+                    try:
+                        w.out += run.pack(*values)
+                        continue
+                    except struct.error:
+                        pass
+                # (key names the field an EncodeError is about)
+                for (key, fwrite, _d), v in zip(fields, values):  # noqa: B007
+                    fwrite(w, v)
             if self.flexible:
                 key = "_tagged_fields"
+                if not self.tagged and self._tag_defaults is not None:
+                    w.out.append(0)              # no tagged fields at this version
+                    return
                 present = []
                 for tag in sorted(self.tagged):
                     key, _r, write, default = self.tagged[tag]
@@ -172,16 +280,18 @@ class StructCodec:
         return out
 
 
-def _field_codec(f: Field, version: int, flexible: bool) -> tuple[ReadFn, WriteFn, DefaultFn]:
+def _field_codec(f: Field, version: int, flexible: bool, runs: bool = True
+                 ) -> tuple[ReadFn, WriteFn, DefaultFn]:
     nullable = in_range(version, f.nullable)
     if f.is_array:
-        elem_read, elem_write, _ = _element_codec(f, version, flexible)
-        read = _array_reader(elem_read, flexible, nullable)
+        elem_read, elem_write, _ = _element_codec(f, version, flexible, runs=runs)
+        fixed = None if f.is_struct or not runs else _FORMAT.get(f.element)
+        read = _array_reader(elem_read, flexible, nullable, fixed)
         write = _array_writer(elem_write, flexible, nullable)
         if f.has_default and f.default is None:
             return read, write, lambda: None
         return read, write, list
-    read, write, default = _element_codec(f, version, flexible, nullable)
+    read, write, default = _element_codec(f, version, flexible, nullable, runs)
     if f.has_default:
         value = f.default
         if f.type == "uuid" and value is not None:
@@ -191,11 +301,11 @@ def _field_codec(f: Field, version: int, flexible: bool) -> tuple[ReadFn, WriteF
 
 
 def _element_codec(
-    f: Field, version: int, flexible: bool, nullable: bool = False
+    f: Field, version: int, flexible: bool, nullable: bool = False, runs: bool = True
 ) -> tuple[ReadFn, WriteFn, DefaultFn]:
     t = f.element
     if f.is_struct:
-        codec = StructCodec(f.fields, version, flexible)
+        codec = StructCodec(f.fields, version, flexible, runs=runs)
         if nullable and not f.is_array:
             return _nullable_struct(codec)
         return codec.read, codec.write, codec.defaults
@@ -318,16 +428,32 @@ def _bytes_writer(flexible: bool, nullable: bool) -> WriteFn:
     return write
 
 
-def _array_reader(elem: ReadFn, flexible: bool, nullable: bool) -> ReadFn:
+def _array_reader(elem: ReadFn, flexible: bool, nullable: bool, fixed: str | None = None
+                  ) -> ReadFn:
+    """``fixed``: the struct format character of a fixed-width element type, whose arrays are
+    read with one ``unpack_from`` when the frame holds them all."""
+    width = 0 if fixed is None else struct.calcsize(">" + fixed)
+
     def read(r: Reader) -> list[Any] | None:
-        n = r.length(flexible, "array")
+        pos = r.pos
+        if flexible and pos < r.end and r.buf[pos] < 0x80:
+            n = r.buf[pos] - 1            # a one-byte compact length: the usual case
+            r.pos = pos + 1
+        else:
+            n = r.length(flexible, "array")
         if n < 0:
             if n == -1 and nullable:
                 return None
             raise DecodeError(f"array length {n}" + ("" if nullable else " (not nullable)"),
                               r.pos)
-        if n > r.remaining:        # every element takes at least one byte: refuse, don't allocate
-            raise DecodeError(f"array of {n} elements in {r.remaining} bytes", r.pos)
+        pos = r.pos
+        left = r.end - pos
+        if n > left:        # every element takes at least one byte: refuse, don't allocate
+            raise DecodeError(f"array of {n} elements in {left} bytes", pos)
+        if width and n * width <= left:
+            r.pos = pos + n * width
+            return list(struct.unpack_from(f">{n}{fixed}", r.buf, pos))
+        # (a fixed-width array cut short: element by element, which names element and byte)
         out = []
         for i in range(n):
             try:
@@ -367,6 +493,14 @@ def _array_writer(elem: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
 @cache
 def compiled(message: Message, version: int) -> StructCodec:
     return StructCodec(message.fields, version, in_range(version, message.flexible))
+
+
+@cache
+def reference(message: Message, version: int) -> StructCodec:
+    """The codec of ``message`` without runs: each field read and written on its own, the
+    behaviour :func:`compiled`'s runs must give exactly (tests compare the two)."""
+    return StructCodec(message.fields, version, in_range(version, message.flexible),
+                       runs=False)
 
 
 @cache
