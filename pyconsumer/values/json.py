@@ -433,6 +433,12 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def json_type(schema: Any) -> pa.DataType:
+    """The type decode_json gives for ``schema``: its struct, every field nullable (a bad or
+    missing field is null whatever the DDL's NOT NULL says, as with Spark's from_json)."""
+    return _nullable(pa.struct(list(to_arrow_schema(schema))))
+
+
 def _nullable(data_type: pa.DataType) -> pa.DataType:
     """Every field nullable, as Spark's from_json makes its schema."""
     if isinstance(data_type, pa.StructType):
@@ -481,7 +487,7 @@ def _fast_type(data_type: pa.DataType) -> pa.DataType:
 
 def decode_json_rows(values: list[bytes | None], schema: Any, *, partial_results: bool = False) -> Decoded:
     """The Python reader alone, row by row (the reference the fast path is tested against)."""
-    target = _nullable(pa.struct(list(to_arrow_schema(schema))))
+    target = json_type(schema)
     _compile(target)
     rows: list[Any] = []
     errors: dict[int, str] = {}
@@ -514,8 +520,7 @@ def decode_json(
     ``from_json`` gives) and its reason is in ``errors``. ``use_threads`` lets pyarrow parse
     blocks on its own threads (off by default: the callers already decode on several threads).
     """
-    arrow_schema = to_arrow_schema(schema)
-    target = _nullable(pa.struct(list(arrow_schema)))
+    target = json_type(schema)
     _compile(target)  # an unsupported type is refused before any row is read
     data = as_binary(values, "JSON values")
     n = len(data)

@@ -36,7 +36,7 @@ from pyconsumer.values.avro import AvroSchemaError, Schema, arrow_type, parse_sc
 from pyconsumer.values.avro_decode import (
     SchemaId, UnknownSchemaError, WriterSchemas, decode_avro, schema_id_from_header,
 )
-from pyconsumer.values.json import decode_json, decode_string
+from pyconsumer.values.json import decode_json, decode_string, json_type
 from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, MalformedValueError, Mode, apply_mode, parse_mode
 from pyconsumer.values.registry import (
     RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, shared_client,
@@ -302,7 +302,7 @@ class TypedValues:
         if spec.format is Format.STRING:
             return pa.string()
         if spec.format is Format.JSON:
-            return pa.struct(list(to_arrow_schema(spec.schema)))
+            return json_type(spec.schema)
         return self._columns[column].arrow_type(topic)
 
     def schema(self, base: pa.Schema, topics: list[str] | tuple[str, ...] = ()) -> pa.Schema:

@@ -159,6 +159,16 @@ def test_json_with_confluent_framing_is_read_without_its_prefix() -> None:
     assert plan.snapshot().malformed == 2
 
 
+def test_json_not_null_fields_are_nullable_in_the_schema_as_in_the_data() -> None:
+    """NOT NULL in a DDL does not stop a bad or missing field from being null (as with
+    from_json): the plan's schema (an empty poll's) equals the decoded batch's schema."""
+    plan = TypedValues(ColumnFormat(Format.JSON, "id BIGINT NOT NULL, s STRUCT<b: INT NOT NULL>"))
+    out = plan.apply(batch([(0, None, b'{"s": {}}', [])]))
+    assert out.column("value").to_pylist() == [{"id": None, "s": {"b": None}}]
+    assert out.schema == plan.schema(kafka_arrow_schema(), ["t"])
+    assert all(f.nullable for f in out.schema.field("value").type)
+
+
 def test_settings_errors_name_the_setting() -> None:
     def refused(settings: dict[str, Any]) -> str:
         with pytest.raises(ConfigurationError) as info:
