@@ -211,7 +211,7 @@ class PollLoop:
         self._membership = membership
         self._all_consumed = all_consumed
         self._joined = joined          # after each group step: group_metadata() sees a join
-        #: metadata update_version last checked for assigned partitions it does not list
+        #: metadata answers count last checked for assigned partitions it does not list
         self._unknown_checked = -1
         #: (metadata version, assignment id, moves) when every position was last found
         #: FETCHING: until one of them changes, poll() skips the positions pass
@@ -334,9 +334,9 @@ class PollLoop:
         asking for metadata (Java waits for the partition too). Say so at WARNING, once per
         metadata answer that names its topic (as missing, or without that partition)."""
         metadata = client.metadata
-        if metadata.update_version == self._unknown_checked:
+        if metadata.answers == self._unknown_checked:
             return
-        self._unknown_checked = metadata.update_version
+        self._unknown_checked = metadata.answers
         # each topic's partitions looked up once: a scan per assigned partition is quadratic
         known: dict[str, tuple[int, set[int]] | None] = {}
         for tp in sorted(self._subscriptions.assigned_partitions()):
@@ -416,7 +416,7 @@ class PollLoop:
             resets, completions = offsets.resets_completed, fetcher.completions
             # positions to find and fetches to send wait for the metadata (the leaders): its
             # answer is news too (a seek() leaves no position to find, only a leader to learn)
-            metadata = client.metadata.update_version
+            metadata = client.metadata.answers
             # wake for data, a finished reset (fetches can start then) or a fetch that ended
             # without data (failed: send it again at once, as Java); a wakeup() raises
             client.poll(timeout_ms=max(0.0, left),
@@ -430,7 +430,7 @@ class PollLoop:
         return (self._fetcher.has_available() or self._offsets.resets_completed != resets
                 or self._fetcher.completions != completions
                 or (metadata is not None
-                    and self._client.metadata.update_version != metadata)
+                    and self._client.metadata.answers != metadata)
                 or (self._membership is not None and self._membership.attention()))
 
 

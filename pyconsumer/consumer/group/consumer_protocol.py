@@ -203,7 +203,7 @@ class ConsumerProtocolMembership(MembershipBase):
     def _reconcile(self, deadline: float) -> None:
         """Become the broker's latest assignment (application thread)."""
         version, target = self._target_version, self._target
-        metadata_version = self.client.metadata.update_version
+        metadata_version = self.client.metadata.answers   # each answer: ask again
         if target is None:
             return
         if version == self._reconciled_version and not (
