@@ -121,6 +121,10 @@ class FetchResponseBody(dict[str, Any]):
     @property
     def indexes(self) -> list[RecordSetIndex] | None: ...
 
+def take_arrow_many(
+    cursors: list[CompletedFetch], budgets: list[int], include_headers: bool = False
+) -> tuple[pa.RecordBatch, list[int]]: ...
+
 def decode_fetch_response(
     version: int, payload: _Buffer, start: int = 0, index: bool = False
 ) -> FetchResponseBody: ...

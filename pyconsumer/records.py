@@ -7,6 +7,8 @@ Thin public layer over the compiled :mod:`pyconsumer._records` (sources in ``pye
   (:func:`kafka_arrow_schema`), built without a Python object per record;
 * :class:`CompletedFetch` -> a per-partition cursor handing out at most N records (or rows)
   per call, the way Java's Fetcher drains a completed fetch under ``max.poll.records``;
+  :func:`take_arrow_many` takes several cursors in turn into one RecordBatch (no
+  concatenation: a poll over many small partitions);
 * :class:`RecordSetIndex` -> where a record set's batches are, from one pass over their
   headers: the prefetch end, the record bound, cut points for a parallel take, byte counts;
 * :func:`decode_fetch_response` -> a Fetch response body (the dict
@@ -61,6 +63,7 @@ from pyconsumer._records import (
     kafka_arrow_schema,
     set_buffer_cache_limit,
     set_max_decompressed_size,
+    take_arrow_many,
 )
 
 # The extension imports nothing from pyconsumer (no import cycle, either can be imported
@@ -85,4 +88,5 @@ __all__ = [
     "kafka_arrow_schema",
     "set_buffer_cache_limit",
     "set_max_decompressed_size",
+    "take_arrow_many",
 ]

@@ -133,6 +133,40 @@ cdef class CompletedFetch:
                 f"next_fetch_offset={self.w.next_fetch_offset}, drained={self.is_drained})")
 
 
+def take_arrow_many(list cursors, list budgets, bint include_headers=False):
+    """take_arrow(budgets[i]) of each cursors[i] in turn, into one pyarrow.RecordBatch: the
+    rows of those takes one after another, without a batch per cursor and their concatenation
+    (a poll over many small partitions). Stops after the first cursor that gave no rows, is
+    not drained after its take (its budget ended first, or an error waits for its next take:
+    pending_error), or filled the batch (2 GiB). Returns (batch, rows): rows[i] the rows of
+    cursors[i], one entry per cursor taken (the last one is where it stopped)."""
+    cdef list walkers = []
+    cdef list rows = []
+    cdef list segments = []
+    cdef CompletedFetch c
+    cdef _Walker w
+    cdef _ArrowBuilder b
+    cdef Py_ssize_t budget, start
+    cdef int clean
+    if len(budgets) != len(cursors):
+        raise ValueError(f"take_arrow_many: {len(cursors)} cursors but {len(budgets)} budgets")
+    for c, budget in zip(cursors, budgets):
+        if budget < 0:
+            raise ValueError(f"max_records must be >= 0, got {budget}")
+        walkers.append(c.w)
+    b = arrow_builder_many(walkers, budgets, include_headers)
+    for c, budget in zip(cursors, budgets):
+        w = c.w
+        start = b.n
+        clean = 1 if c.discarded or budget == 0 else w.take_arrow_into(b, start + budget,
+                                                                       include_headers)
+        rows.append(b.n - start)
+        segments.append((w.topic, w.partition, b.n - start))
+        if not clean or b.full or b.n == start or not (c.discarded or w.finished):
+            break
+    return b.finish_segments(segments), rows
+
+
 _NO_LIMIT = (1 << 62)
 
 

@@ -59,10 +59,25 @@ cdef class _ArrowBuilder:
     cdef int add_headers(self, const RecView* v,
                          const Reader* region) except -1 nogil   # the row's headers column
     cdef object finish(self, str topic, int32_t partition)           # -> pyarrow.RecordBatch
+    cdef object finish_segments(self, list segments)   # rows of several (topic, partition, rows)
 
 
+cdef struct _Estimate:
+    # what a take may need, from the batch headers ahead (arrow_estimate)
+    Py_ssize_t rows          # rows expected
+    Py_ssize_t bytes         # key+value bytes (uncompressed: a bound; compressed: a guess)
+    Py_ssize_t plain         # bound of the uncompressed batches' key+value bytes
+    Py_ssize_t comp          # compressed payload bytes
+    Py_ssize_t first_rows    # rows up to the end of the first batch
+    Py_ssize_t first_bytes   # bytes up to the end of the first batch
+
+cdef int arrow_estimate(_Walker w, Py_ssize_t max_rows, _Estimate* out) except -1
+    # rows and bytes of a take of up to max_rows rows from the batches ahead of w
+cdef _ArrowBuilder _builder_from(_Estimate* e, bint include_headers)
 cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint include_headers)
     # a builder sized for up to max_rows rows from the batches ahead of w
+cdef _ArrowBuilder arrow_builder_many(list walkers, list budgets, bint include_headers)
+    # a builder for takes of budgets[i] rows from each walkers[i] in turn
 cdef int arrow_fill(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil
     # rows of w's current batch (any magic, headers too): 1 done, 0 full, 2 grow first
 cdef int arrow_fill_v2(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil

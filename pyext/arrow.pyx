@@ -222,29 +222,43 @@ cdef class _ArrowBuilder:
         return 0
 
     cdef object finish(self, str topic, int32_t partition):
-        cdef Py_ssize_t n = self.n, i
-        cdef bytes tb = topic.encode("utf-8")
-        cdef Py_ssize_t tl = len(tb)
-        if n * tl > INT32_MAX:
+        return self.finish_segments([(topic, partition, self.n)])
+
+    cdef object finish_segments(self, list segments):
+        """The RecordBatch of the rows written, whose topic and partition columns hold
+        segments[i] = (topic, partition, rows) one after another (their rows add up to n)."""
+        cdef Py_ssize_t n = self.n, i, start, rows, tl, total = 0, done, pos
+        cdef int32_t partition
+        cdef bytes tb
+        cdef list encoded = []
+        for topic, partition, rows in segments:
+            tb = (<str>topic).encode("utf-8")
+            encoded.append(tb)
+            total += rows * len(tb)
+        if total > INT32_MAX:
             raise OverflowError(
-                f"topic column of {n} rows x {tl} bytes exceeds Arrow's 2 GiB string limit")
+                f"topic column of {n} rows ({total} bytes) exceeds Arrow's 2 GiB string limit")
         tofs = _PBuf((n + 1) * 4)
         pcol = _PBuf(n * 4)
-        tdata = _PBuf(n * tl)                  # from the block cache, like the other columns
+        tdata = _PBuf(total)                   # from the block cache, like the other columns
         cdef int32_t* to = <int32_t*>tofs.ptr
         cdef int32_t* pc = <int32_t*>pcol.ptr
         cdef uint8_t* td = tdata.ptr
-        cdef Py_ssize_t done
-        for i in range(n + 1):
-            to[i] = <int32_t>(i * tl)
-        for i in range(n):
-            pc[i] = partition
-        if n > 0 and tl > 0:                   # the topic n times: one copy, then doubling
-            memcpy(td, <const char*>tb, tl)
-            done = tl
-            while done < n * tl:
-                memcpy(td + done, td, min(done, n * tl - done))
-                done += min(done, n * tl - done)
+        start = pos = 0
+        to[0] = 0
+        for (topic, partition, rows), tb in zip(segments, encoded):
+            tl = len(tb)
+            for i in range(start, start + rows):
+                to[i + 1] = <int32_t>(pos + (i - start + 1) * tl)
+                pc[i] = partition
+            if rows > 0 and tl > 0:            # the topic rows times: one copy, then doubling
+                memcpy(td + pos, <const char*>tb, tl)
+                done = tl
+                while done < rows * tl:
+                    memcpy(td + pos + done, td + pos, min(done, rows * tl - done))
+                    done += min(done, rows * tl - done)
+            start += rows
+            pos += rows * tl
         key = pa.Array.from_buffers(
             pa.binary(), n,
             [self.key_valid.finish(n // 8 + 1) if self.key_nulls else None,
@@ -257,7 +271,7 @@ cdef class _ArrowBuilder:
             null_count=self.val_nulls)
         cols = [key, value,
                 pa.Array.from_buffers(pa.string(), n, [None, tofs.finish((n + 1) * 4),
-                                                       tdata.finish(n * tl)], null_count=0),
+                                                       tdata.finish(total)], null_count=0),
                 pa.Array.from_buffers(pa.int32(), n, [None, pcol.finish(n * 4)], null_count=0),
                 pa.Array.from_buffers(pa.int64(), n, [None, self.offsets.finish(n * 8)],
                                       null_count=0),
@@ -365,12 +379,50 @@ cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint includ
     and value bytes from their sizes (uncompressed: a bound; compressed: a guess). The data
     buffers start at the first batch's share of that; once it is in, reproject (from
     reserve) sizes them for the rest from its rows, instead of holding the loose bound."""
+    cdef _Estimate e
+    arrow_estimate(w, max_rows, &e)
+    return _builder_from(&e, include_headers)
+
+
+cdef _ArrowBuilder arrow_builder_many(list walkers, list budgets, bint include_headers):
+    """A builder for takes of budgets[i] rows from each walkers[i] in turn: their estimates
+    added up (the first batch's share is the first walker's)."""
+    cdef _Estimate e, one
+    cdef _Walker w
+    e.rows = e.bytes = e.plain = e.comp = e.first_rows = e.first_bytes = 0
+    for w, budget in zip(walkers, budgets):
+        arrow_estimate(w, budget, &one)
+        if e.first_rows == 0:
+            e.first_rows = e.rows + one.first_rows
+            e.first_bytes = e.bytes + one.first_bytes
+        e.rows += one.rows
+        e.bytes += one.bytes
+        e.plain += one.plain
+        e.comp += one.comp
+    return _builder_from(&e, include_headers)
+
+
+cdef _ArrowBuilder _builder_from(_Estimate* e, bint include_headers):
+    cdef Py_ssize_t key_est = min(e.bytes, e.rows * 16), val_est = e.bytes
+    cdef _ArrowBuilder b
+    if e.comp == 0 and e.first_rows < e.rows and e.first_bytes < e.bytes:
+        # uncompressed: the bound counts keys in both columns and every record's overhead
+        # past 7 bytes (2x the values of 10-byte records); start at the first batch's
+        key_est = min(key_est, e.first_bytes + 64)
+        val_est = e.first_bytes + 64
+    b = _ArrowBuilder(e.rows, key_est, val_est, include_headers)
+    b.plain_bytes = e.plain
+    b.comp_bytes = e.comp
+    return b
+
+
+cdef int arrow_estimate(_Walker w, Py_ssize_t max_rows, _Estimate* out) except -1:
+    """Rows and bytes a take of up to max_rows from w may need, from the index's batches."""
     cdef Py_ssize_t rows_est = 0, bytes_est = 0, plain_est = 0, comp_est = 0, payload
-    cdef Py_ssize_t first_rows = 0, first_bytes = 0, key_est, val_est
+    cdef Py_ssize_t first_rows = 0, first_bytes = 0
     cdef RecordSetIndex idx = w.get_index()
     cdef Py_ssize_t k = idx.find(w.origin + w.rs.pos), limit = w.origin + w.rs.end
     cdef const BatchEntry* e
-    cdef _ArrowBuilder b
     if w.remaining > 0:
         rows_est = first_rows = w.remaining
         bytes_est = first_bytes = rd_left(&w.rr)
@@ -399,17 +451,13 @@ cdef _ArrowBuilder arrow_builder_for(_Walker w, Py_ssize_t max_rows, bint includ
     if rows_est > max_rows:
         bytes_est = <Py_ssize_t>(bytes_est * (<double>max_rows / rows_est))
         rows_est = max_rows
-    key_est = min(bytes_est, rows_est * 16)
-    val_est = bytes_est
-    if comp_est == 0 and first_rows < rows_est and first_bytes < bytes_est:
-        # uncompressed: the bound counts keys in both columns and every record's overhead
-        # past 7 bytes (2x the values of 10-byte records); start at the first batch's
-        key_est = min(key_est, first_bytes + 64)
-        val_est = first_bytes + 64
-    b = _ArrowBuilder(rows_est, key_est, val_est, include_headers)
-    b.plain_bytes = plain_est
-    b.comp_bytes = comp_est
-    return b
+    out.rows = rows_est
+    out.bytes = bytes_est
+    out.plain = plain_est
+    out.comp = comp_est
+    out.first_rows = first_rows
+    out.first_bytes = first_bytes
+    return 0
 
 
 cdef int arrow_fill(_Walker w, _ArrowBuilder b, Py_ssize_t max_rows) except -1 nogil:

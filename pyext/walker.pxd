@@ -70,6 +70,9 @@ cdef class _Walker:
     cdef int _take_records(self, list out, Py_ssize_t max_records, object key_des,
                            object value_des, bint des) except -1  # the loop of take_records
     cdef object take_arrow(self, Py_ssize_t max_rows, bint include_headers)
+    cdef int take_arrow_into(self, _ArrowBuilder b, Py_ssize_t max_rows,
+                             bint include_headers) except -1
+        # take_arrow into a builder shared with other walkers: 1 clean, 0 stopped at an error
     cdef int _take_arrow(self, _ArrowBuilder b, Py_ssize_t max_rows,
                          bint include_headers) except -1          # the loop of take_arrow
     cdef void release(self) noexcept             # drop the decompression state (finished)

@@ -425,6 +425,22 @@ cdef class _Walker:
             self.maybe_finish()
         return b.finish(self.topic, self.partition)
 
+    cdef int take_arrow_into(self, _ArrowBuilder b, Py_ssize_t max_rows,
+                             bint include_headers) except -1:
+        """take_arrow's rows written into a builder shared with other walkers (up to b.n ==
+        max_rows): 1 when the take ended cleanly, 0 when it stopped at an error, kept in
+        self.error for the next take (rows before it are in b, as take_arrow hands them out
+        first)."""
+        if self.error is not None:
+            return 0
+        try:
+            self._take_arrow(b, max_rows, include_headers)
+            self.maybe_finish()
+        except CorruptRecordError as e:
+            self.error = e
+            return 0
+        return 1
+
     cdef int _take_arrow(self, _ArrowBuilder b, Py_ssize_t max_rows,
                          bint include_headers) except -1:
         while b.n < max_rows and not b.full:
