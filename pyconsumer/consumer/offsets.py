@@ -79,6 +79,29 @@ class _Outcome:
         self.last_retriable: KafkaError | None = None
 
 
+class _LeaderRequest:
+    """The partitions of one ListOffsets request (one leader): their entries grouped by topic
+    as the request lists them, and each topic's partitions by index, to read the answer
+    without making a TopicPartition per answered partition."""
+
+    __slots__ = ("asked", "entries", "by_topic")
+
+    def __init__(self) -> None:
+        self.asked: dict[TopicPartition, int] = {}
+        self.entries: dict[str, list[dict[str, int]]] = {}
+        self.by_topic: dict[str, dict[int, TopicPartition]] = {}
+
+    def add(self, tp: TopicPartition, timestamp: int, epoch: int) -> None:
+        self.asked[tp] = timestamp
+        entries = self.entries.get(tp.topic)
+        if entries is None:
+            entries = self.entries[tp.topic] = []
+            self.by_topic[tp.topic] = {}
+        entries.append({"partition_index": tp.partition, "timestamp": timestamp,
+                        "current_leader_epoch": epoch, "max_num_offsets": 1})
+        self.by_topic[tp.topic][tp.partition] = tp
+
+
 class OffsetsClient:
     def __init__(self, client: NetworkClient, config: ConsumerConfig,
                  subscriptions: SubscriptionState) -> None:
@@ -97,37 +120,44 @@ class OffsetsClient:
     def _send_round(self, timestamps: Mapping[TopicPartition, int],
                     on_done: Callable[[_Outcome], None]) -> list[Future[Response]]:
         """Send one ListOffsets per leader for ``timestamps``; ``on_done`` gets the outcome
-        when every request has completed (or at once if nothing could be sent)."""
+        when every request has completed (or at once if nothing could be sent).
+
+        One pass over the partitions: each one's leader and epoch are looked up once and its
+        entry goes straight into its leader's request, grouped by topic (issue 26)."""
         outcome = _Outcome()
-        by_node: dict[int, dict[TopicPartition, int]] = defaultdict(dict)
-        metadata = self.client.metadata
+        by_node: dict[int, _LeaderRequest] = {}
+        topics_of = self.client.metadata.topics
         for tp, ts in timestamps.items():
-            leader = metadata.leader_for(tp)
-            if leader is None:
+            t = topics_of.get(tp.topic)
+            info = None if t is None else t.partitions.get(tp.partition)
+            if info is None or info.leader < 0:
                 outcome.retry.add(tp)
                 outcome.no_leader.add(tp)
-                metadata.request_update()
-            else:
-                by_node[leader][tp] = ts
+                self.client.metadata.request_update()
+                continue
+            req = by_node.get(info.leader)
+            if req is None:
+                req = by_node[info.leader] = _LeaderRequest()
+            req.add(tp, ts, -1 if info.leader_epoch is None else info.leader_epoch)
         futures: list[Future[Response]] = []
         pending = [len(by_node)]
         if not by_node:
             on_done(outcome)
             return futures
 
-        for node, part in by_node.items():
-            fut = self.client.send(node, ApiKey.LIST_OFFSETS, self._body(part))
+        for node, req in by_node.items():
+            fut = self.client.send(node, ApiKey.LIST_OFFSETS, self._body(req))
 
-            def handle(f: Future[Response], part: dict[TopicPartition, int] = part) -> None:
+            def handle(f: Future[Response], req: _LeaderRequest = req) -> None:
                 if f.failed():
                     assert f.exception is not None
-                    outcome.retry.update(part)
+                    outcome.retry.update(req.asked)
                     if isinstance(f.exception, KafkaError):
                         outcome.last_retriable = f.exception
                     self.client.metadata.request_update()
                 else:
                     assert f.value is not None
-                    self._parse(f.value, part, outcome)
+                    self._parse(f.value, req, outcome)
                 pending[0] -= 1
                 if pending[0] == 0:
                     on_done(outcome)
@@ -136,32 +166,31 @@ class OffsetsClient:
             futures.append(fut)
         return futures
 
-    def _body(self, part: Mapping[TopicPartition, int]) -> Callable[[int], dict[str, Any]]:
-        topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        metadata = self.client.metadata
-        for tp, ts in part.items():
-            info = metadata.partition(tp)
-            epoch = -1 if info is None or info.leader_epoch is None else info.leader_epoch
-            topics[tp.topic].append({"partition_index": tp.partition, "timestamp": ts,
-                                     "current_leader_epoch": epoch, "max_num_offsets": 1})
+    def _body(self, req: _LeaderRequest) -> Callable[[int], dict[str, Any]]:
+        topics = [{"name": t, "partitions": ps} for t, ps in req.entries.items()]
         timeout = self.config.request_timeout_ms
 
         def body(version: int) -> dict[str, Any]:
             return {"replica_id": -1, "isolation_level": self._isolation, "timeout_ms": timeout,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+                    "topics": topics}
         return body
 
-    def _parse(self, response: Response, part: Mapping[TopicPartition, int],
-               outcome: _Outcome) -> None:
+    def _parse(self, response: Response, req: _LeaderRequest, outcome: _Outcome) -> None:
         seen: set[TopicPartition] = set()
+        asked_in = req.by_topic
+        offsets = outcome.offsets
         for t in body_of(response, ApiKey.LIST_OFFSETS)["topics"]:
+            asked = asked_in.get(t["name"])
+            if asked is None:
+                continue
             for p in t["partitions"]:
-                tp = TopicPartition(t["name"], p["partition_index"])
-                if tp not in part:
+                tp = asked.get(p["partition_index"])
+                if tp is None:
                     continue
                 seen.add(tp)
                 code = p["error_code"]
-                action = classify(ApiKey.LIST_OFFSETS, code)
+                action = PartitionAction.NONE if not code else classify(ApiKey.LIST_OFFSETS,
+                                                                        code)
                 if action is PartitionAction.NONE:
                     if response.version == 0:
                         olds = p.get("old_style_offsets") or []
@@ -169,10 +198,10 @@ class OffsetsClient:
                     else:
                         offset, ts = p["offset"], p["timestamp"]
                     epoch = p.get("leader_epoch", -1)
-                    outcome.offsets[tp] = (None if offset < 0 else
-                                           ListedOffset(offset, ts, None if epoch < 0 else epoch))
+                    offsets[tp] = (None if offset < 0 else
+                                   ListedOffset(offset, ts, None if epoch < 0 else epoch))
                 elif action is PartitionAction.NO_OFFSET:
-                    outcome.offsets[tp] = None   # pre-0.10 data: no timestamp search
+                    offsets[tp] = None           # pre-0.10 data: no timestamp search
                 elif action is PartitionAction.FATAL:
                     outcome.error = error_for_code(code, f"topic {tp.topic}")
                 else:                            # REFRESH_METADATA: every other code
@@ -182,9 +211,8 @@ class OffsetsClient:
                     outcome.last_retriable = err
                     outcome.retry.add(tp)
                     self.client.metadata.request_update()
-        for tp in part:
-            if tp not in seen:
-                outcome.retry.add(tp)
+        if len(seen) != len(req.asked):
+            outcome.retry.update(tp for tp in req.asked if tp not in seen)
 
     # ------------------------------------------------------------------ blocking lookups
 
