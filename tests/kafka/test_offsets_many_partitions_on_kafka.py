@@ -121,6 +121,6 @@ def test_spark_plan_of_1000_partitions_is_exact(
     ranges = KafkaBatchReader(options).plan()
     assert ranges == [OffsetRange(many, p, _start(p), _count(p)) for p in range(_PARTITIONS)
                       if _count(p) > _start(p)]
-    # earliest and latest: one ListOffsets each; the ends confirmed by one Fetch
+    # earliest and latest: one ListOffsets each (the ends are then confirmed by a Fetch,
+    # sent again until every watermark came: how many depends on timing)
     assert sends["LIST_OFFSETS"] == 2
-    assert sends["FETCH"] <= 3, sends
