@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.group.coordinator import CommitCallback, ConsumerCoordinator
-from pyconsumer.consumer.fetch import Fetcher, decode
+from pyconsumer.consumer.fetch import Fetcher, TakeMany, decode
 from pyconsumer.consumer.interceptors import ConsumerInterceptors
 from pyconsumer.consumer.group.classic import GroupMembership
 from pyconsumer.consumer.group.consumer_protocol import ConsumerProtocolMembership
@@ -66,7 +66,7 @@ from pyconsumer.net.transport import (
 )
 from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
 from pyconsumer.config.ssl import check_security
-from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
+from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema, take_arrow_many
 from pyconsumer.structs import (
     ConsumerGroupMetadata,
     OffsetAndMetadata,
@@ -575,12 +575,13 @@ class KafkaConsumer:
 
     def _poll(self, timeout_ms: float, max_records: int | None,
               take: Callable[[CompletedFetch, int], T], count: Callable[[T], int],
-              build: Callable[[list[tuple[TopicPartition, T]]], R], threads: int = 1) -> R:
+              build: Callable[[list[tuple[TopicPartition, T]]], R], threads: int = 1,
+              take_many: TakeMany[T] | None = None) -> R:
         """The poll loop (:mod:`pyconsumer.consumer.poll`), once the arguments are checked."""
         limit = poll_limit(timeout_ms, max_records, self.config)
         self._network()
         assert self._poll_loop is not None
-        return self._poll_loop.run(timeout_ms, limit, take, count, build, threads)
+        return self._poll_loop.run(timeout_ms, limit, take, count, build, threads, take_many)
 
     @_exclusive
     def poll(self, timeout_ms: int = 0, max_records: int | None = None
@@ -646,6 +647,12 @@ class KafkaConsumer:
         def rows(parts: list[pa.RecordBatch]) -> int:
             return sum(b.num_rows for b in parts)
 
+        def take_many(cursors: list[CompletedFetch], budgets: list[int]
+                      ) -> tuple[list[pa.RecordBatch], list[int]]:
+            # small partitions' records written into one batch: no batch each to concatenate
+            batch, counts = take_arrow_many(cursors, budgets, read_headers)
+            return [batch], counts
+
         def build(chunks: list[tuple[TopicPartition, list[pa.RecordBatch]]]) -> pa.RecordBatch:
             batches = [b for _, parts in chunks for b in parts if b.num_rows]
             if not batches:
@@ -663,7 +670,7 @@ class KafkaConsumer:
             if plan is None:
                 return self._poll(timeout_ms, max_records, take, rows,
                                   lambda chunks: self._interceptors.on_consume_arrow(
-                                      build(chunks)), threads)
+                                      build(chunks)), threads, take_many)
 
             def typed_take(cursor: CompletedFetch, n: int) -> TypedChunk[list[pa.RecordBatch]]:
                 # on a decode thread when partitions are taken side by side

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.fetch import Fetcher
+from pyconsumer.consumer.fetch import Fetcher, TakeMany
 from pyconsumer.consumer.group.coordinator import ConsumerCoordinator
 from pyconsumer.consumer.group.membership import Membership
 from pyconsumer.consumer.offsets import OffsetsClient
@@ -357,11 +357,13 @@ class PollLoop:
 
     def run(self, timeout_ms: float, limit: int,
             take: Callable[[CompletedFetch, int], T], count: Callable[[T], int],
-            build: Callable[[list[tuple[TopicPartition, T]]], R], threads: int = 1) -> R:
+            build: Callable[[list[tuple[TopicPartition, T]]], R], threads: int = 1,
+            take_many: TakeMany[T] | None = None) -> R:
         """One poll: ``build`` shapes what was drained into the result. Positions count as
         delivered only once ``build`` returned: any exception before rolls them back.
-        ``threads``: how many cursors ``take`` may run on at once (see Fetcher.drain). The
-        arguments were checked with :func:`poll_limit`."""
+        ``threads``: how many cursors ``take`` may run on at once; ``take_many``: several
+        cursors taken into one chunk (see Fetcher.drain). The arguments were checked with
+        :func:`poll_limit`."""
         client, fetcher, offsets = self._parts()
         if self._subscriptions.subscription_type is SubscriptionType.NONE:
             raise IllegalStateError(
@@ -393,7 +395,7 @@ class PollLoop:
             # the positions before this drain, of the partitions it moves only
             before = self._subscriptions.start_journal()
             try:
-                chunks = fetcher.drain(limit, take, count, threads=threads)
+                chunks = fetcher.drain(limit, take, count, threads=threads, take_many=take_many)
                 if chunks or final:
                     # pipeline: the next fetch travels while the caller works on these (a
                     # wakeup() now is for the next call: these records are returned)

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch import decode
-from pyconsumer.consumer.fetch.buffer import FetchBuffer
+from pyconsumer.consumer.fetch.buffer import FetchBuffer, TakeMany
 from pyconsumer.consumer.fetch.replicas import ReadReplicas
 from pyconsumer.consumer.fetch.request import FetchRequests
 from pyconsumer.consumer.fetch.session import FetchSessionHandler
@@ -100,14 +100,15 @@ class Fetcher:
         return self.buffer.has_available()
 
     def drain(self, max_records: int, take: Callable[[CompletedFetch, int], T],
-              count: Callable[[T], int], *, threads: int = 1) -> list[tuple[TopicPartition, T]]:
+              count: Callable[[T], int], *, threads: int = 1,
+              take_many: TakeMany[T] | None = None) -> list[tuple[TopicPartition, T]]:
         """Up to ``max_records`` records from the buffered responses, as ``take`` shapes them
         (FetchBuffer.drain)."""
-        return self.buffer.drain(max_records, take, count, threads=threads)
+        return self.buffer.drain(max_records, take, count, threads=threads, take_many=take_many)
 
     def clear_buffered(self, keep: Callable[[TopicPartition], bool] | None = None) -> None:
         """Drop buffered data (all, or of the partitions ``keep`` rejects)."""
         self.buffer.clear_buffered(keep)
 
 
-__all__ = ["Fetcher", "decode"]
+__all__ = ["Fetcher", "TakeMany", "decode"]

@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: take_many(cursors, budgets): several cursors taken in turn into one chunk, and the records
+#: each gave (one entry per cursor taken; records.take_arrow_many's contract)
+TakeMany = Callable[[list[CompletedFetch], list[int]], tuple[T, list[int]]]
+
 # the RETRY codes (partition_errors' FETCH table) a fetch warns of, as Java's FetchCollector;
 # the others (an unknown leader epoch) are a debug line
 _WARN_ON_RETRY = frozenset({ErrorCode.UNKNOWN_SERVER_ERROR})
@@ -290,14 +294,16 @@ class FetchBuffer:
             return False
         return True
 
-    def _took(self, fetched: Fetched, chunk: T, count: Callable[[T], int]
-              ) -> tuple[T, int] | None:
-        """Move the position past what a take returned; (chunk, records) or None if empty."""
+    def _took(self, fetched: Fetched, chunk: T, count: Callable[[T], int],
+              got: int | None = None) -> tuple[T, int] | None:
+        """Move the position past what a take returned (``got`` records, if counted
+        already); (chunk, records) or None if empty."""
         cursor = fetched.cursor
         assert cursor is not None
         tp = fetched.tp
         subs = self.subscriptions
-        got = count(chunk)
+        if got is None:
+            got = count(chunk)
         subs.advance(tp, cursor.next_fetch_offset, cursor.last_epoch)
         self.metrics.taken(tp, got, cursor, fetched.data.get("records"), subs)
         if cursor.next_fetch_offset != fetched.fetch_offset:
@@ -375,15 +381,100 @@ class FetchBuffer:
             raise failure
         return got
 
-    def _hold(self, fetched: Fetched, rest: list[tuple[Fetched, int]]) -> None:
-        """``fetched`` becomes next in line; ``rest`` go back to the head of the queue with
-        fresh cursors to come (what their takes did is undone: no position moved for them)."""
-        self._next_in_line = fetched
+    def _drain_many(self, remaining: int, take_many: TakeMany[T], count: Callable[[T], int],
+                    out: list[tuple[TopicPartition, T]]) -> int | None:
+        """Take the partition next in line and the buffered responses after it whose records
+        fit in ``remaining`` (their record-set index's bound says; the last may be taken in
+        part) with one ``take_many`` call, which hands back one chunk for them all (one Arrow
+        batch: no batch per partition to concatenate). The records taken, or None when fewer
+        than two qualify (the caller goes one by one). Same positions and result as taking
+        them in turn: take_many stops after a cursor that is not drained (which becomes next
+        in line), and the responses it did not reach go back to the head of the queue."""
+        group: list[tuple[Fetched, int]] = []
+        left = remaining
+        nil = self._next_in_line
+        if nil is not None:
+            cursor = nil.cursor
+            if nil.error is not None or cursor is None or cursor.is_drained \
+                    or cursor.pending_error is not None or not nil.bound:
+                return None                       # the one-by-one path handles it first
+            group.append((nil, min(nil.bound, left)))
+            left -= group[-1][1]
+        for fetched in self._completed:
+            if left <= 0:
+                break
+            bound = fetched.bound
+            if fetched.data["error_code"] or not fetched.data.get("records") or not bound:
+                break                             # an error, no record bytes or no bound
+            group.append((fetched, min(bound, left)))
+            left -= group[-1][1]
+        if len(group) < 2:
+            return None
+        jobs: list[tuple[Fetched, int]] = []
+        failure: KafkaError | None = None
+        for fetched, budget in group:
+            if fetched is not nil:
+                try:
+                    cursor = self._initialize(fetched)
+                except KafkaError as e:
+                    failure = e                   # stays at the head, as one by one
+                    break
+                self._completed.popleft()
+                if cursor is None:
+                    continue
+                fetched.cursor = cursor
+            else:
+                self._next_in_line = None
+            if self._takeable(fetched):
+                jobs.append((fetched, budget))
+        got = 0
+        if jobs:
+            cursors = []
+            for fetched, _ in jobs:
+                assert fetched.cursor is not None
+                cursors.append(fetched.cursor)
+            try:
+                chunk, rows = take_many(cursors, [budget for _, budget in jobs])
+            except BaseException:
+                self._hold(jobs[0][0], jobs[1:])
+                raise
+            handed = False
+            for i, ((fetched, _), n) in enumerate(zip(jobs, rows)):
+                cursor = fetched.cursor
+                assert cursor is not None
+                if n and not handed:
+                    out.append((fetched.tp, chunk))   # every row of the group, once
+                    handed = True
+                try:
+                    if n or cursor.pending_error is None:
+                        self._took(fetched, chunk, count, n)
+                except BaseException:
+                    self._hold(fetched, jobs[i + 1:])
+                    raise
+                got += n
+                if not cursor.is_drained:         # its budget ended, or an error waits
+                    self._hold(fetched, jobs[i + 1:])
+                    return got
+                if fetched.has_bytes:
+                    self.subscriptions.move_to_end(fetched.tp)
+            self._hold_back(jobs[len(rows):])
+        if failure is not None:
+            raise failure
+        return got
+
+    def _hold_back(self, rest: list[tuple[Fetched, int]]) -> None:
+        """``rest`` go back to the head of the queue with fresh cursors to come."""
         for f, _ in reversed(rest):
             assert f.cursor is not None
             f.cursor.discard()
             f.cursor = None
             self._completed.appendleft(f)
+
+    def _hold(self, fetched: Fetched, rest: list[tuple[Fetched, int]]) -> None:
+        """``fetched`` becomes next in line; ``rest`` go back to the head of the queue with
+        fresh cursors to come (what their takes did is undone: no position moved for them)."""
+        self._next_in_line = fetched
+        self._hold_back(rest)
 
     def _stuck(self, fetched: Fetched, cursor: CompletedFetch) -> KafkaError | None:
         """The partition's data held bytes but no record at or after the position. When it
@@ -428,12 +519,16 @@ class FetchBuffer:
         return None
 
     def drain(self, max_records: int, take: Callable[[CompletedFetch, int], T],
-              count: Callable[[T], int], *, threads: int = 1) -> list[tuple[TopicPartition, T]]:
+              count: Callable[[T], int], *, threads: int = 1,
+              take_many: TakeMany[T] | None = None) -> list[tuple[TopicPartition, T]]:
         """Up to ``max_records`` records from the buffered responses, as ``take`` shapes them
         (a list of ConsumerRecords, an Arrow batch), in fetch order, per partition.
         ``threads`` > 1: ``take`` releases the GIL and is safe to run on several cursors at
         once (the Arrow path); buffered partitions that all fit in the budget are then taken
-        side by side, with exactly the result of taking them one after another."""
+        side by side, with exactly the result of taking them one after another.
+        ``take_many``: partitions whose records fit in the budget are taken in one call that
+        gives one chunk for them all (listed under the first partition with records), the
+        same records and positions as one by one."""
         out: list[tuple[TopicPartition, T]] = []
         remaining = max_records
         try:
@@ -459,6 +554,11 @@ class FetchBuffer:
                         if got is not None:
                             remaining -= got
                             continue
+                    if take_many is not None and len(self._completed) > 1:
+                        got = self._drain_many(remaining, take_many, count, out)
+                        if got is not None:
+                            remaining -= got
+                            continue
                     fetched = self._completed[0]
                     try:
                         cursor = self._initialize(fetched)
@@ -473,6 +573,12 @@ class FetchBuffer:
                         fetched.cursor = cursor
                         self._next_in_line = fetched
                 else:
+                    if take_many is not None and self._completed:
+                        # the rest of this one and the responses after it, in one chunk
+                        got = self._drain_many(remaining, take_many, count, out)
+                        if got is not None:
+                            remaining -= got
+                            continue
                     taken = self._take(nil, remaining, take, count)
                     if taken is not None:
                         out.append((nil.tp, taken[0]))
@@ -496,4 +602,4 @@ class FetchBuffer:
             self._next_in_line = None
 
 
-__all__ = ["FetchBuffer", "Fetched", "Refetch"]
+__all__ = ["FetchBuffer", "Fetched", "Refetch", "TakeMany"]
