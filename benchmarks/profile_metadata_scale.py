@@ -44,6 +44,7 @@ from pyconsumer.net.metadata import ClusterMetadata  # noqa: E402
 from pyconsumer.protocol import ApiKey, decode_response, encode_request, encode_response  # noqa: E402
 
 METADATA_VERSION = 12
+PRODUCE = True
 LIST_OFFSETS_VERSION = 9
 
 
@@ -177,9 +178,17 @@ class _Never:
         pass
 
 
+#: ``--bootstrap`` / ``--topic``: a running broker and a topic of N partitions to use
+EXISTING: dict[str, str] = {}
+
+
 @contextlib.contextmanager
 def broker(kind: str, partitions: int) -> Iterator[tuple[str, str, Callable[[str, int], str]]]:
-    if kind == "fake":
+    if EXISTING:
+        def refuse(name: str, n: int) -> str:
+            raise RuntimeError("--bootstrap: topics are not created")
+        yield EXISTING["bootstrap"], EXISTING["topic"], refuse
+    elif kind == "fake":
         from pyconsumer.testing import FakeCluster
         with FakeCluster(topics={"t": partitions}) as cluster:
             def create(name: str, n: int) -> str:
@@ -209,7 +218,7 @@ class SendCounter:
 def consumer_part(kind: str, n: int, runs: int, show_calls: bool) -> None:
     with broker(kind, n) as (bootstrap, topic, _create):
         tps = [TopicPartition(topic, p) for p in range(n)]
-        print(f"\n== {n} partitions on {kind}")
+        print(f"\n== {n} partitions on {EXISTING.get('bootstrap') or kind}")
         with KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
             c.topics()                               # connected, metadata in
             c.beginning_offsets(tps)
@@ -290,7 +299,7 @@ def spark_part(kind: str, n: int, runs: int) -> None:
     import pyconsumer.spark.offsets as spark_offsets
 
     with broker(kind, n) as (bootstrap, topic, _create):
-        if kind != "fake":
+        if kind != "fake" and PRODUCE:
             from pyconsumer.testing import TestRecord, produce
             produce(bootstrap, topic, [TestRecord(b"k%d" % p, b"v", partition=p)
                                        for p in range(n)], timeout=120)
@@ -310,15 +319,18 @@ def spark_part(kind: str, n: int, runs: int) -> None:
         spark_offsets.KafkaConsumer = counted  # type: ignore[misc]
         log_end.KafkaConsumer = counted  # type: ignore[misc]
         try:
-            samples = []
+            samples, per_run = [], []
             for _ in range(runs):
                 counts.clear()
                 start = time.perf_counter()
                 ranges = KafkaBatchReader(options).plan()
                 samples.append(time.perf_counter() - start)
-            print(f"\n== Spark batch planning, {n} partitions on {kind}: {stats(samples)}, "
+                per_run.append(Counter(counts))
+            print(f"\n== Spark batch planning, {n} partitions on {EXISTING.get('bootstrap') or kind}: {stats(samples)}, "
                   f"{len(ranges)} ranges")
             print(f"requests per plan: {dict(sorted(counts.items()))}")
+            for i, one in enumerate(per_run):
+                print(f"  run {i}: {dict(sorted(one.items()))}")
             prof = cProfile.Profile()
             prof.runcall(lambda: KafkaBatchReader(options).plan())
             out = io.StringIO()
@@ -336,7 +348,15 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, nargs="+", default=[1000, 5000])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--calls", action="store_true", help="also count Python calls")
+    ap.add_argument("--bootstrap", help="a running broker (with --topic), e.g. to compare trees")
+    ap.add_argument("--topic", help="with --bootstrap: a topic of --partitions partitions")
+    ap.add_argument("--no-produce", action="store_true",
+                    help="spark: the topic has records already")
     a = ap.parse_args()
+    if a.bootstrap:
+        EXISTING.update(bootstrap=a.bootstrap, topic=a.topic)
+    global PRODUCE
+    PRODUCE = not a.no_produce
     for n in a.partitions:
         if a.part == "codec":
             codec_part(n, a.runs, a.calls)
