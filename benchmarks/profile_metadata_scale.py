@@ -326,7 +326,8 @@ def spark_part(kind: str, n: int, runs: int) -> None:
                 ranges = KafkaBatchReader(options).plan()
                 samples.append(time.perf_counter() - start)
                 per_run.append(Counter(counts))
-            print(f"\n== Spark batch planning, {n} partitions on {EXISTING.get('bootstrap') or kind}: {stats(samples)}, "
+            where = EXISTING.get("bootstrap") or kind
+            print(f"\n== Spark batch planning, {n} partitions on {where}: {stats(samples)}, "
                   f"{len(ranges)} ranges")
             print(f"requests per plan: {dict(sorted(counts.items()))}")
             for i, one in enumerate(per_run):
