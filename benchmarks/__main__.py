@@ -43,6 +43,14 @@ Cases
   the same topic (noop, count, an aggregate over the typed fields, Parquet). Only when pyspark
   and Java are there, and not with ``--quick`` unless asked for with ``--cases``;
   ``--spark-datasets`` picks the data sets (bytes json json_typed avro_typed).
+* ``spark_scale``: the Spark source on a many-partition topic (issue 26; bench_spark.py's
+  ``scale`` set, its own process, on Apache Kafka as the spark case): 1M x 100 B over 1,000
+  partitions (``--records`` sets the count) read by ``format('pyconsumer')`` and
+  ``format('kafka')``, noop and count, records/s and their ratio, and each source's planning
+  time: a planning-only action (``load()`` + ``df.rdd.getNumPartitions()``, no task run) and,
+  inside each timed action, the time to its first stage (Spark's status tracker). No target (the
+  issue asks for the numbers). Only when pyspark and Java are there, and not with ``--quick``
+  unless asked for with ``--cases``.
 
 ``--baseline REV`` also runs the decoder and pyconsumer's end-to-end contenders as built from
 another commit, in the same rounds (benchmarks/baseline.py): how a change moved the hot path,
@@ -82,7 +90,9 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))          # the scripts import each other by their plain names
 
-CASES = ("decode", "values", "e2e1", "e2e6", "e2e6zstd", "scale", "spark")
+CASES = ("decode", "values", "e2e1", "e2e6", "e2e6zstd", "scale", "spark", "spark_scale")
+#: the cases a --quick run leaves out unless --cases names them (a JVM and Spark each)
+SLOW_CASES = ("spark", "spark_scale")
 
 
 @dataclass
@@ -371,8 +381,50 @@ SPARK_POLL_ARROW_TARGET = 0.8
 SPARK_TYPED_TARGET = 3.0
 SPARK_TYPED_VS_BINARY = 0.7
 SPARK_TYPED_SETS = ("json_typed", "avro_typed")
+#: issue 26: the many-partition set (the spark_scale case; --spark-datasets when named)
+SPARK_SCALE_SET = "scale"
 #: bench_spark.py's data sets (its --datasets)
-SPARK_DATASETS = ("bytes", "json") + SPARK_TYPED_SETS
+SPARK_DATASETS = ("bytes", "json") + SPARK_TYPED_SETS + (SPARK_SCALE_SET,)
+
+
+def spark_planning_notes(stdout: str, ds: str) -> list[str]:
+    """The notes on a data set's planning from bench_spark.py's ``plan round`` and ``first
+    stage round`` lines: per source the median planning-only time (and per round), the tasks
+    planned, pyconsumer's time over Spark's; the median time to the first stage per timed row."""
+    plans: dict[str, list[float]] = {}
+    tasks: dict[str, int] = {}
+    for m in re.finditer(r"^plan round \d+ (\w+) (\w+): ([\d.]+) s, (\d+) tasks$", stdout, re.M):
+        if m[1] == ds:
+            plans.setdefault(m[2], []).append(float(m[3]))
+            tasks[m[2]] = int(m[4])
+    firsts: dict[str, list[float]] = {}
+    unseen = 0
+    for m in re.finditer(r"^first stage round \d+ (\w+) (\w+ \w+): (?:([\d.]+) s after|not seen)", stdout, re.M):
+        if m[1] == ds:
+            if m[3] is None:
+                unseen += 1
+            else:
+                firsts.setdefault(m[2], []).append(float(m[3]))
+    notes = []
+    if plans:
+        per_source = "; ".join(
+            f"format('{c}') {statistics.median(ts):.3f} s (rounds: {', '.join(f'{t:.3f}' for t in ts)}), "
+            f"{tasks[c]:,} tasks" for c, ts in plans.items())
+        ratio = ""
+        if "pyconsumer" in plans and "kafka" in plans:
+            r = statistics.median(a / b for a, b in zip(plans["pyconsumer"], plans["kafka"]))
+            ratio = (f"; format('pyconsumer') takes {r:.2f}x format('kafka')'s time (median of per-round "
+                     "ratios; above 1: slower to plan)")
+        notes.append("planning, median of a planning-only action per source and round (from just before "
+                     "load() until df.rdd.getNumPartitions() returns: the schema, every partition's "
+                     "offsets, the tasks planned, the RDD built; no task runs): " + per_source + ratio)
+    if firsts or unseen:
+        notes.append("time to the first stage inside each timed action, median (from just before load() to "
+                     "the submission of the action's first stage in Spark's status tracker: the planning "
+                     "above plus the DAG scheduler's, as the rates pay it): "
+                     + ", ".join(f"{k} {statistics.median(v):.3f} s" for k, v in firsts.items())
+                     + (f" ({unseen} action(s) whose first stage the tracker never showed)" if unseen else ""))
+    return notes
 
 
 def spark_cases(stdout: str, broker: str) -> list[Case]:
@@ -383,13 +435,16 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
     connector = f"Spark's Kafka connector {m[1]} in PySpark {m[2]}" if m else "Spark's Kafka connector"
     sets: dict[str, dict[str, list[float]]] = {}
     sizes: dict[str, int] = {}
+    partitions = {m[1]: int(m[2].replace(",", "")) for m in
+                  re.finditer(r"^dataset (\w+): [\d,]+ records over ([\d,]+) partitions", stdout, re.M)}
     for r in re.finditer(r"^round \d+ (\w+) (.+?)\s+([\d,]+) records\s+([\d.]+) s", stdout, re.M):
         n = int(r[3].replace(",", ""))
         sets.setdefault(r[1], {}).setdefault(r[2].strip(), []).append(n / float(r[4]))
         sizes[r[1]] = n
     what = {"bytes": "x 100 B", "json": "JSON records of ~150 B, 8 fields",
             "json_typed": "JSON records of ~150 B read into 8 typed fields",
-            "avro_typed": "Confluent-framed Avro records of 8 fields read into typed fields"}
+            "avro_typed": "Confluent-framed Avro records of 8 fields read into typed fields",
+            SPARK_SCALE_SET: "x 100 B"}
     cases = []
     for ds, rates in sets.items():
         descriptions = {"poll_arrow": "pyconsumer poll_arrow in the driver process, no Spark"}
@@ -411,6 +466,10 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
                       "the x binary column by format('pyconsumer') of the same topic with value left binary",
                       "count(): Spark drops from_json / from_avro (no column is used), while the typed "
                       "source decodes every value (no source prunes)"]
+        elif ds == SPARK_SCALE_SET:
+            notes.append("no target: issue 26 asks for the numbers (records/s and planning time on a "
+                         "many-partition topic)")
+            notes += spark_planning_notes(stdout, ds)
         else:
             notes.append("the targets divide by format('kafka') as users get it; kafka_tuned is the fairness check")
         columns = []
@@ -420,15 +479,17 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
             columns.append(("x binary, same workload", binary))
         cases.append(Case(
             f"spark-{ds}-{broker}",
-            f"Broker -> Spark, {sizes[ds]:,} {what.get(ds, '')} over 6 partitions (local[2], {connector})",
+            f"Broker -> Spark, {sizes[ds]:,} {what.get(ds, '')} over {partitions.get(ds, 6):,} partitions "
+            f"(local[2], {connector})",
             rates, [r for r in ("poll_arrow",) if r in rates], descriptions, notes, broker, peers,
             columns=columns))
     return cases
 
 
-def run_spark(quick: bool, rounds: int, broker: str, datasets: list[str] | None = None) -> list[Case]:
+def run_spark(quick: bool, rounds: int, broker: str, datasets: list[str] | None = None,
+              scale_records: int | None = None) -> list[Case]:
     """bench_spark.py in its own process (a JVM and Spark's Python workers) on ``broker``;
-    its round lines parsed."""
+    its round lines parsed. ``scale_records``: the scale set's records (spark_scale)."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -439,7 +500,8 @@ def run_spark(quick: bool, rounds: int, broker: str, datasets: list[str] | None 
         return []
     cmd = [sys.executable, str(HERE / "bench_spark.py"), "--broker", broker,
            "--rounds", str(rounds), "--wait-idle", "0"] + (["--quick"] if quick else []) \
-        + (["--datasets", *datasets] if datasets else [])
+        + (["--datasets", *datasets] if datasets else []) \
+        + (["--scale-records", str(scale_records)] if scale_records else [])
     print("spark: " + shlex.join(cmd), flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
@@ -678,27 +740,34 @@ def brokers_for_spark(choice: str) -> str:
     return "kafka" if "kafka" in brokers.selected(choice) else "tansu"
 
 
+def chosen_cases(named: list[str] | None, quick: bool) -> list[str]:
+    """The cases to run: those ``--cases`` names, else all (but the Spark ones with --quick)."""
+    return list(named) if named else [c for c in CASES if c not in SLOW_CASES or not quick]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sets, one round: a minute or two")
     ap.add_argument("--cases", nargs="*", choices=CASES, default=None,
-                    help="which cases (default: all; spark only when pyspark and Java are there, "
-                         "and not with --quick)")
+                    help="which cases (default: all; spark and spark_scale only when pyspark and "
+                         "Java are there, and not with --quick)")
     ap.add_argument("--broker", choices=["kafka", "tansu", "both"], default="both",
                     help="the broker(s) of the end-to-end cases, one after the other (default both)")
     ap.add_argument("--only", nargs="*", default=None, metavar="CONTENDER",
                     help="only these contenders (the references of each case always run)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds per case (default 3, --quick 1)")
-    ap.add_argument("--records", type=int, default=None, help="records per end-to-end topic")
+    ap.add_argument("--records", type=int, default=None,
+                    help="records per end-to-end topic (and of spark_scale's topic)")
     ap.add_argument("--spark-datasets", nargs="*", default=None, choices=SPARK_DATASETS, metavar="SET",
-                    help="the spark case's data sets (default all: " + " ".join(SPARK_DATASETS) + ")")
+                    help="the spark case's data sets (default: " + " ".join(SPARK_DATASETS[:-1])
+                         + f"; {SPARK_SCALE_SET} is the spark_scale case's)")
     ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md and results/ go")
     ap.add_argument("--baseline", metavar="REV", default=None,
                     help="also run the decoder and the pyconsumer end-to-end contenders as built from "
                          "this commit, in the same rounds (an 'x the baseline build' column)")
     args = ap.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
-    chosen = list(args.cases) if args.cases else [c for c in CASES if c != "spark" or not args.quick]
+    chosen = chosen_cases(args.cases, args.quick)
     only = None if args.only is None else list(args.only) + ["aio_c", "raw_fetch", "ck_consume", "kr_arrow"]
     command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
     start = time.perf_counter()
@@ -730,6 +799,9 @@ def main(argv: list[str] | None = None) -> int:
         # on Apache Kafka whenever it is chosen (format("kafka") needs a true ListOffsets)
         picked = brokers_for_spark(args.broker)
         cases += run_spark(args.quick, rounds, picked, args.spark_datasets)
+    if "spark_scale" in chosen:
+        # a SparkSession of its own, after the spark case's has gone
+        cases += run_spark(args.quick, rounds, brokers_for_spark(args.broker), [SPARK_SCALE_SET], args.records)
 
     args.out.mkdir(parents=True, exist_ok=True)
     pngs = charts(cases, args.out / "results")

@@ -14,6 +14,10 @@ the broker's default threads and heap; or ``tansu``), two topics filled once by 
              Schema Registry (``--registry fake``: pyconsumer.testing's FakeSchemaRegistry in
              this process, the default; ``apicurio``: Apicurio Registry, a JVM), so each value
              is Confluent-framed (0x00 + the 4-byte schema id + the body)
+* ``scale``  1M records of 100-byte values (as ``bytes``) over 1,000 partitions
+             (``--scale-records``, ``--scale-partitions``; issue 26): ``kafka`` and
+             ``pyconsumer`` only, noop and count, and the planning time of each source (below).
+             Not among the default data sets: ``python -m benchmarks --cases spark_scale`` runs it
 
 One SparkSession (local[2], driver memory 4g, default JVM flags: not the tests' C1-only JIT)
 with Spark's own Kafka connector on ``spark.jars`` (``pyconsumer.testing.spark_kafka_jars()``;
@@ -62,6 +66,20 @@ Workloads (each a whole Spark action, checked against what was produced):
                set and typed sets: the 8 parsed fields with partition and offset; ``binary`` on
                a typed set: the Kafka rows); row count checked afterwards
 
+Planning (the ``scale`` set, both sources; no target, the issue asks for the numbers):
+
+* ``plan``         a separate action per source and round: from just before ``load()`` until
+                   ``df.rdd.getNumPartitions()`` returns. The driver resolves the schema, looks up
+                   every partition's offsets, plans one task per partition (the source's
+                   ``partitions()`` in Spark's Python planner for ``pyconsumer``; KafkaRelation's
+                   offset lookup for ``kafka``) and builds the RDD; no task runs. Printed as
+                   ``plan round R <set> <contender>: S s, T tasks``.
+* ``first stage``  inside each timed noop/count action: from just before ``load()`` to the
+                   submission time of the action's first stage as Spark's status tracker records
+                   it (the action's jobs run under their own job group): the same planning plus
+                   the DAG scheduler's, paid as users pay it. Printed as ``first stage round R
+                   <set> <contender> <workload>: S s after the action's start``.
+
 On the typed sets ``count()`` lets Spark drop ``from_json`` / ``from_avro`` (nothing uses their
 column), while a source's typed column is decoded whether used or not (no source prunes).
 
@@ -87,6 +105,7 @@ that yields ready batches (Spark's Python-to-JVM Arrow path with no Kafka at all
     python benchmarks/bench_spark.py --quick
     python benchmarks/bench_spark.py --datasets json_typed avro_typed --json-records 100000 \
         --avro-records 100000 --rounds 1
+    python benchmarks/bench_spark.py --datasets scale --scale-records 100000 --rounds 1
 """
 from __future__ import annotations
 
@@ -144,13 +163,21 @@ ARROW_MEM_WORKLOADS = {"bytes": ("noop", "count", "agg")}
 WORKLOADS = {"bytes": ("noop", "count", "agg", "parquet"),
              "json": ("noop", "count", "json", "parquet"),
              "json_typed": ("noop", "count", "fields", "parquet"),
-             "avro_typed": ("noop", "count", "fields", "parquet")}
+             "avro_typed": ("noop", "count", "fields", "parquet"),
+             "scale": ("noop", "count")}
+#: issue 26: the many-partition set, read by Spark's own source and ours, their planning timed
+SCALE_SET = "scale"
+SCALE_CONTENDERS = ("kafka", "pyconsumer")
+#: what runs without --datasets: the scale set is its own suite case (spark_scale)
+DEFAULT_DATASETS = tuple(ds for ds in WORKLOADS if ds != SCALE_SET)
 #: a binary value has no fields to aggregate
 BINARY_WORKLOADS = ("noop", "count", "parquet")
 
 
 def runs(ds: str, contender: str, workload: str) -> bool:
     """Whether a contender runs a workload on a data set."""
+    if ds == SCALE_SET:
+        return contender in SCALE_CONTENDERS and workload in WORKLOADS[ds]
     if ds in TYPED_SETS:
         return contender in TYPED_CONTENDERS and (contender != "binary" or workload in BINARY_WORKLOADS)
     if contender == "binary":
@@ -665,6 +692,56 @@ def poll_arrow(bootstrap: str, ds: Dataset) -> None:
         raise RuntimeError(f"poll_arrow read {got:,} records, the topic holds {ds.n:,}")
 
 
+# ------------------------------------------------------------------------------ planning
+
+def plan_only(spark: Any, contender: str, bootstrap: str, ds: Dataset) -> tuple[float, int]:
+    """Seconds from just before ``load()`` until ``df.rdd.getNumPartitions()`` returns, and
+    the tasks planned: the driver's whole planning (schema, every partition's offsets, one
+    task each, the RDD built) with no task run."""
+    t0 = time.perf_counter()
+    df = reader_of(spark, contender, bootstrap, ds)
+    tasks = int(df.rdd.getNumPartitions())
+    return time.perf_counter() - t0, tasks
+
+
+def first_stage_delay(spark: Any, group: str, started: float, wait_s: float = 10.0) -> float | None:
+    """Seconds from ``started`` (``time.time()`` at the action's start) to the submission of the
+    first stage of the jobs run under job group ``group``, as Spark's status tracker records it
+    (None if it never shows). The tracker is fed by Spark's listener bus, which may lag the
+    action's return by a little: it is asked again for up to ``wait_s``; the stages are
+    submitted in order, so once one shows the first one does."""
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    jtracker = sc._jsc.statusTracker()      # the JVM's: its stage info carries submissionTime
+    deadline = time.monotonic() + wait_s
+    while True:
+        submitted = []
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            for stage in info.stageIds if info is not None else ():
+                st = jtracker.getStageInfo(stage)
+                if st is not None and st.submissionTime() > 0:       # epoch ms; unset on a skipped stage
+                    submitted.append(int(st.submissionTime()))
+        if submitted:
+            return min(submitted) / 1000 - started
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+
+
+def plan_line(rnd: int, ds: str, contender: str, seconds: float, tasks: int) -> str:
+    """The round's planning line (parsed by python -m benchmarks)."""
+    return f"plan round {rnd} {ds} {contender}: {seconds:.3f} s, {tasks} tasks"
+
+
+def first_stage_line(rnd: int, ds: str, contender: str, workload: str, seconds: float | None) -> str:
+    """The timed action's time to its first stage (parsed by python -m benchmarks)."""
+    head = f"first stage round {rnd} {ds} {contender} {workload}: "
+    if seconds is None:
+        return head + "not seen in Spark's status tracker"
+    return head + f"{seconds:.3f} s after the action's start"
+
+
 # ------------------------------------------------------------------------------ profile
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -872,8 +949,12 @@ def main() -> None:
                     help="the avro_typed set's Schema Registry: pyconsumer.testing's FakeSchemaRegistry "
                          "in this process (default) or Apicurio Registry (a JVM, 15-30 s to start)")
     ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--scale-records", type=int, default=1_000_000, help="records of the scale set")
+    ap.add_argument("--scale-partitions", type=int, default=1000, help="partitions of the scale set")
     ap.add_argument("--value-size", type=int, default=100)
-    ap.add_argument("--datasets", nargs="*", choices=list(WORKLOADS), default=list(WORKLOADS))
+    ap.add_argument("--datasets", nargs="*", choices=list(WORKLOADS), default=list(DEFAULT_DATASETS),
+                    help="the data sets (default: " + " ".join(DEFAULT_DATASETS) + f"; {SCALE_SET} "
+                         "only when named)")
     ap.add_argument("--contenders", nargs="*", choices=CONTENDERS, default=list(CONTENDERS))
     ap.add_argument("--workloads", nargs="*", default=None, metavar="W",
                     help="only these workloads (noop count agg json parquet)")
@@ -882,7 +963,7 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 300k + 100k (+ 100k Avro) records, 1 round")
+                    help="smoke run: 300k + 100k (+ 100k Avro) records (scale: 100k), 1 round")
     ap.add_argument("--wait-idle", type=float, default=None, metavar="S",
                     help="before each case wait up to S s for the machine to be < 20%% busy "
                          "(shared machines; default 60, 0 with --quick: do not wait)")
@@ -893,6 +974,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.records, args.json_records, args.avro_records, args.rounds = 300_000, 100_000, 100_000, 1
+        args.scale_records = min(args.scale_records, 100_000)
     if args.wait_idle is None:
         args.wait_idle = 0.0 if args.quick else 60.0
     if args.broker == "tansu" and "kafka" in args.contenders:
@@ -928,8 +1010,12 @@ def main() -> None:
                     sets.append(dataclasses.replace(by_name["json"], name=name))
                     by_name[name] = sets[-1]
                     continue
-                topic = broker.create_topic(f"bench-spark-{name}", args.partitions)
-                if name == "bytes":
+                partitions = args.scale_partitions if name == SCALE_SET else args.partitions
+                topic = broker.create_topic(f"bench-spark-{name}", partitions)
+                if name == SCALE_SET:       # the bytes set's records, spread over many partitions
+                    sets.append(dataclasses.replace(fill_bytes(
+                        broker.bootstrap, topic, args.scale_records, partitions, args.value_size), name=name))
+                elif name == "bytes":
                     sets.append(fill_bytes(broker.bootstrap, topic, args.records,
                                            args.partitions, args.value_size))
                 elif name == "avro_typed":
@@ -942,6 +1028,8 @@ def main() -> None:
                 print(f"filled {name}: {ds.n:,} records, {ds.value_bytes / ds.n:.0f} B values "
                       f"on average, {ds.partitions} partitions, in "
                       f"{time.perf_counter() - t0:.1f} s", flush=True)
+            for ds in sets:      # parsed by python -m benchmarks for its titles
+                print(f"dataset {ds.name}: {ds.n:,} records over {ds.partitions} partitions of {ds.topic}")
 
             from pyconsumer.spark.session import local_session
             t0 = time.perf_counter()
@@ -987,12 +1075,14 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
     spark.sparkContext.setLogLevel("ERROR")
     print(f"SparkSession in {time.perf_counter() - t0:.1f} s")
     out_path = os.path.join(work, "out.parquet")
+    action_start = [0.0]      # time.time() just before the last action's load()
 
     def case(ds: Dataset, contender: str, workload: str, fraction: int | None
              ) -> Callable[[], None]:
         check = fraction is None
 
         def run() -> None:
+            action_start[0] = time.time()
             df = reader_of(spark, contender, bootstrap, ds, fraction)
             if workload == "parquet":
                 w_parquet(spark, df, ds, check, out_path)
@@ -1009,7 +1099,10 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
                 if not runs(ds.name, contender, workload):
                     continue
                 plan.append((f"{ds.name} {contender} {workload}", ds, contender, workload))
-        if not args.no_poll_arrow and ds.name not in TYPED_SETS:    # the typed sets' is json's
+        if ds.name == SCALE_SET:         # each source's planning alone, no rate: its own lines
+            plan += [(f"{ds.name} {c} plan", ds, c, "plan") for c in args.contenders if c in SCALE_CONTENDERS]
+        # the typed sets' poll_arrow is json's; the scale case's poll_arrow is run_scale's
+        elif not args.no_poll_arrow and ds.name not in TYPED_SETS:
             plan.append((f"{ds.name} poll_arrow", ds, "poll_arrow", ""))
 
     # warm-up, not timed: Spark's Python workers, the JIT of the JVM's Kafka, Arrow and Parquet
@@ -1019,20 +1112,38 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
         if contender == "poll_arrow":
             poll_arrow(bootstrap, ds)
             continue
+        if workload == "plan":
+            plan_only(spark, contender, bootstrap, ds)
+            continue
         case(ds, contender, workload, 5)()
         if workload == "parquet":
             check_parquet(spark, out_path, None)
     print(f"warm-up in {time.perf_counter() - t1:.1f} s", flush=True)
 
-    rates: dict[str, list[float]] = {name: [] for name, *_ in plan}
+    sc = spark.sparkContext
+    rates: dict[str, list[float]] = {name: [] for name, _, _, workload in plan if workload != "plan"}
+    planned: dict[str, list[float]] = {name: [] for name, _, _, workload in plan if workload == "plan"}
     for rnd in range(args.rounds):
         for name, ds, contender, workload in plan:
+            waited = wait_idle(args.wait_idle) if args.wait_idle > 0 else 0.0
+            if workload == "plan":
+                seconds, tasks = plan_only(spark, contender, bootstrap, ds)
+                print(plan_line(rnd, ds.name, contender, seconds, tasks), flush=True)
+                planned[name].append(seconds)
+                continue
             run = ((lambda ds=ds: poll_arrow(bootstrap, ds)) if contender == "poll_arrow"
                    else case(ds, contender, workload, None))
-            waited = wait_idle(args.wait_idle) if args.wait_idle > 0 else 0.0
+            # the scale set's actions run under their own job group: their first stage is found
+            group = f"bench-{rnd}-{name.replace(' ', '-')}" if ds.name == SCALE_SET else None
+            if group is not None:
+                sc.setJobGroup(group, name)
             with CpuMeter(broker.pid) as meter:
                 run()
             elapsed = meter.wall
+            if group is not None:
+                sc.setLocalProperty("spark.jobGroup.id", None)       # later actions: no group
+                delay = first_stage_delay(spark, group, action_start[0])
+                print(first_stage_line(rnd, ds.name, contender, workload, delay), flush=True)
             if workload == "parquet":
                 check_parquet(spark, out_path, ds.n)
             rates[name].append(ds.n / elapsed)
@@ -1044,6 +1155,9 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], work: str,
                   flush=True)
 
     report(rates, sets)
+    for name, times in planned.items():
+        print(f"  {name:29s} {statistics.median(times):.3f} s to plan (median; rounds: "
+              + ", ".join(f"{t:.3f}" for t in times) + ")")
     if args.profile:
         bytes_set = [ds for ds in sets if ds.name == "bytes"] or sets
         profile(spark, broker, bytes_set[0], work, args.wait_idle, args.cprofile)
@@ -1067,6 +1181,9 @@ def report(rates: dict[str, list[float]], sets: list[Dataset]) -> None:
         for w in WORKLOADS[ds.name]:
             p = f"{ds.name} pyconsumer {w}"
             if p not in rates:
+                continue
+            if ds.name == SCALE_SET:          # issue 26 asks for the numbers: no target
+                print(f"  {ds.name:5s} {w:8s} pyconsumer / kafka {ratio(p, f'{ds.name} kafka {w}')}")
                 continue
             if ds.name in TYPED_SETS:         # issue 25: >= 3x Spark's own, within 0.7x of binary
                 print(f"  {ds.name:10s} {w:8s} typed / kafka + from_{ds.name[:4]} "
