@@ -181,6 +181,34 @@ class _PollTimer:
         self._metrics.poll_end()
 
 
+#: a partition's stats by metric name, in the order they are reported
+_PARTITION_METRICS = ("records-lag-max", "records-lag-avg", "records-lead-min", "records-lead-avg")
+
+
+class _PartitionStats:
+    """One partition's records-lag-max/avg and records-lead-min/avg: the stats, and the
+    recorders a drain calls (the consumer-wide lag max / lead min first, then the
+    partition's). Names are made on the first metrics() call and kept."""
+
+    __slots__ = ("stats", "lag_to", "lead_to", "_names")
+
+    def __init__(self, lag_to: _Recorders, lead_to: _Recorders) -> None:
+        lag_max, lag_avg, lead_min, lead_avg = _Max(), _Avg(), _Min(), _Avg()
+        self.stats: tuple[_Stat, ...] = (lag_max, lag_avg, lead_min, lead_avg)
+        self.lag_to: _Recorders = (*lag_to, lag_max.record, lag_avg.record)
+        self.lead_to: _Recorders = (*lead_to, lead_min.record, lead_avg.record)
+        self._names: tuple[MetricName, ...] | None = None
+
+    def named(self, tags_of: Callable[[TopicPartition], dict[str, str]], tp: TopicPartition
+              ) -> zip[tuple[MetricName, _Stat]]:
+        names = self._names
+        if names is None:
+            tags = tags_of(tp)
+            names = self._names = tuple(MetricName(n, FETCH_GROUP, tags)
+                                        for n in _PARTITION_METRICS)
+        return zip(names, self.stats)
+
+
 class ConsumerMetrics:
     """The consumer's sensors and the metrics read from them; one per KafkaConsumer. The
     fetcher, coordinator and membership call the ``record``-style methods below; the
@@ -207,8 +235,8 @@ class ConsumerMetrics:
         self._lag = self._sensor(FETCH_GROUP, self._tags, records_lag_max=_Max())
         self._lead = self._sensor(FETCH_GROUP, self._tags, records_lead_min=_Min())
         self._topics: dict[str, tuple[Sensor, Sensor, Sensor]] = {}
-        #: (lag, lead) recorders of each partition with sensors (forgotten on unassignment)
-        self._partitions: dict[TopicPartition, tuple[_Recorders, _Recorders]] = {}
+        #: each drained partition's lag and lead stats (forgotten on unassignment)
+        self._partitions: dict[TopicPartition, _PartitionStats] = {}
         self._consumed_of: dict[str, tuple[_Recorders, _Recorders]] = {}
         self._fetch_latency_ms: dict[int, float] = {}     # node -> of the answer not read yet
         # consumer
@@ -275,19 +303,17 @@ class ConsumerMetrics:
             self._topics[tag] = sensors
         return sensors
 
-    def _partition(self, tp: TopicPartition) -> tuple[_Recorders, _Recorders]:
+    def _partition(self, tp: TopicPartition) -> _PartitionStats:
         """What a drain of ``tp`` records its lag and its lead into (the partition's stats and
-        the consumer's records-lag-max / records-lead-min), the partition's sensors made on
-        first use."""
-        recorders = self._partitions.get(tp)
-        if recorders is None:
-            tags = self._partition_tags(tp)
-            lag = self._sensor(FETCH_GROUP, tags, records_lag_max=_Max(), records_lag_avg=_Avg())
-            lead = self._sensor(FETCH_GROUP, tags, records_lead_min=_Min(),
-                                records_lead_avg=_Avg())
-            recorders = self._partitions[tp] = (self._lag.recorders + lag.recorders,
-                                                self._lead.recorders + lead.recorders)
-        return recorders
+        the consumer's records-lag-max / records-lead-min), made on first use. Only the four
+        stats are made here: their MetricNames (tags, frozen keys) wait for the first
+        metrics() call, as a Sensor and four names per partition cost ~40 us each, 40 ms of
+        the first polls over 1,000 partitions (issue 26)."""
+        stats = self._partitions.get(tp)
+        if stats is None:
+            stats = self._partitions[tp] = _PartitionStats(self._lag.recorders,
+                                                            self._lead.recorders)
+        return stats
 
     def _consumed(self, topic: str) -> tuple[_Recorders, _Recorders]:
         """What a drain of ``topic`` records its records and its bytes into: the consumer's
@@ -368,12 +394,12 @@ class ConsumerMetrics:
                 record(w, size, now)
         lag, lead = self._lag_lead(subscriptions, tp)
         if lag is not None or lead is not None:
-            lag_to, lead_to = self._partition(tp)
+            stats = self._partition(tp)
             if lag is not None:
-                for record in lag_to:
+                for record in stats.lag_to:
                     record(w, lag, now)
             if lead is not None:
-                for record in lead_to:
+                for record in stats.lead_to:
                     record(w, lead, now)
 
     def _lag_lead(self, subs: AssignmentView, tp: TopicPartition
@@ -440,6 +466,9 @@ class ConsumerMetrics:
         for tp in [tp for tp in list(self._partitions) if tp not in assigned]:
             self._forget_partition(tp)           # Java removes them on unassignment
         out = {name: float(stat.measure(w, now)) for name, stat in list(self._stats.items())}
+        for tp, part in list(self._partitions.items()):
+            for metric, stat in part.named(self._partition_tags, tp):
+                out[metric] = float(stat.measure(w, now))
         out[MetricName("last-poll-seconds-ago", CONSUMER_GROUP, self._tags)] = \
             _seconds_ago(self._last_poll, now)
         out[MetricName("connection-count", CONSUMER_GROUP, self._tags)] = float(connection_count)
@@ -470,10 +499,6 @@ class ConsumerMetrics:
 
     def _forget_partition(self, tp: TopicPartition) -> None:
         self._partitions.pop(tp, None)
-        tags = self._partition_tags(tp)
-        for name in ("records-lag-max", "records-lag-avg", "records-lead-min",
-                     "records-lead-avg"):
-            self._stats.pop(MetricName(name, FETCH_GROUP, tags), None)
 
 
 __all__ = ["AssignmentView", "ConsumerMetrics", "METRICS", "PartitionView", "ValueCounts",

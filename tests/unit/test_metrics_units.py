@@ -250,6 +250,62 @@ def test_lag_and_lead_are_read_through_the_assignment_view(isolation: str, lag: 
     assert out[MetricName("connection-count", CONSUMER_GROUP, {"client-id": "c"})] == 3.0
 
 
+class Drained:
+    """A used-up cursor as ConsumerMetrics.taken reads it (no trailing cut batch)."""
+
+    is_drained = True
+    incomplete_batch = None
+
+
+def test_partition_stats_are_exact_and_named_only_when_read(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A drain of a partition makes its lag/lead stats but no MetricName (issue 26: a Sensor
+    and four names each cost ~40 ms over 1,000 partitions' first drains); metrics() names
+    them as before: records-lag-max/avg and records-lead-min/avg per partition (topic tag with
+    '.' as '_'), the consumer-wide max/min over all, and none once unassigned."""
+    clock = Clock()
+    m = metrics_on(clock)
+    parts = {TP("t.x", p): Offsets(10 * p + 5, 10 * p + 9, None, p) for p in range(3)}
+    view = Assignment(parts)
+    made: list[str] = []                 # partition-tagged names made (topic ones may be)
+    real = MetricName
+
+    def counting(name: str, group: str, tags: dict[str, str]) -> MetricName:
+        if "partition" in tags:
+            made.append(name)
+        return real(name, group, tags)
+    monkeypatch.setattr("pyconsumer.consumer.metrics.MetricName", counting)
+    m.taken(TP("t.x", 0), 5, Drained(), b"x" * 100, view)        # type: ignore[arg-type]
+    for tp in parts:
+        m.taken(tp, 1, Drained(), None, view)                     # type: ignore[arg-type]
+    assert made == []
+    parts[TP("t.x", 0)] = Offsets(9, 9, None, 0)                   # lag 0, lead 9
+    m.taken(TP("t.x", 0), 4, Drained(), None, view)               # type: ignore[arg-type]
+    out = m.snapshot(view, 1)
+    monkeypatch.undo()
+    per: dict[tuple[str, str], float] = {
+        (n.name, n.tags["partition"]): v for n, v in out.items() if "partition" in n.tags}
+    assert {n.tags["topic"] for n in out if "partition" in n.tags} == {"t_x"}
+    assert per == {
+        ("records-lag-max", "0"): 4.0, ("records-lag-avg", "0"): 8 / 3,
+        ("records-lead-min", "0"): 5.0, ("records-lead-avg", "0"): 19 / 3,
+        ("records-lag-max", "1"): 4.0, ("records-lag-avg", "1"): 4.0,
+        ("records-lead-min", "1"): 14.0, ("records-lead-avg", "1"): 14.0,
+        ("records-lag-max", "2"): 4.0, ("records-lag-avg", "2"): 4.0,
+        ("records-lead-min", "2"): 23.0, ("records-lead-avg", "2"): 23.0,
+        ("records-lag", "0"): 0.0, ("records-lead", "0"): 9.0,
+        ("records-lag", "1"): 4.0, ("records-lead", "1"): 14.0,
+        ("records-lag", "2"): 4.0, ("records-lead", "2"): 23.0}
+    assert find(out, "records-lag-max", FETCH_GROUP) == 4.0
+    assert find(out, "records-lead-min", FETCH_GROUP) == 5.0
+    assert find(out, "records-consumed-total", FETCH_GROUP) == 12.0
+    assert find(out, "bytes-consumed-total", FETCH_GROUP) == 100.0
+    # the same names again (kept), and gone with the partition
+    assert m.snapshot(view, 1) == out
+    del parts[TP("t.x", 1)]
+    assert {n.tags["partition"] for n in m.snapshot(view, 1) if "partition" in n.tags} == {"0", "2"}
+
+
 # ---------------------------------------------------------------------------- fetch metrics
 
 
