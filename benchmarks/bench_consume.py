@@ -160,30 +160,39 @@ class RawFetcher:
         return dict(response)
 
     def start_offsets(self, topic: str, partitions: int) -> dict[tuple[str, int], int]:
-        """What any client does before its first Fetch: a Metadata request for ``topic``
-        (checked: every partition led by the node this socket reaches, which the loop assumes)
-        and a ListOffsets (earliest) for its partitions; {(topic, partition): log start}."""
+        """What any client does before its first Fetch: a Metadata request for ``topic`` (one
+        name, or several joined by commas, ``partitions`` each; checked: every partition led by
+        the node this socket reaches, which the loop assumes) and a ListOffsets (earliest) for
+        their partitions; {(topic, partition): log start}."""
+        names = topic.split(",")
         meta = self._round_trip(ApiKey.METADATA, 12, {
-            "topics": [{"name": topic}], "allow_auto_topic_creation": False,
+            "topics": [{"name": name} for name in names], "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False})
-        (t,) = meta["topics"]
-        leaders = {p["partition_index"]: p["leader_id"] for p in t["partitions"]}
-        if t["error_code"] or len(leaders) != partitions or len({*leaders.values()}) != 1:
-            raise RuntimeError(f"Metadata of {topic}: error {t['error_code']}, {len(leaders)} of "
-                               f"{partitions} partitions, leaders {sorted({*leaders.values()})}")
+        nodes: set[int] = set()
+        for t in meta["topics"]:
+            leaders = {p["partition_index"]: p["leader_id"] for p in t["partitions"]}
+            nodes.update(leaders.values())
+            if t["error_code"] or len(leaders) != partitions:
+                raise RuntimeError(f"Metadata of {t['name']}: error {t['error_code']}, {len(leaders)} of "
+                                   f"{partitions} partitions")
+        if len(meta["topics"]) != len(names) or len(nodes) != 1:
+            raise RuntimeError(f"Metadata of {topic}: {len(meta['topics'])} of {len(names)} topics, "
+                               f"leaders {sorted(nodes)} (one node expected)")
         listed = self._round_trip(ApiKey.LIST_OFFSETS, 7, {
             "replica_id": -1, "isolation_level": 0, "timeout_ms": 30_000,
-            "topics": [{"name": topic, "partitions": [
+            "topics": [{"name": name, "partitions": [
                 {"partition_index": p, "current_leader_epoch": -1, "timestamp": -2, "max_num_offsets": 1}
-                for p in range(partitions)]}]})
+                for p in range(partitions)]} for name in names]})
         out = {}
         for lt in listed["topics"]:
             for p in lt["partitions"]:
                 if p["error_code"]:
-                    raise RuntimeError(f"ListOffsets of {topic}-{p['partition_index']}: error {p['error_code']}")
+                    raise RuntimeError(f"ListOffsets of {lt['name']}-{p['partition_index']}: "
+                                       f"error {p['error_code']}")
                 out[(lt["name"], p["partition_index"])] = p["offset"]
-        if len(out) != partitions:
-            raise RuntimeError(f"ListOffsets of {topic}: {len(out)} of {partitions} partitions answered")
+        if len(out) != partitions * len(names):
+            raise RuntimeError(f"ListOffsets of {topic}: {len(out)} of {partitions * len(names)} "
+                               "partitions answered")
         return out
 
     def _recv_into(self, view: memoryview) -> None:
