@@ -43,6 +43,7 @@ import logging
 import socket
 import ssl
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -69,10 +70,57 @@ from pyconsumer.structs import BrokerInfo
 log = logging.getLogger(__name__)
 
 
-#: frames of at least this many bytes are read into kept buffers (BrokerConnection._frame_for)
+#: frames of at least this many bytes are read into pooled buffers (FramePool)
 _REUSE_FRAME_BYTES = 1 << 20
-#: at most this many kept per connection (one response draining, the next arriving)
-_SPARE_FRAMES = 2
+
+
+class FramePool:
+    """Large frame buffers (Fetch answers) kept for reuse, shared by every connection of the
+    process: a fresh 50 MB bytearray costs a page fault per 4 KB (~35 ms), more than reading
+    the answer. A buffer is reused once nothing refers to it any more (every record of its
+    answer handed out). At most ``keep`` are kept (one answer draining, the next arriving), so
+    the memory held is bounded per process (``keep`` x fetch.max.bytes at most), not per
+    connection; a consumer made after another one closed (a Spark task after the previous one)
+    starts with warm buffers."""
+
+    def __init__(self, keep: int = 2) -> None:
+        self.keep = keep
+        self._frames: list[bytearray] = []
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bytearray:
+        """A buffer of exactly ``size`` bytes (contents undefined)."""
+        if size < _REUSE_FRAME_BYTES:
+            return bytearray(size)
+        with self._lock:
+            for buf in self._frames:
+                # referenced by the list, buf and getrefcount's argument only: free to reuse
+                if sys.getrefcount(buf) == 3 and size // 2 < len(buf):
+                    if len(buf) > size:
+                        del buf[size:]            # keeps its pages (shrunk by less than half)
+                    elif len(buf) < size:
+                        buf.extend(bytes(size - len(buf)))
+                    return buf
+            frame = bytearray(size)
+            if len(self._frames) < self.keep:
+                self._frames.append(frame)
+            else:
+                # a larger answer than the kept ones: keep it in place of a free smaller one
+                for i in range(len(self._frames)):       # (enumerate's tuple would hold a reference)
+                    buf = self._frames[i]
+                    if sys.getrefcount(buf) == 3 and len(buf) < size:
+                        self._frames[i] = frame
+                        break
+            return frame
+
+    def clear(self) -> None:
+        """Drop the kept buffers (their memory goes once nothing else refers to them)."""
+        with self._lock:
+            self._frames.clear()
+
+
+#: the process's pool of large frame buffers
+FRAMES = FramePool()
 
 
 class ConnectionState(enum.Enum):
@@ -180,8 +228,6 @@ class BrokerConnection:
         self._header = bytearray()
         self._frame: bytearray | None = None
         self._frame_view: memoryview | None = None
-        #: large frame buffers kept for reuse once nothing refers to them (_frame_for)
-        self._spare_frames: list[bytearray] = []
         self._frame_filled = 0
         #: what the broker advertises (ApiVersions), the versions requests use
         self._versions = BrokerVersions()
@@ -521,7 +567,7 @@ class BrokerConnection:
                             f"{self.settings.max_response_size} bytes (is it a Kafka broker, "
                             f"on a plaintext listener?)"), now)
                         return
-                    self._frame = self._frame_for(size)
+                    self._frame = FRAMES.take(size)
                     self._frame_view = memoryview(self._frame)
                     self._frame_filled = 0
                 assert self._frame_view is not None
@@ -552,26 +598,6 @@ class BrokerConnection:
                     f"error reading from {self.describe}: {e.strerror or e}"
                     + self._silent_close_hint()), now)
                 return
-
-    def _frame_for(self, size: int) -> bytearray:
-        """A buffer for a frame of ``size`` bytes. A large one (a Fetch answer) reuses a kept
-        buffer of that size nothing refers to any more (every record of it handed out): a
-        fresh one costs a page fault per 4 KB, ~35 ms for 50 MB, more than reading it."""
-        if size < _REUSE_FRAME_BYTES:
-            return bytearray(size)
-        spare = self._spare_frames
-        for buf in spare:
-            # referenced by the list, buf and getrefcount's argument only: free to reuse
-            if sys.getrefcount(buf) == 3 and size // 2 < len(buf):
-                if len(buf) > size:
-                    del buf[size:]                # keeps its pages (shrunk by less than half)
-                elif len(buf) < size:
-                    buf.extend(bytes(size - len(buf)))
-                return buf
-        frame = bytearray(size)
-        if len(spare) < _SPARE_FRAMES:
-            spare.append(frame)
-        return frame
 
     def _first_answer_pending(self) -> bool:
         """Nothing has been read on this connection yet: the ApiVersions answer is due."""
