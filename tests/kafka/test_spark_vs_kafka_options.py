@@ -238,14 +238,16 @@ CASES: list[Case] = [
          Refused("load", "IllegalArgumentException: Kafka option 'key.deserializer' is not "
                          "supported as keys are deserialized as byte arrays"),
          Refused("options", "ConfigurationError: Option 'kafka.key.deserializer': Kafka option "
-                            "'key.deserializer' is not supported: keys are always read as "
-                            "bytes")),
+                            "'key.deserializer' is not supported: keys are read as bytes "
+                            "(binary column) unless the source option 'keyFormat' says "
+                            "otherwise")),
     Case("kafka.value.deserializer", {"kafka.value.deserializer": "x.StringDeserializer"},
          Refused("load", "IllegalArgumentException: Kafka option 'value.deserializer' is not "
                          "supported as values are deserialized as byte arrays"),
          Refused("options", "ConfigurationError: Option 'kafka.value.deserializer': Kafka "
-                            "option 'value.deserializer' is not supported: values are always "
-                            "read as bytes")),
+                            "option 'value.deserializer' is not supported: values are read "
+                            "as bytes (binary column) unless the source option 'valueFormat' "
+                            "says otherwise")),
     Case("no kafka.bootstrap.servers", {"kafka.bootstrap.servers": None},
          Refused("load", "IllegalArgumentException: Option 'kafka.bootstrap.servers' must be "
                          "specified for configuring Kafka consumer"),
