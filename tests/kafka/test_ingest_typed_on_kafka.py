@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ from pyconsumer.testing import (
     produce,
     produce_avro,
 )
-from pyconsumer.testing._maven import MissingToolError
 
 from tests.kafka.test_spark_on_kafka import KEEP, oracle_rows
 
@@ -46,21 +44,6 @@ Out = tuple[int, int, Any, Any, int, int]
 #: a rejected row: (partition, offset, raw key, raw value, timestamp ms, timestampType, reason)
 Rejected = tuple[int, int, bytes | None, bytes | None, int, int, str]
 
-
-@pytest.fixture(scope="module")
-def apicurio() -> Iterator[ApicurioRegistry]:
-    """One registry for the module (14-32 s to start)."""
-    try:
-        registry = ApicurioRegistry()
-        registry.start()
-    except MissingToolError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI must run the registry tests: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-    try:
-        yield registry
-    finally:
-        registry.close()
 
 
 def _ms(ts: Any) -> int:

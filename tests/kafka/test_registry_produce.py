@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +25,6 @@ from pyconsumer.testing import (
     produce_avro,
     produce_json,
 )
-from pyconsumer.testing._maven import MissingToolError
 from pyconsumer.values.registry import SchemaNotFoundError, SchemaRegistryClient
 
 fastavro = pytest.importorskip("fastavro")
@@ -41,20 +38,6 @@ ORDERS = [{"id": 1, "item": "apple", "price": 0.5},
           {"id": 2, "item": "pear", "price": None},
           {"id": -3, "item": "fig" * 40, "price": -1e300}]
 
-
-@pytest.fixture(scope="module")
-def apicurio() -> Iterator[ApicurioRegistry]:
-    try:
-        registry = ApicurioRegistry()
-        registry.start()
-    except MissingToolError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI must run the registry tests: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-    try:
-        yield registry
-    finally:
-        registry.close()
 
 
 def read_all(kafka: KafkaCluster, topic: str, count: int, timeout: float = 30.0) -> list[ConsumerRecord]:

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pyconsumer.testing import ApicurioRegistry, KafkaCluster, TestRecord, produce, produce_avro
-from pyconsumer.testing._maven import MissingToolError
 from pyconsumer.values.registry import SchemaRegistryClient
 
 pytest.importorskip("confluent_kafka.schema_registry.avro")
@@ -59,20 +57,6 @@ ORDER_V3 = {**ORDER_V2, "fields": [*ORDER_V2["fields"],
 JSON_DDL = "id BIGINT, name STRING, score DOUBLE, tags ARRAY<STRING>, at TIMESTAMP, " \
            "inner STRUCT<a: INT, b: BOOLEAN>"
 
-
-@pytest.fixture(scope="module")
-def apicurio() -> Iterator[ApicurioRegistry]:
-    try:
-        registry = ApicurioRegistry()
-        registry.start()
-    except MissingToolError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI must run the registry tests: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-    try:
-        yield registry
-    finally:
-        registry.close()
 
 
 def _ours(spark: Any, kafka: KafkaCluster, topic: str, **options: str) -> Any:
