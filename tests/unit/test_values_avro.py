@@ -329,9 +329,10 @@ def evolve(reader: Json, rnd: random.Random, counter: list[int]) -> Json:
         if len(reader) > 2 and rnd.random() < 0.4:
             # a writer union of some of the reader's branches, in another order
             some = rnd.sample(reader, rnd.randint(2, len(reader)))
-            return [b if b == "null" else evolve(b, rnd, counter) for b in some]
-        return [b if isinstance(b, str) and b == "null" else evolve(b, rnd, counter)
-                for b in reader]
+            return [b if isinstance(b, str) else evolve(b, rnd, counter) for b in some]
+        # a primitive branch is kept: promoting it could repeat another branch ([int, float]
+        # -> [int, int], not a union); promotion into unions has its own test below
+        return [b if isinstance(b, str) else evolve(b, rnd, counter) for b in reader]
     t = reader["type"]
     if t == "record":
         fields = []
