@@ -1,7 +1,11 @@
 """Fixtures shared by the unit tier."""
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,3 +26,13 @@ def make_cluster() -> Iterator[Callable[..., FakeCluster]]:
         c.close()
     for c in made:
         assert c.errors == [], c.errors
+
+
+@pytest.fixture(scope="module")
+def suite() -> ModuleType:
+    """``benchmarks/__main__.py`` imported (it puts benchmarks/ on sys.path for its scripts), for
+    the tests of the benchmark suite's bookkeeping."""
+    root = Path(__file__).resolve().parents[2]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return importlib.import_module("benchmarks.__main__")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -16,13 +15,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(scope="module")
-def suite() -> ModuleType:
-    """``benchmarks/__main__.py`` imported (it puts benchmarks/ on sys.path for its scripts)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    return importlib.import_module("benchmarks.__main__")
 
 
 @pytest.fixture(scope="module")

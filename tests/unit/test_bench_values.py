@@ -6,7 +6,6 @@ case's rounds (every contender once a round, in a rotated order, after one untim
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -14,12 +13,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(scope="module")
-def suite() -> ModuleType:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    return importlib.import_module("benchmarks.__main__")
 
 
 @pytest.fixture(scope="module")
