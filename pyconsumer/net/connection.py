@@ -70,6 +70,9 @@ from pyconsumer.structs import BrokerInfo
 log = logging.getLogger(__name__)
 
 
+#: a response frame as read: a bytearray, or a view onto a pooled buffer (FramePool)
+Frame = bytearray | memoryview
+
 #: frames of at least this many bytes are read into pooled buffers (FramePool)
 _REUSE_FRAME_BYTES = 1 << 20
 
@@ -77,41 +80,43 @@ _REUSE_FRAME_BYTES = 1 << 20
 class FramePool:
     """Large frame buffers (Fetch answers) kept for reuse, shared by every connection of the
     process: a fresh 50 MB bytearray costs a page fault per 4 KB (~35 ms), more than reading
-    the answer. A buffer is reused once nothing refers to it any more (every record of its
-    answer handed out). At most ``keep`` are kept (one answer draining, the next arriving), so
-    the memory held is bounded per process (``keep`` x fetch.max.bytes at most), not per
-    connection; a consumer made after another one closed (a Spark task after the previous one)
-    starts with warm buffers."""
+    the answer. A frame is a memoryview of exactly its size onto a kept buffer at least that
+    large (never shrunk: an answer of 17 MB after one of 50 MB must not cost the next 50 MB
+    one a new buffer). A buffer is reused once nothing refers to it any more (every record of
+    its answer handed out: every view of it released). At most ``keep`` are kept (one answer
+    draining, the next arriving), so the memory held is bounded per process (``keep`` x the
+    largest answer), not per connection; a consumer made after another one closed (a Spark
+    task after the previous one) starts with warm buffers."""
 
     def __init__(self, keep: int = 2) -> None:
         self.keep = keep
         self._frames: list[bytearray] = []
         self._lock = threading.Lock()
 
-    def take(self, size: int) -> bytearray:
-        """A buffer of exactly ``size`` bytes (contents undefined)."""
+    def take(self, size: int) -> Frame:
+        """A frame of exactly ``size`` bytes (contents undefined): a bytearray below
+        _REUSE_FRAME_BYTES, else a view onto a pooled buffer."""
         if size < _REUSE_FRAME_BYTES:
             return bytearray(size)
         with self._lock:
-            for buf in self._frames:
-                # referenced by the list, buf and getrefcount's argument only: free to reuse
-                if sys.getrefcount(buf) == 3 and size // 2 < len(buf):
-                    if len(buf) > size:
-                        del buf[size:]            # keeps its pages (shrunk by less than half)
-                    elif len(buf) < size:
-                        buf.extend(bytes(size - len(buf)))
-                    return buf
+            frames = self._frames
+            best = -1
+            for i in range(len(frames)):        # (enumerate's tuple would hold a reference)
+                # referenced by the list and getrefcount's argument only: free to reuse
+                if sys.getrefcount(frames[i]) == 2 and len(frames[i]) >= size \
+                        and (best < 0 or len(frames[i]) < len(frames[best])):
+                    best = i
+            if best >= 0:
+                return memoryview(frames[best])[:size]
             frame = bytearray(size)
-            if len(self._frames) < self.keep:
-                self._frames.append(frame)
+            if len(frames) < self.keep:
+                frames.append(frame)
             else:
-                # a larger answer than the kept ones: keep it in place of a free smaller one
-                for i in range(len(self._frames)):       # (enumerate's tuple would hold a reference)
-                    buf = self._frames[i]
-                    if sys.getrefcount(buf) == 3 and len(buf) < size:
-                        self._frames[i] = frame
-                        break
-            return frame
+                # larger than every free kept buffer: kept in place of the smallest free one
+                free = [i for i in range(len(frames)) if sys.getrefcount(frames[i]) == 2]
+                if free:
+                    frames[min(free, key=lambda i: len(frames[i]))] = frame
+            return memoryview(frame)[:size]
 
     def clear(self) -> None:
         """Drop the kept buffers (their memory goes once nothing else refers to them)."""
@@ -152,7 +157,7 @@ class _Request:
     def __init__(self, api_key: ApiKey, version: int | None, body: RequestBody,
                  future: Future[Response], deadline: float, internal: bool = False,
                  max_version: int | None = None,
-                 handler: Callable[[_Request, bytearray, float], None] | None = None) -> None:
+                 handler: Callable[[_Request, Frame, float], None] | None = None) -> None:
         #: internal requests (ApiVersions, SASL) are answered to this, not to a future
         self.handler = handler
         self.api_key = api_key
@@ -226,7 +231,7 @@ class BrokerConnection:
         self._out = bytearray()
         self._out_pos = 0
         self._header = bytearray()
-        self._frame: bytearray | None = None
+        self._frame: Frame | None = None
         self._frame_view: memoryview | None = None
         self._frame_filled = 0
         #: what the broker advertises (ApiVersions), the versions requests use
@@ -635,7 +640,7 @@ class BrokerConnection:
                      f"not support this mechanism, or refused the credentials)")
         self._fail(KafkaConnectionError(f"{self.describe} {what}"), now)
 
-    def _complete(self, frame: bytearray, now: float) -> None:
+    def _complete(self, frame: Frame, now: float) -> None:
         if self._auth.raw_waiting:
             self._sasl_raw_token(bytes(frame), now)
             return
@@ -670,7 +675,7 @@ class BrokerConnection:
             self._maybe_reauthenticate(now)
         self._flush_pending(now)
 
-    def _handle_api_versions(self, req: _Request, frame: bytearray, now: float) -> None:
+    def _handle_api_versions(self, req: _Request, frame: Frame, now: float) -> None:
         assert req.version is not None
         try:
             answer = read_api_versions(req.version, frame, self.describe)
@@ -704,7 +709,7 @@ class BrokerConnection:
     def send_sasl_request(self, api_key: ApiKey, version: int, body: dict[str, Any],
                           handler: SaslHandler, now: float) -> None:
         """Write an internal SASL request; its decoded body goes to ``handler``."""
-        def answered(req: _Request, frame: bytearray, at: float) -> None:
+        def answered(req: _Request, frame: Frame, at: float) -> None:
             decoded = self._decode_internal(req, frame, at)
             if decoded is not None:
                 handler(decoded, at)
@@ -729,7 +734,7 @@ class BrokerConnection:
         else:
             self._become_ready(now)
 
-    def _decode_internal(self, req: _Request, frame: bytearray, now: float
+    def _decode_internal(self, req: _Request, frame: Frame, now: float
                          ) -> dict[str, Any] | None:
         assert req.version is not None
         try:

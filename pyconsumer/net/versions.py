@@ -24,13 +24,13 @@ if TYPE_CHECKING:
 FIRST_API_VERSIONS = protocol.SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
 
 
-def _api_versions_body(version: int, frame: bytearray) -> ApiVersionsResponse:
+def _api_versions_body(version: int, frame: bytearray | memoryview) -> ApiVersionsResponse:
     """The ApiVersions answer in ``frame``, typed (raises KafkaProtocolError)."""
     return cast("ApiVersionsResponse",
                 protocol.decode_response(ApiKey.API_VERSIONS, version, frame)[1])
 
 
-def read_api_versions(version: int, frame: bytearray, describe: str
+def read_api_versions(version: int, frame: bytearray | memoryview, describe: str
                       ) -> ApiVersionsResponse | int:
     """The answer to ApiVersions v``version`` from ``describe``: its body, or the lower
     version to ask with again (KIP-511). Raises the :class:`KafkaError` to close with."""
