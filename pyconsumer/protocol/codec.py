@@ -273,6 +273,22 @@ class StructCodec:
             e.path.append(key)
             raise
 
+    def fixed_packer(self) -> tuple[tuple[str, ...], Callable[..., bytes]] | None:
+        """For a struct whose regular fields are all ints (one packed run): the keys in wire
+        order and a function packing their values, in that order, into the bytes
+        :meth:`write` gives for them with every tagged field at its default (struct.error
+        when a value does not fit: write it then, for the error it gives). None otherwise."""
+        steps = self._write_steps
+        if len(steps) != 1 or steps[0][0] is None:
+            return None
+        run, _k, _w, _d, fields = steps[0]
+        assert run is not None
+        keys = tuple(k for k, _fw, _fd in fields)
+        pack = run.pack
+        if not self.flexible:
+            return keys, pack
+        return keys, lambda *values: pack(*values) + b"\x00"     # no tagged field
+
     def defaults(self) -> dict[str, Any]:
         out = {key: d() for key, _r, _w, d, _c in self.regular}
         out.update({key: d() for key, _r, _w, d in self.tagged.values()})

@@ -164,3 +164,34 @@ def test_metadata_partitions_decode_in_runs_exactly() -> None:
         codec.read(Reader(data[:start + 4]))
     assert (err.value.message, err.value.pos) == ("int32 needs 4 bytes, 2 left", start + 2)
     assert err.value.path == ["partition_index", "[0]", "partitions", "[0]", "topics"]
+
+
+@pytest.mark.parametrize("version", range(SUPPORTED_VERSIONS[ApiKey.FETCH][0],
+                                          SUPPORTED_VERSIONS[ApiKey.FETCH][1] + 1))
+def test_fetch_partition_entries_packed_at_once_are_the_codec_bytes(version: int) -> None:
+    """The Fetch request's partition entry (every version all ints) packed in one go by
+    fetch/request.py is byte for byte what the codec writes, and a value that does not fit
+    gets the codec's own error."""
+    from pyconsumer.consumer.fetch.request import _encode_entry
+    from pyconsumer.errors import KafkaProtocolError
+    from pyconsumer.protocol import encode_struct, request_struct
+
+    codec = request_struct(ApiKey.FETCH, version, ("topics", "partitions"))
+    assert codec.fixed_packer() is not None
+    rng = random.Random(version)
+    edges = [0, 1, -1, (1 << 31) - 1, -(1 << 31), (1 << 63) - 1, -(1 << 63)]
+    for _ in range(300):
+        entry = {"partition": rng.choice(edges[:5] + [rng.randrange(1 << 31)]),
+                 "fetch_offset": rng.choice(edges + [rng.randrange(1 << 62)]),
+                 "current_leader_epoch": rng.choice(edges[:5]),
+                 "log_start_offset": -1, "partition_max_bytes": rng.choice(edges[:5] + [1 << 20])}
+        if rng.random() < 0.3:
+            entry["last_fetched_epoch"] = rng.choice(edges[:5])
+        assert bytes(_encode_entry(codec, entry)) == bytes(encode_struct(codec, entry))
+    too_big = {"partition": 1 << 31, "fetch_offset": 0, "current_leader_epoch": -1,
+               "log_start_offset": -1, "partition_max_bytes": 1}
+    with pytest.raises(KafkaProtocolError) as packed:
+        _encode_entry(codec, too_big)
+    with pytest.raises(KafkaProtocolError) as written:
+        encode_struct(codec, too_big)
+    assert str(packed.value) == str(written.value) and "partition" in str(packed.value)
