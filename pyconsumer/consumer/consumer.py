@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import time
+import weakref
 from types import TracebackType
 from typing import Any
 
@@ -157,11 +158,11 @@ class KafkaConsumer:
                         else GroupMembership)
                 self._membership = kind(
                     self._coordinator, self._client, self.config, self._subscriptions,
-                    self._on_unassigned, self._all_consumed)
+                    _weak(self._on_unassigned), _weak(self._all_consumed))
                 self._coordinator.attach(self._membership)
-            self._poll_loop = PollLoop(self.config, self._subscriptions, self._parts,
+            self._poll_loop = PollLoop(self.config, self._subscriptions, _weak(self._parts),
                                        self._coordinator, self._membership,
-                                       self._all_consumed, self._stable_generation)
+                                       _weak(self._all_consumed), _weak(self._stable_generation))
         return self._client
 
     def _on_unassigned(self, partitions: set[TopicPartition]) -> None:
@@ -844,6 +845,23 @@ class KafkaConsumer:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<KafkaConsumer client_id={self.config.client_id!r} {state}>"
+
+
+def _weak(method: Callable[P, R]) -> Callable[P, R]:
+    """``method`` called through a weak reference to its consumer. The poll loop and the
+    group membership live as long as the consumer; a bound method handed to them would tie
+    them into a cycle with it, and every closed consumer's partition state (thousands of
+    objects at thousands of partitions) would wait for the cyclic collector, whose full
+    passes over a larger heap then cost tens of ms a read (issue 26)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        bound = ref()
+        if bound is None:
+            raise IllegalStateError("the consumer these parts belonged to is gone")
+        return bound(*args, **kwargs)
+
+    return call
 
 
 def _typed_values(config: ConsumerConfig) -> TypedValues | None:

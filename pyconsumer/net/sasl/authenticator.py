@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -90,7 +91,9 @@ class SaslAuthenticator:
 
     def __init__(self, conn: SaslConnection, settings: SaslSettings | None, host: str,
                  tls: bool) -> None:
-        self._conn = conn
+        # the connection owns this authenticator: a strong reference back would make the
+        # pair a cycle that only the cyclic collector frees (with all a client holds)
+        self._conn: SaslConnection = weakref.proxy(conn)
         self._settings = settings
         self._host = host                    # GSSAPI's service principal needs it
         self._tls = tls                      # for the hint naming security.protocol
