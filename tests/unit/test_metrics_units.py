@@ -595,3 +595,33 @@ def test_metrics_from_another_thread_never_waits_for_poll_and_never_breaks(
             t.join(10)
     assert not errors, errors
     assert waited >= 1.0 and max(reads) < waited
+
+
+def test_a_closed_consumer_leaves_no_reference_cycle(make_cluster: Callable[..., FakeCluster]) -> None:
+    """Everything a consumer held (partition states, metadata, metrics, connections) is freed
+    by reference counting once it is closed and dropped: a cycle would leave it all to the
+    cyclic collector, whose full passes grow with it (issue 26)."""
+    import gc
+
+    cluster = make_cluster(1, topics={"t": 3})
+    for p in range(3):
+        append(cluster, TP("t", p), 0, 50)
+    gc.collect()
+    gc.disable()
+    try:
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST) as c:
+            c.assign([TP("t", p) for p in range(3)])
+            got = consume(c, 100, max_records=100)
+            while sum(len(v) for v in got.values()) < 150:
+                got.setdefault(TP("t", 0), []).extend([None] * c.poll_arrow(100).num_rows)  # type: ignore[list-item]
+            assert c.metrics()                          # the per-partition stats were made
+        del c
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = [type(o).__qualname__ for o in gc.garbage
+                if type(o).__module__.startswith("pyconsumer")]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert left == []
