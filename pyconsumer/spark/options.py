@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.spark.values import ValueOptions, parse_value_options, value_option_names
+from pyconsumer.spark.planning import DEFAULT_MIN_RECORDS_PER_PARTITION
 from pyconsumer.structs import TopicPartition
 
 __all__ = [
@@ -157,6 +158,10 @@ class SourceOptions:
     streaming: bool
     #: our extension: typed key/value columns (valueFormat, keyFormat, ...); None: binary
     values: ValueOptions | None = None
+    #: our extension: small ranges of one topic grouped into tasks of at least this many
+    #: offsets (planning.group_ranges); 1 or minPartitions / maxRecordsPerPartition: a task
+    #: per range, as Spark
+    min_records_per_partition: int = DEFAULT_MIN_RECORDS_PER_PARTITION
 
     def consumer_settings(self) -> dict[str, str]:
         """Settings (Java names) for a pyconsumer ``KafkaConsumer``: the ``kafka.*`` options,
@@ -175,7 +180,8 @@ _NAMES: dict[str, str] = {name.lower(): name for name in (
     "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets",
     "startingOffsetsByTimestampStrategy", "failOnDataLoss",
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger",
-    "minPartitions", "maxRecordsPerPartition", "includeHeaders", "groupIdPrefix",
+    "minPartitions", "maxRecordsPerPartition", "minRecordsPerPartition", "includeHeaders",
+    "groupIdPrefix",
     "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "kafkaConsumer.pollTimeoutMs",
     "commitOffsetsToKafka",
 )}
@@ -661,6 +667,12 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     min_partitions = _optional(opts, "minpartitions", lambda text, key: _int(
         text, key, minimum=1, maximum=_INT32_MAX, what="a positive integer"))
     max_records_per_partition = _optional(opts, "maxrecordsperpartition", _positive_long)
+    min_records_per_partition = _optional(opts, "minrecordsperpartition", _positive_long)
+    if min_records_per_partition is not None and (min_partitions is not None
+                                                  or max_records_per_partition is not None):
+        log.warning("Option minRecordsPerPartition is ignored as option %s is set: a task per "
+                    "range", "minPartitions" if min_partitions is not None
+                    else "maxRecordsPerPartition")
 
     # -- triggers (streaming only; Spark ignores them in batch queries, with a warning)
     max_offsets: int | None = None
@@ -733,4 +745,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         commit_offsets_to_kafka=commit,
         streaming=streaming,
         values=values,
+        min_records_per_partition=(
+            1 if min_partitions is not None or max_records_per_partition is not None
+            else min_records_per_partition or DEFAULT_MIN_RECORDS_PER_PARTITION),
     )

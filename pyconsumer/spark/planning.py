@@ -6,6 +6,9 @@ Pure functions (no Spark, no broker), so every rule is unit-tested on its own:
   cuts ranges into pieces of at most that many offsets, then ``minPartitions`` cuts the big
   ranges further in proportion to their size (Spark 4's KafkaOffsetRangeCalculator, piece for
   piece).
+* :func:`group_ranges`: our ``minRecordsPerPartition``: consecutive small ranges of one topic
+  read by one task (a Python data source task costs Spark tens of ms before it reads a
+  record: a thousand one-range tasks of a thousand records spent most of a read there).
 * :func:`rate_limit`: ``maxOffsetsPerTrigger`` shared across partitions by volume, so a
   backlog on one partition does not starve the others (Spark's rateLimit).
 * :func:`limit_by_bytes`: our ``maxBytesPerTrigger``, the same proration over an estimate of
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 
 from pyconsumer.structs import TopicPartition
 
-__all__ = ["OffsetRange", "split_ranges", "rate_limit", "limit_by_bytes", "total_offsets"]
+__all__ = ["OffsetRange", "split_ranges", "group_ranges", "DEFAULT_MIN_RECORDS_PER_PARTITION", "rate_limit", "limit_by_bytes", "total_offsets"]
 
 
 @dataclass(frozen=True, order=True)
@@ -93,6 +96,32 @@ def split_ranges(ranges: list[OffsetRange], *, min_partitions: int | None = None
                 for piece in (_cut(r, 1) if r.tp in unsplit_tps
                               else _cut(r, _part_count(r.size, split_total, budget)))]
     return todo
+
+
+#: minRecordsPerPartition's default: a task reads at least this many offsets when the ranges
+#: allow it (about 15 ms of our reading, against the tens of ms Spark spends on a Python task)
+DEFAULT_MIN_RECORDS_PER_PARTITION = 100_000
+
+
+def group_ranges(tasks: list[OffsetRange], min_records: int) -> list[tuple[OffsetRange, ...]]:
+    """The ranges of :func:`split_ranges` (in its order) grouped into tasks: consecutive ranges
+    of one topic share a task until it holds at least ``min_records`` offsets; a range that
+    large alone is a task of its own, and a task never holds two ranges of one partition (the
+    pieces of a cut range stay separate tasks). ``min_records`` 1: one task per range, as
+    Spark's source plans."""
+    out: list[tuple[OffsetRange, ...]] = []
+    group: list[OffsetRange] = []
+    size = 0
+    for r in tasks:
+        if group and (size >= min_records or r.topic != group[0].topic
+                      or any(g.partition == r.partition for g in group[-1:])):
+            out.append(tuple(group))
+            group, size = [], 0
+        group.append(r)
+        size += r.size
+    if group:
+        out.append(tuple(group))
+    return out
 
 
 def total_offsets(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]

@@ -6,8 +6,9 @@ process runs what (PySpark's Python data source API):
 
 * ``partitions()`` (batch) and the stream reader's offset methods run in Python processes
   the JVM starts on the driver: they look offsets up with an :class:`OffsetReader`.
-* ``read()`` runs in Python workers, from the pickled reader and one :class:`KafkaInputPartition`:
-  :func:`~pyconsumer.spark.reader.read_range` yields ``pyarrow.RecordBatch``es, which Spark
+* ``read()`` runs in Python workers, from the pickled reader and one :class:`KafkaInputPartition`
+  (a range, or small ranges of one topic grouped: minRecordsPerPartition):
+  :func:`~pyconsumer.spark.reader.read_ranges` yields ``pyarrow.RecordBatch``es, which Spark
   takes as they are (no per-row conversion).
 
 Offsets are Spark's JSON (``{"topic": {"0": 23}}``) and live in the query's checkpoint; the
@@ -62,12 +63,13 @@ from pyconsumer.spark.options import (
 )
 from pyconsumer.spark.planning import (
     OffsetRange,
+    group_ranges,
     limit_by_bytes,
     rate_limit,
     split_ranges,
     total_offsets,
 )
-from pyconsumer.spark.reader import read_range
+from pyconsumer.spark.reader import read_range, read_ranges
 from pyconsumer.spark.values import (
     PINS_METADATA_KEY,
     PinnedSchema,
@@ -101,17 +103,26 @@ def kafka_schema(include_headers: bool = False) -> StructType:
 
 
 class KafkaInputPartition(InputPartition):
-    """One Spark task: offsets ``[start, end)`` of one topic-partition, and the Avro reader
-    schemas the driver fixed for its topic (column -> pin; empty unless typed Avro)."""
+    """One Spark task: offsets ``[start, end)`` of one or more partitions of one topic (small
+    ranges grouped, planning.group_ranges), and the Avro reader schemas the driver fixed for
+    its topic (column -> pin; empty unless typed Avro)."""
 
-    def __init__(self, r: OffsetRange, pins: Mapping[str, PinnedSchema] | None = None) -> None:
-        super().__init__((r.topic, r.partition, r.start, r.end))
-        self.range = r
+    def __init__(self, ranges: OffsetRange | Sequence[OffsetRange],
+                 pins: Mapping[str, PinnedSchema] | None = None) -> None:
+        self.ranges = (ranges,) if isinstance(ranges, OffsetRange) else tuple(ranges)
+        super().__init__(tuple((r.topic, r.partition, r.start, r.end) for r in self.ranges))
         self.pins = dict(pins or {})
 
+    @property
+    def range(self) -> OffsetRange:
+        """The task's one range (a task of grouped ranges has no single one)."""
+        if len(self.ranges) != 1:
+            raise ValueError(f"{self!r} reads {len(self.ranges)} ranges")
+        return self.ranges[0]
+
     def __repr__(self) -> str:
-        r = self.range
-        return f"KafkaInputPartition({r.topic}-{r.partition} [{r.start}, {r.end}))"
+        return "KafkaInputPartition(" + ", ".join(
+            f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in self.ranges) + ")"
 
 
 class TypedRead:
@@ -139,17 +150,17 @@ class TypedRead:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
-    def partition(self, r: OffsetRange) -> KafkaInputPartition:
+    def partition(self, ranges: tuple[OffsetRange, ...]) -> KafkaInputPartition:
         assert self.pins is not None, "partitions are planned on the driver"
-        return KafkaInputPartition(r, self.pins.for_topic(r.topic))
+        return KafkaInputPartition(ranges, self.pins.for_topic(ranges[0].topic))
 
     def read(self, partition: KafkaInputPartition, options: SourceOptions
              ) -> Iterator[pa.RecordBatch]:
         plan = self.values.plan(partition.pins)
         keep_headers = options.include_headers
         names = self.target.names
-        for batch in read_range(partition.range, options,
-                                include_headers=keep_headers or self.values.needs_headers):
+        for batch in read_ranges(partition.ranges, options,
+                                 include_headers=keep_headers or self.values.needs_headers):
             out = plan.apply(batch)
             if out.num_rows == 0:       # DROPMALFORMED dropped every row
                 continue
@@ -168,7 +179,7 @@ def _read(partition: InputPartition, options: SourceOptions, typed: TypedRead | 
     if not isinstance(partition, KafkaInputPartition):
         return
     if typed is None:
-        yield from read_range(partition.range, options)
+        yield from read_ranges(partition.ranges, options)
     else:
         yield from typed.read(partition, options)
 
@@ -305,10 +316,11 @@ class KafkaBatchReader(DataSourceReader):
                             max_records_per_partition=o.max_records_per_partition)
 
     def partitions(self) -> Sequence[InputPartition]:
-        return [self._partition(r) for r in self.plan()]
+        return [self._partition(task) for task in
+                group_ranges(self.plan(), self.options.min_records_per_partition)]
 
-    def _partition(self, r: OffsetRange) -> KafkaInputPartition:
-        return KafkaInputPartition(r) if self.typed is None else self.typed.partition(r)
+    def _partition(self, task: tuple[OffsetRange, ...]) -> KafkaInputPartition:
+        return KafkaInputPartition(task) if self.typed is None else self.typed.partition(task)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition, self.options, self.typed)
@@ -437,12 +449,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             ranges.append(r)
         o = self.options
-        return [self._partition(r) for r in split_ranges(
+        return [self._partition(task) for task in group_ranges(split_ranges(
             ranges, min_partitions=o.min_partitions,
-            max_records_per_partition=o.max_records_per_partition)]
+            max_records_per_partition=o.max_records_per_partition), o.min_records_per_partition)]
 
-    def _partition(self, r: OffsetRange) -> KafkaInputPartition:
-        return KafkaInputPartition(r) if self.typed is None else self.typed.partition(r)
+    def _partition(self, task: tuple[OffsetRange, ...]) -> KafkaInputPartition:
+        return KafkaInputPartition(task) if self.typed is None else self.typed.partition(task)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(partition, self.options, self.typed)

@@ -100,3 +100,56 @@ def test_deleted_topic_is_data_loss(tansu: TansuBroker, make_tansu_topic: Callab
             list(read_range(r, options))
     else:
         assert _offsets(list(read_range(r, options))) == []
+
+
+def _by_partition(batches: list[pa.RecordBatch]) -> dict[int, list[int]]:
+    got: dict[int, list[int]] = {}
+    for b in batches:
+        for p, o in zip(b.column("partition").to_pylist(), b.column("offset").to_pylist()):
+            got.setdefault(p, []).append(o)
+    return got
+
+
+def test_grouped_ranges_each_stop_exactly_and_a_cached_consumer_reads_them_again(
+        tansu: TansuBroker, make_tansu_topic: Callable[..., str]) -> None:
+    """One task's ranges of several partitions (minRecordsPerPartition grouping) are read
+    together, each from its start to its end exactly, in offset order; the next task on the
+    same cached consumer reads partitions the first one finished (and paused) again."""
+    from pyconsumer.spark.reader import read_ranges
+
+    topic = make_tansu_topic(4)
+    produce(tansu.bootstrap, topic, sample_records(800, partitions=4, seed=3), compression="lz4")
+    options = _options(tansu.bootstrap, topic)
+    reader_mod.close_cached_consumers()
+    first = [OffsetRange(topic, 0, 0, 57), OffsetRange(topic, 1, 10, 11),
+             OffsetRange(topic, 2, 150, 200), OffsetRange(topic, 3, 0, 199)]
+    assert _by_partition(list(read_ranges(first, options))) == {
+        0: list(range(57)), 1: [10], 2: list(range(150, 200)), 3: list(range(199))}
+    second = [OffsetRange(topic, 1, 11, 200), OffsetRange(topic, 2, 0, 3)]
+    assert _by_partition(list(read_ranges(second, options))) == {
+        1: list(range(11, 200)), 2: [0, 1, 2]}
+    assert reader_mod.consumer_cache_size() == 1
+    with pytest.raises(ValueError, match="distinct partitions of one topic"):
+        list(read_ranges([OffsetRange(topic, 0, 0, 5), OffsetRange(topic, 0, 5, 9)], options))
+    reader_mod.close_cached_consumers()
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_data_loss_in_one_of_grouped_ranges(mock_cluster: MockCluster, fail: bool) -> None:
+    """A start below the log start of one partition of a task: reported for that partition
+    (failOnDataLoss), the others read whole."""
+    from pyconsumer.spark.reader import read_ranges
+
+    mock_cluster.create_topic("partly", 3)
+    produce(mock_cluster.bootstrap, "partly", sample_records(90, partitions=3), linger_ms=0,
+            batch_size=1)
+    mock_cluster.delete_records("partly", 1, 20)
+    options = _options(mock_cluster.bootstrap, "partly", failOnDataLoss=str(fail).lower())
+    ranges = [OffsetRange("partly", 0, 0, 30), OffsetRange("partly", 1, 5, 30),
+              OffsetRange("partly", 2, 3, 25)]
+    if fail:
+        with pytest.raises(DataLossError, match=r"partly-1 offsets 5 to 19.*log now starts at 20"):
+            list(read_ranges(ranges, options))
+    else:
+        assert _by_partition(list(read_ranges(ranges, options))) == {
+            0: list(range(30)), 1: list(range(20, 30)), 2: list(range(3, 25))}

@@ -97,6 +97,27 @@ def test_splitting_returns_each_record_once(spark: Any, tansu: TansuBroker, prod
     assert df_rows(df) == expected_rows(topic, records, delivered)
 
 
+@pytest.mark.parametrize("options,tasks", [
+    ({}, 1),                                          # 1,500 offsets: one task (default 100,000)
+    ({"minRecordsPerPartition": "600"}, 2),           # 500 + 500, then the last 500
+    ({"minRecordsPerPartition": "1"}, 3),             # a task per partition, as Spark
+    ({"minRecordsPerPartition": "600", "minPartitions": "3"}, 3),   # ignored: Spark's count
+])
+def test_small_ranges_share_tasks_and_return_each_record_once(
+        spark: Any, tansu: TansuBroker, produced: Any, options: dict[str, str], tasks: int) -> None:
+    topic, records, delivered = produced
+    df = _read(spark, tansu.bootstrap, subscribe=topic, **options)
+    assert df.rdd.getNumPartitions() == tasks
+    assert df_rows(df) == expected_rows(topic, records, delivered)
+
+
+def test_min_records_per_partition_must_be_positive(spark: Any, tansu: TansuBroker,
+                                                    produced: Any) -> None:
+    topic, _, _ = produced
+    with pytest.raises(Exception, match="minRecordsPerPartition"):
+        _read(spark, tansu.bootstrap, subscribe=topic, minRecordsPerPartition="0").collect()
+
+
 def test_ranges_ending_on_transaction_markers_and_aborted_batches(
         spark: Any, tansu: TansuBroker, make_tansu_topic: Callable[..., str]) -> None:
     topic = make_tansu_topic(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -349,3 +350,50 @@ def test_limit_by_bytes_properties(spans: dict[TopicPartition, tuple[int, int]],
         admitted = sum((out[tp] - start[tp]) * cost[tp] for tp in backlog)
         # at most the budget, plus one offset for each partition whose share was below one
         assert admitted <= max_bytes * (1 + 1e-9) + sum(cost[tp] for tp in backlog)
+
+
+# ------------------------------------------------------------------ group_ranges (ours)
+
+def test_small_ranges_of_a_topic_share_tasks_until_min_records() -> None:
+    from pyconsumer.spark.planning import group_ranges
+
+    ranges = [OffsetRange("a", p, 0, 40) for p in range(5)] + [OffsetRange("b", 0, 10, 200),
+                                                               OffsetRange("b", 1, 0, 30)]
+    assert group_ranges(ranges, 100) == [
+        tuple(ranges[0:3]), tuple(ranges[3:5]),     # 120 offsets, then the topic's rest
+        (ranges[5],), (ranges[6],)]                 # 190 alone reaches 100; then the rest
+    assert group_ranges(ranges, 1) == [(r,) for r in ranges]
+    assert group_ranges([], 100) == []
+
+
+def test_pieces_of_one_partition_never_share_a_task() -> None:
+    from pyconsumer.spark.planning import group_ranges
+
+    pieces = split_ranges([OffsetRange("t", 0, 0, 30), OffsetRange("t", 1, 0, 4)],
+                          max_records_per_partition=10)
+    assert [len(task) for task in group_ranges(pieces, 1000)] == [1, 1, 2]   # 0a 0b (0c, 1)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_grouping_keeps_every_range_once_in_order(seed: int) -> None:
+    import random
+
+    from pyconsumer.spark.planning import group_ranges
+
+    rng = random.Random(seed)
+    ranges = split_ranges([OffsetRange(t, p, s, s + rng.randrange(0, 300))
+                           for t in ("x", "y") for p in range(rng.randrange(1, 20))
+                           for s in [rng.randrange(0, 1000)]],
+                          max_records_per_partition=rng.choice([None, 50, 500]))
+    least = rng.choice([1, 7, 100, 10_000])
+    tasks = group_ranges(ranges, least)
+    assert [r for task in tasks for r in task] == ranges
+    for i, task in enumerate(tasks):
+        assert len({r.topic for r in task}) == 1
+        assert len({r.partition for r in task}) == len(task)
+        last_of_topic = i + 1 == len(tasks) or tasks[i + 1][0].topic != task[0].topic
+        if len(task) > 1:
+            # grown only while short of the minimum: all but its last range were
+            assert sum(r.size for r in task[:-1]) < least
+        if not last_of_topic and tasks[i + 1][0].partition != task[-1].partition:
+            assert sum(r.size for r in task) >= least      # closed for being large enough
