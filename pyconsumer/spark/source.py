@@ -150,9 +150,10 @@ class TypedRead:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
-    def partition(self, ranges: tuple[OffsetRange, ...]) -> KafkaInputPartition:
+    def partition(self, ranges: OffsetRange | tuple[OffsetRange, ...]) -> KafkaInputPartition:
         assert self.pins is not None, "partitions are planned on the driver"
-        return KafkaInputPartition(ranges, self.pins.for_topic(ranges[0].topic))
+        task = (ranges,) if isinstance(ranges, OffsetRange) else ranges
+        return KafkaInputPartition(task, self.pins.for_topic(task[0].topic))
 
     def read(self, partition: KafkaInputPartition, options: SourceOptions
              ) -> Iterator[pa.RecordBatch]:
