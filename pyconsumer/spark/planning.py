@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from pyconsumer.structs import TopicPartition
 
-__all__ = ["OffsetRange", "split_ranges", "group_ranges", "DEFAULT_MIN_RECORDS_PER_PARTITION", "rate_limit", "limit_by_bytes", "total_offsets"]
+__all__ = ["OffsetRange", "split_ranges", "group_ranges", "DEFAULT_MIN_RECORDS_PER_PARTITION",
+           "rate_limit", "limit_by_bytes", "total_offsets"]
 
 
 @dataclass(frozen=True, order=True)
