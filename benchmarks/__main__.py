@@ -50,11 +50,10 @@ Cases
   time: a planning-only action (``load()`` + ``df.rdd.getNumPartitions()``, no task run) and,
   inside each timed action, the time to its first stage (Spark's status tracker). No target (the
   issue asks for the numbers). Only when pyspark and Java are there, and not with ``--quick``
-  unless asked for with ``--cases``. Slow: every source runs 1,000 tasks an action, and
-  Spark's own spends ~0.27 s of the action's wall time a task (a new consumer per partition
-  and query): ``--cases spark_scale --quick --records 20000`` took 22 min at load ~4
-  (format('kafka') 4.4 min an action, format('pyconsumer') 0.5 min); the full run (warm-up +
-  3 rounds, 16 actions) should take 40-50 min.
+  unless asked for with ``--cases``. format('kafka') runs 1,000 tasks an action (~11-17 s on
+  local[2]); format('pyconsumer') groups small ranges (minRecordsPerPartition, 10 tasks at
+  1M records): the run took 8 min on the 2-core machine (a quick one at load ~4 once took 22
+  min, format('kafka') then 4.4 min an action).
 
 ``--baseline REV`` also runs the decoder and pyconsumer's end-to-end contenders as built from
 another commit, in the same rounds (benchmarks/baseline.py): how a change moved the hot path,
