@@ -97,9 +97,12 @@ def batch(spark: Any, job: dict[str, Any]) -> None:
     from pyspark.sql import functions as F
 
     wait_for_executors(spark, job.get("executors", 0))
-    df = (spark.read.format(job.get("source", "pyconsumer"))
-          .option("kafka.bootstrap.servers", job["bootstrap"])
-          .option("subscribe", job["topic"]).option("includeHeaders", "true").load()
+    reader = (spark.read.format(job.get("source", "pyconsumer"))
+              .option("kafka.bootstrap.servers", job["bootstrap"])
+              .option("subscribe", job["topic"]).option("includeHeaders", "true"))
+    for key, value in job.get("options", {}).items():
+        reader = reader.option(key, value)
+    df = (reader.load()
           .withColumn("spark_partition", F.spark_partition_id()).withColumn("where", where(job)))
     table = df.toArrow()
     with pa.OSFile(job["out"], "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:

@@ -216,12 +216,13 @@ def four_partitions(kafka: KafkaCluster) -> tuple[str, list[Row]]:
     return topic, produced(kafka.bootstrap_servers, topic, sample_records(200, partitions=4, seed=11))
 
 
-def read_batch(driver: Driver, kafka: KafkaCluster, topic: str, out: Path, source: str) -> Any:
+def read_batch(driver: Driver, kafka: KafkaCluster, topic: str, out: Path, source: str,
+               **options: str) -> Any:
     import pyarrow as pa
 
     # both executors there, also when this runs after the killed-worker test
     driver.done(driver.submit(mode="batch", source=source, bootstrap=kafka.bootstrap_servers,
-                              topic=topic, out=str(out), executors=2))
+                              topic=topic, out=str(out), executors=2, options=options))
     return pa.ipc.open_file(str(out)).read_all()
 
 
@@ -230,9 +231,11 @@ def test_batch_read_on_the_cluster_runs_on_both_workers(
         four_partitions: tuple[str, list[Row]], tmp_path: Path) -> None:
     """A batch read of a 4-partition topic on the cluster: the rows are exactly what was
     produced, Spark partition i is Kafka partition i in offset order, each made by one
-    executor, and the executors of both workers made some."""
+    executor, and the executors of both workers made some (a task per partition:
+    minRecordsPerPartition 1; by default these small ranges would share one task)."""
     topic, want = four_partitions
-    table = read_batch(driver, kafka, topic, tmp_path / "rows.arrow", "pyconsumer")
+    table = read_batch(driver, kafka, topic, tmp_path / "rows.arrow", "pyconsumer",
+                       minRecordsPerPartition="1")
     assert table_rows(table) == want
     partitions = table.column("partition").to_pylist()
     assert table.column("spark_partition").to_pylist() == partitions

@@ -376,13 +376,20 @@ SPLIT_CASES = [
                             "endingOffsets": _per_partition(
                                 d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 8, 8,
                  id="minPartitions-with-an-empty-range"),
-    # ours differs: Spark plans a task for a topic-partition with nothing to read, we don't
+    # ours differs: Spark plans a task for a topic-partition with nothing to read, we don't,
+    # and small ranges of a topic share a task (minRecordsPerPartition, default 100,000)
     pytest.param(lambda d: {"subscribe": d.codecs,
                             "startingOffsets": _per_partition(
                                 d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
                             "endingOffsets": _per_partition(
-                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 5, 4,
+                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 5, 1,
                  id="an-empty-range-is-no-task-of-ours"),
+    pytest.param(lambda d: {"subscribe": d.codecs, "minRecordsPerPartition": "1",
+                            "startingOffsets": _per_partition(
+                                d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
+                            "endingOffsets": _per_partition(
+                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 5, 4,
+                 id="an-empty-range-is-no-task-of-ours-a-task-per-range"),
     # 40 offsets in pieces of at most 15: 13, 13, 14
     pytest.param(lambda d: {"subscribe": d.codecs, "maxRecordsPerPartition": "15",
                             "startingOffsets": _all(d, 0), "endingOffsets": _all(d, N)},
