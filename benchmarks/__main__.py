@@ -734,6 +734,71 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
     path.write_text("\n".join(lines))
 
 
+def _parse_results(text: str) -> tuple[list[str], dict[tuple[str, str], tuple[str, ...]],
+                                        list[tuple[str, list[str]]]]:
+    """A RESULTS.md in parts: the lines before the targets table (or the first case), the
+    targets rows by (target, broker), and each "# On <broker>" group with its "## <case>"
+    sections (each a list of lines, heading first)."""
+    lines = text.splitlines()
+    head: list[str] = []
+    rows: dict[tuple[str, str], tuple[str, ...]] = {}
+    i = 0
+    while i < len(lines) and not lines[i].startswith(("## Targets", "# On ")):
+        head.append(lines[i])
+        i += 1
+    if i < len(lines) and lines[i].startswith("## Targets"):
+        i += 1
+        while i < len(lines) and not lines[i].startswith("# On "):
+            cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+            if lines[i].startswith("| ") and len(cells) == 5 and cells[0] != "target" \
+                    and not lines[i].startswith("|---"):
+                rows[(cells[0], cells[1])] = tuple(cells)
+            i += 1
+    groups: list[tuple[str, list[str]]] = []
+    for line in lines[i:]:
+        if line.startswith("# On "):
+            groups.append((line, []))
+        elif not groups:
+            continue
+        elif line.startswith("## "):
+            groups[-1][1].append(line)
+        elif groups[-1][1]:
+            groups[-1][1][-1] += "\n" + line
+    return head, rows, groups
+
+
+def merge_results(old: str, new: str, note: str) -> str:
+    """``new`` (a run of some cases) merged into ``old`` (an earlier RESULTS.md): the new run's
+    header, then ``note``; its targets rows in place of the old rows of the same target and
+    broker (the other old rows kept, in their order); its case sections in place of the old
+    sections of the same title under the same broker, the other old sections kept."""
+    new_head, new_rows, new_groups = _parse_results(new)
+    _, old_rows, old_groups = _parse_results(old)
+    rows = {**old_rows, **{k: v for k, v in new_rows.items() if k in old_rows}}
+    rows.update({k: v for k, v in new_rows.items() if k not in old_rows})
+    groups: dict[str, dict[str, str]] = {}
+    for g, sections in old_groups + new_groups:
+        kept = groups.setdefault(g, {})
+        for sec in sections:
+            kept[sec.split("\n", 1)[0]] = sec       # a new section replaces the old of its title
+    lines = list(new_head)
+    while lines and not lines[-1]:
+        lines.pop()
+    lines += ["", note, ""]
+    if rows:
+        lines += ["## Targets (issues 14, 25 and 26)", "",
+                  "The end-to-end targets are the issue's on Apache Kafka; Tansu's rows are for comparison.", "",
+                  "| target | broker | wanted | measured | met |", "|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows.values()]
+        lines.append("")
+    for g, sections in groups.items():
+        lines += [g, ""]
+        for sec in sections.values():
+            lines.append(sec.rstrip("\n"))
+            lines.append("")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------ main
 
 def brokers_for_spark(choice: str) -> str:
@@ -765,6 +830,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the spark case's data sets (default: " + " ".join(SPARK_DATASETS[:-1])
                          + f"; {SPARK_SCALE_SET} is the spark_scale case's)")
     ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md and results/ go")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the sections and target rows of cases not run here from the RESULTS.md "
+                         "already in --out (this run's replace theirs)")
     ap.add_argument("--baseline", metavar="REV", default=None,
                     help="also run the decoder and the pyconsumer end-to-end contenders as built from "
                          "this commit, in the same rounds (an 'x the baseline build' column)")
@@ -809,7 +877,17 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     pngs = charts(cases, args.out / "results")
     results = args.out / "RESULTS.md"
+    previous = results.read_text() if args.merge and results.exists() else None
     write_results(results, cases, pngs, command.strip(), time.perf_counter() - start, args.quick, described)
+    if previous is not None:
+        before = previous.split("Command: `", 1)[-1].split("`", 1)[0]
+        when = next((line.split("|")[2].strip() for line in previous.splitlines()
+                     if line.startswith("| date |")), "?")
+        commit = next((line.split("|")[2].strip() for line in previous.splitlines()
+                       if line.startswith("| commit |")), "?")
+        results.write_text(merge_results(previous, results.read_text(), (
+            f"Merged (--merge): the cases this command ran replace theirs; every other section and "
+            f"target row is from the earlier run `{before}` ({when}, commit {commit}).")))
     print(f"wrote {results} and {len(pngs)} chart(s) in {args.out / 'results'}", flush=True)
     return 0
 

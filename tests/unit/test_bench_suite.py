@@ -239,3 +239,30 @@ def test_spark_cases_compare_each_workload_with_sparks_own_source(suite: ModuleT
     # the json set ran no poll_arrow: no column for it
     assert ("| pyconsumer json | spark.read.format('pyconsumer'), from_json into 8 typed fields, "
             "groupBy(country) over all of them | 200,000 | 162,500 | 1.62 |") in lines
+
+
+def test_merge_replaces_the_cases_run_and_keeps_the_others(suite: ModuleType, tmp_path: Path) -> None:
+    """--merge: a run of the Kafka case only, merged into a run of both brokers' cases: the Kafka
+    section and its target rows are the new run's, Tansu's section and rows the old run's, each
+    once, under their broker's heading, with a line saying where the kept ones come from."""
+    old_k = e2e_case(suite, "e2e1-kafka", "kafka", KAFKA_RATES)
+    tansu = e2e_case(suite, "e2e1-tansu", "tansu", {"raw_fetch": [10.0, 20.0], "pc_arrow": [20.0, 20.0],
+                                                     "ck_consume": [5.0, 5.0], "kr_arrow": [4.0, 5.0]})
+    new_k = e2e_case(suite, "e2e1-kafka", "kafka", {**KAFKA_RATES, "pc_arrow": [400.0, 400.0]})
+    old, new = tmp_path / "old.md", tmp_path / "new.md"
+    suite.write_results(old, [old_k, tansu], [], "python -m benchmarks --all", 90.0, False, ["K", "T"])
+    suite.write_results(new, [new_k], [], "python -m benchmarks --kafka", 30.0, False, ["K"])
+    merged = suite.merge_results(old.read_text(), new.read_text(), "Merged: NOTE").splitlines()
+    assert "Command: `python -m benchmarks --kafka` (0.5 min)" in merged and "Merged: NOTE" in merged
+    assert merged.count("# On Apache Kafka") == 1 and merged.count("# On Tansu") == 1
+    assert merged.count("## title of e2e1-kafka") == 1 and merged.count("## title of e2e1-tansu") == 1
+    on_kafka, on_tansu = merged.index("# On Apache Kafka"), merged.index("# On Tansu")
+    assert on_kafka < merged.index("## title of e2e1-kafka") < on_tansu < merged.index("## title of e2e1-tansu")
+    kafka_rows = [ln for ln in merged if ln.startswith("| poll_arrow vs kafkarrow, 1 partition(s) | Apache Kafka |")]
+    tansu_rows = [ln for ln in merged if ln.startswith("| poll_arrow vs kafkarrow, 1 partition(s) | Tansu |")]
+    assert kafka_rows == [ln for ln in new.read_text().splitlines() if ln in kafka_rows] and len(kafka_rows) == 1
+    assert "4.75x" not in kafka_rows[0]                 # the new run's ratio, not the old one's
+    assert tansu_rows == ["| poll_arrow vs kafkarrow, 1 partition(s) | Tansu | >= 5x | 4.50x | missed |"]
+    assert "| pc_arrow | arrow | 20 | 20 | 1.50 | 4.00 | 4.50 |" in merged          # Tansu's table kept
+    assert not any(ln.startswith("| pc_arrow | arrow | 180 |") for ln in merged)   # old Kafka table gone
+    assert sum(ln.startswith("|---|---|---|---|---|") for ln in merged) == 1
