@@ -137,7 +137,7 @@ class StructCodec:
     for the run, or a value does not fit, the fields are done one by one instead, which
     raises exactly the error (message, byte, field) the one-by-one path always gives."""
 
-    __slots__ = ("regular", "tagged", "absent", "flexible", "known", "_read_steps",
+    __slots__ = ("regular", "tagged", "absent", "flexible", "known", "_read_steps", "_packed",
                  "_write_steps", "_tag_defaults")
 
     def __init__(self, fields: list[Field], version: int, flexible: bool, *,
@@ -165,6 +165,12 @@ class StructCodec:
                               ] if runs else None
         self._read_steps = _read_steps(self.regular, formats)
         self._write_steps = _write_steps(self.regular, formats)
+        packer = self.fixed_packer()
+        #: an all-int struct: (keys in wire order, their pack, their defaults, the keys a value
+        #: may hold for it: any but a tagged field's) for encode_struct
+        self._packed = None if packer is None else (
+            packer[0], packer[1], tuple(d() for _k, _r, _w, d, _c in self.regular),
+            self.known - {key for key, _r, _w, _d in self.tagged.values()})
 
     def read(self, r: Reader) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -533,7 +539,19 @@ def struct_codec(message: Message, version: int, path: tuple[str, ...]) -> Struc
 
 
 def encode_struct(codec: StructCodec, value: Mapping[str, Any]) -> Encoded:
-    """``value`` encoded by ``codec`` (from :func:`struct_codec`), to be written again as is."""
+    """``value`` encoded by ``codec`` (from :func:`struct_codec`), to be written again as is.
+    A struct of ints only (a Fetch request's partition entry) is packed in one call when every
+    value is an int that fits: the bytes :meth:`StructCodec.write` gives, which anything else
+    goes through (for its errors too)."""
+    packed = codec._packed
+    if packed is not None and packed[3].issuperset(value):
+        keys, pack, defaults, _ = packed
+        values = [value.get(k, d) for k, d in zip(keys, defaults)]
+        if {*map(type, values)} == _JUST_INT:
+            try:
+                return Encoded(pack(*values))
+            except struct.error:
+                pass
     w = Writer()
     try:
         codec.write(w, value)

@@ -115,7 +115,7 @@ def group_ranges(tasks: list[OffsetRange], min_records: int) -> list[tuple[Offse
     size = 0
     for r in tasks:
         if group and (size >= min_records or r.topic != group[0].topic
-                      or any(g.partition == r.partition for g in group[-1:])):
+                      or group[-1].partition == r.partition):
             out.append(tuple(group))
             group, size = [], 0
         group.append(r)

@@ -152,8 +152,9 @@ class TypedRead:
 
     def partition(self, ranges: OffsetRange | tuple[OffsetRange, ...]) -> KafkaInputPartition:
         assert self.pins is not None, "partitions are planned on the driver"
-        task = (ranges,) if isinstance(ranges, OffsetRange) else ranges
-        return KafkaInputPartition(task, self.pins.for_topic(task[0].topic))
+        task = KafkaInputPartition(ranges)
+        task.pins = dict(self.pins.for_topic(task.ranges[0].topic))
+        return task
 
     def read(self, partition: KafkaInputPartition, options: SourceOptions
              ) -> Iterator[pa.RecordBatch]:

@@ -361,6 +361,14 @@ def _all(d: Data, offset: int) -> str:
     return _per_partition(d.codecs, {p: offset for p in range(len(CODECS))})
 
 
+def _with_an_empty_range(d: Data, **extra: str) -> dict[str, str]:
+    """The codecs topic from offsets 5, -2 (earliest), 39, 0, 17 to 30, -1 (latest), 40, 1, 17:
+    partition 4's range is empty."""
+    return {"subscribe": d.codecs, **extra,
+            "startingOffsets": _per_partition(d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
+            "endingOffsets": _per_partition(d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}
+
+
 #: options, then the input partitions of format("kafka") and of ours
 SPLIT_CASES = [
     # 5 ranges of 40, minPartitions 12: each gets round(40 / 200 * 12) = 2 tasks
@@ -370,25 +378,12 @@ SPLIT_CASES = [
                  id="minPartitions-below-the-partition-count"),
     # ranges of 25, 40, 1, 1 and an empty one: 1 + 1 tasks for the small ones, the other 6
     # shared by size (2 + 4); the empty range gets none
-    pytest.param(lambda d: {"subscribe": d.codecs, "minPartitions": "8",
-                            "startingOffsets": _per_partition(
-                                d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
-                            "endingOffsets": _per_partition(
-                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 8, 8,
+    pytest.param(lambda d: _with_an_empty_range(d, minPartitions="8"), 8, 8,
                  id="minPartitions-with-an-empty-range"),
     # ours differs: Spark plans a task for a topic-partition with nothing to read, we don't,
     # and small ranges of a topic share a task (minRecordsPerPartition, default 100,000)
-    pytest.param(lambda d: {"subscribe": d.codecs,
-                            "startingOffsets": _per_partition(
-                                d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
-                            "endingOffsets": _per_partition(
-                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 5, 1,
-                 id="an-empty-range-is-no-task-of-ours"),
-    pytest.param(lambda d: {"subscribe": d.codecs, "minRecordsPerPartition": "1",
-                            "startingOffsets": _per_partition(
-                                d.codecs, {0: 5, 1: -2, 2: 39, 3: 0, 4: 17}),
-                            "endingOffsets": _per_partition(
-                                d.codecs, {0: 30, 1: -1, 2: 40, 3: 1, 4: 17})}, 5, 4,
+    pytest.param(lambda d: _with_an_empty_range(d), 5, 1, id="an-empty-range-is-no-task-of-ours"),
+    pytest.param(lambda d: _with_an_empty_range(d, minRecordsPerPartition="1"), 5, 4,
                  id="an-empty-range-is-no-task-of-ours-a-task-per-range"),
     # 40 offsets in pieces of at most 15: 13, 13, 14
     pytest.param(lambda d: {"subscribe": d.codecs, "maxRecordsPerPartition": "15",

@@ -44,7 +44,6 @@ since (a drain moves their positions), prefetched or rolled back; everything els
 from __future__ import annotations
 
 import logging
-import struct
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -69,7 +68,6 @@ from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import (
     ApiKey,
     Encoded,
-    StructCodec,
     encode_struct,
     encoded_array,
     is_flexible,
@@ -86,30 +84,6 @@ log = logging.getLogger(__name__)
 _LAST_VERSION_BY_NAME = 12        # Fetch v13+ names topics by id only
 # top-level errors that concern the fetch session only (the handler starts a new one)
 _SESSION_ERRORS = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
-
-
-def _encode_entry(codec: StructCodec, entry: dict[str, Any]) -> Encoded:
-    """A Fetch request's partition entry encoded: its int fields packed at once when the
-    version's entry is all ints (every version is), else (or when a value does not fit, for
-    the error) by the codec. The same bytes either way (tests/unit/test_fetch_send_scaling)."""
-    fixed = _fixed_entries.get(id(codec))
-    if fixed is None:
-        packer = codec.fixed_packer()
-        fixed = _fixed_entries[id(codec)] = (codec, packer, codec.defaults())
-    _c, packer, defaults = fixed
-    if packer is not None:
-        keys, pack = packer
-        try:
-            return Encoded(pack(*[entry.get(k, defaults[k]) for k in keys]))
-        except struct.error:
-            pass
-    return encode_struct(codec, entry)
-
-
-#: per partition-entry codec (one per version; cached by protocol.request_struct, kept here
-#: with it): (codec, its fixed packer or None, its defaults)
-_fixed_entries: dict[int, tuple[StructCodec, tuple[tuple[str, ...], Callable[..., bytes]] | None,
-                                dict[str, Any]]] = {}
 
 
 class FetchRequests:
@@ -619,7 +593,7 @@ class FetchRequests:
                          "current_leader_epoch": p.current_leader_epoch,
                          "log_start_offset": -1, "partition_max_bytes": p.max_bytes}
                 if codec is not None:
-                    entry = _encode_entry(codec, entry)
+                    entry = encode_struct(codec, entry)
                     encoded[tp] = (key, entry)
             topics.setdefault(tp.topic, (p.topic_id, []))[1].append(entry)
         forgotten: dict[tuple[str, uuid.UUID], list[int]] = {}
