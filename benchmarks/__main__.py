@@ -700,7 +700,9 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
     lines += ["", "Rates are records/s over a whole read (connect, first fetch and the last partial "
               "batch included). Ratios are the median over rounds of the per-round ratio, so a "
               "shared machine's drift cancels; every contender runs once per round, in an order "
-              "rotated from round to round.", ""]
+              "rotated from round to round. Each broker read runs with the harness's own objects "
+              "frozen out of the garbage collector's reach (gc.freeze), so a contender's collections "
+              "walk only what it made.", ""]
     rows = targets(by_name)
     if rows:
         lines += ["## Targets (issues 14, 25 and 26)", "",

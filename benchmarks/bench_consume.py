@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import os
 import socket
 import statistics
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pyconsumer import KafkaConsumer, TopicPartition
@@ -531,9 +533,10 @@ def measure(bootstrap: str, topic: str, partitions: int, n: int, contenders: dic
     for rnd in range(rounds):
         for name in _rotated(list(contenders), rnd if rotate else 0):
             want = min(n, slow_cap) if name in SLOW else n
-            start = time.perf_counter()
-            result = contenders[name](bootstrap, topic, partitions, want)
-            elapsed = time.perf_counter() - start
+            with harness_heap_frozen():
+                start = time.perf_counter()
+                result = contenders[name](bootstrap, topic, partitions, want)
+                elapsed = time.perf_counter() - start
             if isinstance(result, tuple):       # run in a child process, which timed itself
                 got, elapsed = result
             else:
@@ -546,6 +549,23 @@ def measure(bootstrap: str, topic: str, partitions: int, n: int, contenders: dic
             if report is not None:
                 report(rnd, name, got, elapsed)
     return rates
+
+
+@contextlib.contextmanager
+def harness_heap_frozen() -> Iterator[None]:
+    """Run a timed read with the harness's own objects out of the cyclic collector's reach
+    (gc.freeze after a collection; unfrozen after). The suite's process holds every peer
+    client's modules, matplotlib and the results so far (~130k tracked objects, ~45k in a
+    process that imports bench_consume alone), and every full collection a contender's
+    allocations start walks them all: 47.5 ms a read at 1,000 partitions in the suite against
+    8 ms in a lean process (HISTORY, issue 26). Frozen, each contender pays for the objects
+    it makes, as in a process that runs only it; the same for every contender."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _rotated(names: Iterable[str], k: int) -> list[str]:

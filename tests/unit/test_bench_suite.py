@@ -194,6 +194,29 @@ def test_measure_wants_every_record_exactly_once(bench_consume: ModuleType) -> N
     assert all(r > 0 for v in rates.values() for r in v)
 
 
+
+def test_measure_times_each_read_with_the_harness_heap_frozen(bench_consume: ModuleType) -> None:
+    """Every timed read runs with the objects that existed before it frozen (out of the
+    collector's reach: the harness's modules and results), and the heap is unfrozen after it,
+    also when the read fails."""
+    import gc
+    seen: list[int] = []
+
+    def reads(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+        seen.append(gc.get_freeze_count())
+        return n
+
+    def fails(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+        raise OSError("broker gone")
+
+    assert gc.get_freeze_count() == 0
+    bench_consume.measure("b", "t", 1, 10, {"pc_arrow": reads, "raw_fetch": reads}, 2)
+    assert len(seen) == 4 and all(count > 0 for count in seen)
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(OSError, match="broker gone"):
+        bench_consume.measure("b", "t", 1, 10, {"pc_arrow": fails}, 1)
+    assert gc.get_freeze_count() == 0
+
 SPARK_OUTPUT = """\
 pyspark 4.3.0, pyarrow 26.0.1, ...
 spark kafka connector: 4.2.0 (PySpark 4.3.0)
