@@ -478,6 +478,52 @@ class ConsumerMetrics:
                     record(w, lead, now)
                 stats.record_lead(w, lead, now)
 
+    def taken_many(self, drained: Iterable[tuple[TopicPartition, int, CompletedFetch, Sized | None]],
+                   subscriptions: AssignmentView) -> None:
+        """:meth:`taken` of each (tp, count, cursor, records) of ``drained`` (the partitions one
+        poll_arrow chunk took together: hundreds), leaving the same metric values: a meter
+        adds up what it records and the consumer's records-lag-max / records-lead-min keep
+        the extreme, so each of those is recorded once, with a topic's sums and the group's
+        extremes; only each partition's own lag and lead stats are recorded per partition."""
+        now = self._clock()
+        w = self._window
+        sums: dict[str, list[int]] = {}     # topic -> [records, bytes, bytes recorded (0/1)]
+        max_lag = min_lead = None
+        for tp, count, cursor, records in drained:
+            topic_sums = sums.get(tp.topic)
+            if topic_sums is None:
+                topic_sums = sums[tp.topic] = [0, 0, 0]
+            topic_sums[0] += count
+            if cursor.is_drained and records is not None:
+                cut = cursor.incomplete_batch
+                topic_sums[1] += len(records) - (cut[2] if cut is not None else 0)
+                topic_sums[2] = 1
+            lag, lead = self._lag_lead(subscriptions, tp)
+            if lag is not None or lead is not None:
+                stats = self._partition(tp)
+                if lag is not None:
+                    stats.record_lag(w, lag, now)
+                    if max_lag is None or lag > max_lag:
+                        max_lag = lag
+                if lead is not None:
+                    stats.record_lead(w, lead, now)
+                    if min_lead is None or lead < min_lead:
+                        min_lead = lead
+        for topic, (count, size, has_bytes) in sums.items():
+            records_to, bytes_to = self._consumed(topic)
+            if count:
+                for record in records_to:
+                    record(w, count, now)
+            if has_bytes:
+                for record in bytes_to:
+                    record(w, size, now)
+        if max_lag is not None:
+            for record in self._lag_to:
+                record(w, max_lag, now)
+        if min_lead is not None:
+            for record in self._lead_to:
+                record(w, min_lead, now)
+
     def _lag_lead(self, subs: AssignmentView, tp: TopicPartition
                   ) -> tuple[int | None, int | None]:
         if not subs.is_assigned(tp):

@@ -625,3 +625,44 @@ def test_a_closed_consumer_leaves_no_reference_cycle(make_cluster: Callable[...,
         gc.garbage.clear()
         gc.enable()
     assert left == []
+
+
+class Cursor:
+    """A cursor as ConsumerMetrics reads it: used up or not, and its trailing cut batch."""
+
+    def __init__(self, is_drained: bool, incomplete_batch: tuple[int, int, int] | None) -> None:
+        self.is_drained = is_drained
+        self.incomplete_batch = incomplete_batch
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_taken_many_leaves_the_metrics_taken_one_by_one_leaves(seed: int) -> None:
+    """A poll_arrow chunk's partitions recorded with one taken_many (meters once per topic
+    with the sums, the consumer's lag max / lead min once with the extremes) give every
+    metric the value taken() per partition gives: random groups of partitions of two topics
+    over windows that roll (records 0 or more, cursors used up or not, cut batches, records
+    None, partitions without lag or lead), read after each group."""
+    import random
+    rnd = random.Random(seed)
+    clocks = Clock(), Clock()
+    one, many = metrics_on(clocks[0]), metrics_on(clocks[1])
+    tps = [TP(t, p) for t in ("t.x", "u") for p in range(4)]
+    for _ in range(12):
+        step = rnd.choice([0.0, 10.0, 4_000.0, 31_000.0])
+        for c in clocks:
+            c.ms += step
+        parts = {tp: Offsets(*rnd.choice([(5, 9, 8, 1), (None, 9, 9, 0), (3, None, None, 3),
+                                          (7, 7, 7, None), (2, 100, 50, 2)])) for tp in tps}
+        view = Assignment(parts)
+        group = []
+        for tp in rnd.sample(tps, rnd.randint(1, len(tps))):
+            cut = rnd.choice([None, (40, 100, 7)])
+            group.append((tp, rnd.choice([0, 1, 37]), Cursor(rnd.random() < 0.7, cut),
+                          rnd.choice([None, b"x" * rnd.randint(0, 90) + b"y" * 10])))
+        for tp, n, cursor, records in group:
+            one.taken(tp, n, cursor, records, view)                      # type: ignore[arg-type]
+        many.taken_many(group, view)                                     # type: ignore[arg-type]
+        got, want = many.snapshot(view, 1), one.snapshot(view, 1)
+        assert got.keys() == want.keys()
+        assert {k: v for k, v in got.items() if not (math.isnan(v) and math.isnan(want[k]))} \
+            == {k: v for k, v in want.items() if not (math.isnan(v) and math.isnan(got[k]))}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import collections
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from pyconsumer.config import ConsumerConfig
@@ -295,9 +295,12 @@ class FetchBuffer:
         return True
 
     def _took(self, fetched: Fetched, chunk: T, count: Callable[[T], int],
-              got: int | None = None) -> tuple[T, int] | None:
+              got: int | None = None,
+              drained: list[tuple[TopicPartition, int, CompletedFetch, Sized | None]] | None = None
+              ) -> tuple[T, int] | None:
         """Move the position past what a take returned (``got`` records, if counted
-        already); (chunk, records) or None if empty."""
+        already); (chunk, records) or None if empty. ``drained``: where the metrics of the
+        take go (recorded by the caller with those of the other partitions of its chunk)."""
         cursor = fetched.cursor
         assert cursor is not None
         tp = fetched.tp
@@ -305,7 +308,10 @@ class FetchBuffer:
         if got is None:
             got = count(chunk)
         subs.advance(tp, cursor.next_fetch_offset, cursor.last_epoch)
-        self.metrics.taken(tp, got, cursor, fetched.data.get("records"), subs)
+        if drained is None:
+            self.metrics.taken(tp, got, cursor, fetched.data.get("records"), subs)
+        else:
+            drained.append((tp, got, cursor, fetched.data.get("records")))
         if cursor.next_fetch_offset != fetched.fetch_offset:
             self.refetch.pop(tp, None)           # it moved on
         elif got == 0 and cursor.is_drained and fetched.has_bytes:
@@ -439,24 +445,29 @@ class FetchBuffer:
                 self._hold(jobs[0][0], jobs[1:])
                 raise
             handed = False
-            for i, ((fetched, _), n) in enumerate(zip(jobs, rows)):
-                cursor = fetched.cursor
-                assert cursor is not None
-                if n and not handed:
-                    out.append((fetched.tp, chunk))   # every row of the group, once
-                    handed = True
-                try:
-                    if n or cursor.pending_error is None:
-                        self._took(fetched, chunk, count, n)
-                except BaseException:
-                    self._hold(fetched, jobs[i + 1:])
-                    raise
-                got += n
-                if not cursor.is_drained:         # its budget ended, or an error waits
-                    self._hold(fetched, jobs[i + 1:])
-                    return got
-                if fetched.has_bytes:
-                    self.subscriptions.move_to_end(fetched.tp)
+            drained: list[tuple[TopicPartition, int, CompletedFetch, Sized | None]] = []
+            try:
+                for i, ((fetched, _), n) in enumerate(zip(jobs, rows)):
+                    cursor = fetched.cursor
+                    assert cursor is not None
+                    if n and not handed:
+                        out.append((fetched.tp, chunk))   # every row of the group, once
+                        handed = True
+                    try:
+                        if n or cursor.pending_error is None:
+                            self._took(fetched, chunk, count, n, drained)
+                    except BaseException:
+                        self._hold(fetched, jobs[i + 1:])
+                        raise
+                    got += n
+                    if not cursor.is_drained:         # its budget ended, or an error waits
+                        self._hold(fetched, jobs[i + 1:])
+                        return got
+                    if fetched.has_bytes:
+                        self.subscriptions.move_to_end(fetched.tp)
+            finally:
+                # the group's metrics in one go (also of those taken before an error)
+                self.metrics.taken_many(drained, self.subscriptions)
             self._hold_back(jobs[len(rows):])
         if failure is not None:
             raise failure

@@ -212,28 +212,39 @@ class FetchRequests:
             # order, and one with data in hand must not take a small fetch.max.bytes from them
             fetchable = [tp for tp in fetchable if tp not in ahead] + \
                 [tp for tp in fetchable if tp in ahead]
+        # this walk runs over every fetchable partition (1,000s): lookups inlined, what holds
+        # per node (its connection's delay) asked once a walk, the leader taken as the node
+        # while no read replica is set (ReadReplicas.node_for's answer then)
+        replicas = self.replicas if self.replicas else None
+        in_flight = self._nodes_in_flight
+        topics = metadata.topics
+        delays: dict[int, float] = {}
         for tp in fetchable:
             if tp in buffered:
                 continue
-            info = metadata.partition(tp)
+            t = topics.get(tp.topic)
+            info = None if t is None else t.partitions.get(tp.partition)
             if info is None or info.leader < 0:
                 metadata.request_update()
                 continue
-            node = self.replicas.node_for(tp, info, now)
-            if node in self._nodes_in_flight:
+            node = info.leader if replicas is None else replicas.node_for(tp, info, now)
+            if node in in_flight:
                 continue
-            delay = self.client.connection_delay_ms(node)
+            delay = delays.get(node)
+            if delay is None:
+                delay = delays[node] = self.client.connection_delay_ms(node)
             if delay > 0:
                 self.retry_in_ms = min(self.retry_in_ms, delay)
                 continue
+            st = subs.state(tp)
             offset = ahead.get(tp)
             if offset is None:
-                position = subs.position(tp)
+                position = st.position
                 assert position is not None
                 offset = position.offset
             epoch = -1 if info.leader_epoch is None else info.leader_epoch
             per_node.setdefault(node, {})[tp] = (offset, epoch)
-            hw = subs.state(tp).high_watermark
+            hw = st.high_watermark
             caught_up[node] = caught_up.get(node, True) and hw is not None and offset >= hw
         busy = self._nodes_with_buffered(buffered, now) if buffered and per_node else set()
         for node in [n for n in per_node if n in busy]:
@@ -548,10 +559,14 @@ class FetchRequests:
         if handler is None:
             handler = self.sessions[node] = FetchSessionHandler(node)
         builder = handler.new_builder()
+        ids: dict[str, uuid.UUID] = {}           # each topic's id looked up once
         for tp in order:
             offset, epoch = partitions[tp]
-            t = metadata.topics.get(tp.topic)
-            topic_id = ZERO_UUID if t is None or t.topic_id is None else t.topic_id
+            topic_id = ids.get(tp.topic)
+            if topic_id is None:
+                t = metadata.topics.get(tp.topic)
+                topic_id = ids[tp.topic] = \
+                    ZERO_UUID if t is None or t.topic_id is None else t.topic_id
             builder.add(tp, PartitionData(topic_id, offset, asks[tp], epoch))
         # a session keeps the broker's own order: a re-fetch needs a full fetch to go first
         data = builder.build(full=full or bool(again))
