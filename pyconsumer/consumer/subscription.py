@@ -227,6 +227,16 @@ class SubscriptionState:
         st = self._assignment.get(tp)
         return st is not None and not st.paused and st.has_valid_position
 
+    def fetchable_state(self, tp: TopicPartition) -> PartitionState | None:
+        """``tp``'s state when it is fetchable (assigned, not paused, a valid position), else
+        None: one lookup where an answer's handling asked is_fetchable, then position."""
+        st = self._assignment.get(tp)
+        return st if st is not None and not st.paused and st.has_valid_position else None
+
+    def state_or_none(self, tp: TopicPartition) -> PartitionState | None:
+        """``tp``'s state, None when it is not assigned (is_assigned and state in one)."""
+        return self._assignment.get(tp)
+
     def fetchable_partitions(self) -> list[TopicPartition]:
         """In assignment (fetch) order."""
         if not self._unsettled and not self._paused:

@@ -544,3 +544,31 @@ def test_in_a_session_the_broker_order_gives_every_partition_its_turn() -> None:
         finally:
             rig.close()
         assert cl.errors == []
+
+
+def test_answered_partitions_are_the_assignments_own_objects() -> None:
+    """An answer's partitions are queued under the very TopicPartition objects the assignment
+    holds (no new one per partition of every answer; dict lookups by identity), also after
+    the assignment changes; their records are exact."""
+    with FakeCluster(1, topics={"t": 3}) as cl:
+        for p in range(3):
+            put(cl, T(p), 2)
+        rig = Rig(cl)
+        try:
+            first = [T(p) for p in range(3)]
+            rig.assign({tp: 0 for tp in first})
+            rig.fetch()
+            queued = [f.tp for f in rig.fetcher.buffer._completed]
+            assert queued == first and all(a is b for a, b in zip(queued, first))
+            assert rig.drain() == {T(p): [(0, b"t-%d-0" % p), (1, b"t-%d-1" % p)]
+                                   for p in range(3)}
+            second = [T(2), T(0)]                   # new objects, another assignment
+            rig.assign({second[0]: 1, second[1]: 0})
+            rig.fetch()
+            queued = [f.tp for f in rig.fetcher.buffer._completed]
+            assert sorted(queued) == sorted(second)
+            assert all(any(q is s for s in second) for q in queued)
+            assert rig.drain() == {T(0): [(0, b"t-0-0"), (1, b"t-0-1")], T(2): [(1, b"t-2-1")]}
+        finally:
+            rig.close()
+        assert cl.errors == []

@@ -146,6 +146,9 @@ class FetchRequests:
         #: kept while the plan holds: the starving check looks at these only (an answer, a
         #: drain or a rollback adds a partition back)
         self._lagging: dict[TopicPartition, None] = {}
+        #: the TopicPartition of each answered partition (see _partition_of), per topic
+        self._partitions: dict[str, dict[int, TopicPartition]] = {}
+        self._partitions_for = -1                 # the assignment id they were made under
 
     def _buffered_partitions(self) -> set[TopicPartition]:
         return self.buffer.buffered_partitions()
@@ -335,10 +338,9 @@ class FetchRequests:
     def _note_lag(self, tp: TopicPartition) -> None:
         """After an empty answer: ``tp`` may lag now, or be caught up (then dropped from
         ``_lagging`` unless touched: data it holds may still move it)."""
-        subs = self.subscriptions
-        if not subs.is_assigned(tp):
+        st = self.subscriptions.state_or_none(tp)
+        if st is None:
             return
-        st = subs.state(tp)
         hw, position = st.high_watermark, st.position
         if hw is None or hw < 0 or position is None or position.offset < hw:
             self._lagging[tp] = None
@@ -663,7 +665,7 @@ class FetchRequests:
             for p in t["partitions"]:
                 # each partition's record set indexed once: the bytes counted here, the end
                 # and bound for the buffer, the batches for its cursor
-                named = None if name is None else TopicPartition(name, p["partition_index"])
+                named = None if name is None else self._partition_of(name, p["partition_index"])
                 asked = None if named is None else data.session_partitions.get(named)
                 offset = 0 if asked is None else asked.fetch_offset
                 if indexes is None:
@@ -709,6 +711,25 @@ class FetchRequests:
                     if self.prefetch:
                         fetched.end = index.end
                 self.buffer.add(fetched)
+
+    def _partition_of(self, topic: str, partition: int) -> TopicPartition:
+        """The TopicPartition of an answer's entry: the assignment's own object (made once,
+        not per partition of every answer, and found at once in every dict keyed by the
+        assignment's objects: the same object needs no comparison of fields), or one made
+        and kept for a partition not assigned. Renewed when the assignment changes."""
+        subs = self.subscriptions
+        if self._partitions_for != subs.assignment_id:
+            self._partitions_for = subs.assignment_id
+            self._partitions = {}
+            for assigned in subs.assigned_partitions():
+                self._partitions.setdefault(assigned.topic, {})[assigned.partition] = assigned
+        by_index = self._partitions.get(topic)
+        if by_index is None:
+            by_index = self._partitions[topic] = {}
+        tp = by_index.get(partition)
+        if tp is None:
+            tp = by_index[partition] = TopicPartition(topic, partition)
+        return tp
 
     def close_sessions(self, timeout_ms: float) -> None:
         """Close the open fetch sessions (a full fetch of nothing with epoch -1 to each node
