@@ -262,6 +262,8 @@ class OffsetsClient:
 
     def reset_positions_if_needed(self) -> None:
         """Start ListOffsets for partitions awaiting a reset (raises for strategy none)."""
+        if self._resets_in_flight and self.subscriptions.all_unsettled_in(self._resets_in_flight):
+            return      # every partition waiting for a position has its ListOffsets out
         now = time.monotonic()
         needing = [tp for tp in self.subscriptions.partitions_needing_reset(now)
                    if tp not in self._resets_in_flight]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from typing import NamedTuple
 
 from pyconsumer.config import OffsetResetStrategy
@@ -334,6 +334,10 @@ class SubscriptionState:
             wanted = set(found)
             found = [tp for tp in self._assignment if tp in wanted]
         return [(tp, self._assignment[tp]) for tp in found]
+
+    def all_unsettled_in(self, partitions: Set[TopicPartition]) -> bool:
+        """Every partition not FETCHING is one of ``partitions`` (a set test, no walk)."""
+        return self._unsettled.keys() <= partitions
 
     def partitions_needing_reset(self, now: float) -> list[TopicPartition]:
         return [tp for tp, st in self._unsettled_in(FetchState.AWAIT_RESET)

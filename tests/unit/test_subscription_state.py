@@ -190,3 +190,19 @@ def test_move_to_end_orders_fetchable_partitions(subs: SubscriptionState) -> Non
     assert subs.fetchable_partitions() == [T1, T2]
     subs.seek(T0, 5)                                        # state changes keep the order
     assert subs.fetchable_partitions() == [T1, T0, T2]
+
+
+def test_all_unsettled_in_says_whether_every_partition_without_a_position_is_listed(
+        subs: SubscriptionState) -> None:
+    """What a reset pass checks before its walk: every partition not FETCHING (waiting for a
+    reset or a validation, or new) is among those given; FETCHING ones do not count."""
+    subs.assign_from_user([T0, T1, T2])
+    assert not subs.all_unsettled_in({T0, T1})
+    assert subs.all_unsettled_in({T0, T1, T2, U0})
+    subs.seek(T2, 5)
+    assert subs.all_unsettled_in({T0, T1})
+    subs.request_reset(T2)
+    assert not subs.all_unsettled_in({T0, T1})
+    for tp in (T0, T1, T2):
+        subs.seek(tp, 1)
+    assert subs.all_unsettled_in(set())
