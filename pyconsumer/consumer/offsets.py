@@ -286,6 +286,7 @@ class OffsetsClient:
             self.resets_completed += 1
             self._resets_in_flight.difference_update(timestamps)
             retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000.0
+            metadata = self.client.metadata
             for tp, listed in outcome.offsets.items():
                 strategy = strategies[tp]
                 if listed is None:
@@ -295,8 +296,11 @@ class OffsetsClient:
                     else:
                         outcome.retry.add(tp)
                     continue
-                if self.subscriptions.maybe_seek_unvalidated(tp, listed.offset, strategy,
-                                                             None):
+                info = metadata.partition(tp)
+                leader, epoch = (None, None) if info is None or info.leader < 0 \
+                    else (info.leader, info.leader_epoch)
+                if self.subscriptions.maybe_seek_unvalidated(tp, listed.offset, strategy, epoch,
+                                                             leader):
                     log.info("reset the offset of %s to %d (%s)", tp, listed.offset,
                              strategy.kind)
             for tp in outcome.retry:

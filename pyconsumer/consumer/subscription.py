@@ -295,14 +295,18 @@ class SubscriptionState:
         self._track(tp, st)
 
     def maybe_seek_unvalidated(self, tp: TopicPartition, offset: int,
-                               strategy: OffsetResetStrategy, leader_epoch: int | None) -> bool:
+                               strategy: OffsetResetStrategy, leader_epoch: int | None,
+                               leader: int | None = None) -> bool:
         """Apply a ListOffsets answer if the partition still waits for that very reset (a user
-        seek in between wins)."""
+        seek in between wins). ``leader`` / ``leader_epoch``: the partition's current leader,
+        which the position is taken as checked against (Java's reset builds its FetchPosition
+        with metadata.currentLeader): no validation follows, and the next leader check finds
+        nothing changed."""
         st = self._assignment.get(tp)
         if st is None or st.fetch_state is not FetchState.AWAIT_RESET \
                 or st.reset_strategy != strategy:
             return False
-        self.seek(tp, offset, None, None, leader_epoch)
+        self.seek(tp, offset, None, leader, leader_epoch)
         return True
 
     def maybe_validate_for_leader(self, tp: TopicPartition, leader: int | None,

@@ -158,3 +158,38 @@ def test_fetch_template_encodes_the_codec_bytes() -> None:
                         body = requests._request_body(data, version, 1 << 22)
                         frames.append(encode_request(ApiKey.FETCH, version, 5, "cid", body))
                     assert frames[0] == frames[1] == frames[2], version
+
+
+def test_a_reset_position_carries_its_leader_and_needs_no_leader_check() -> None:
+    """Java's reset: the position a ListOffsets answer gives is taken as checked against the
+    partition's current leader (FetchPosition with metadata.currentLeader), so no validation
+    follows and the next leader check changes nothing (it rewrote every position once, each
+    a move, after the first answers on 1,000s of partitions)."""
+    with FakeCluster(2, topics={"t": 4}) as cluster:
+        for p in range(4):
+            cluster.produce(TopicPartition("t", p), [(None, b"v")] * (p + 1))
+        tps = [TopicPartition("t", p) for p in range(4)]
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="latest",
+                           fetch_max_wait_ms=10) as c:
+            c.assign(tps)
+            start = c._subscriptions.moves
+            deadline = time.monotonic() + 10
+            while not c._subscriptions.all_fetching():
+                assert time.monotonic() < deadline
+                assert c.poll(timeout_ms=20) == {}
+            subs, loop = c._subscriptions, c._poll_loop
+            assert loop is not None and c._fetcher is not None
+            metadata = c._fetcher.requests.client.metadata
+            for tp in tps:
+                info = metadata.partition(tp)
+                assert info is not None
+                st = subs.state(tp)
+                assert st.fetch_state is FetchState.FETCHING
+                assert st.position == (tp.partition + 1, None, info.leader, info.leader_epoch)
+            # a reset request and a seek per partition: no third move to set its leader
+            assert subs.moves == start + 2 * len(tps)
+            moves = subs.moves
+            loop._leaders_checked = None              # a leader check over every partition
+            loop._validate_leaders(c._fetcher.requests.client)
+            assert subs.moves == moves
+        assert cluster.errors == []
