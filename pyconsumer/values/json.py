@@ -190,6 +190,10 @@ def _decimal(value: Any, data_type: pa.Decimal128Type) -> decimal.Decimal:
         raise _Bad(f"{text!r} is not a decimal number") from None
     if not number.is_finite():
         raise _Bad(f"{text!r} is not a finite decimal")
+    if number and number.adjusted() >= data_type.precision - data_type.scale:
+        # more integer digits than the type holds (checked before quantize: 1e78 at scale 2
+        # needs more digits than any context, and quantize would raise)
+        raise _Bad(f"{text} does not fit DECIMAL({data_type.precision},{data_type.scale})")
     with decimal.localcontext() as ctx:
         ctx.prec = 80
         rounded = number.quantize(decimal.Decimal(1).scaleb(-data_type.scale), rounding=decimal.ROUND_HALF_UP)
@@ -658,6 +662,40 @@ def _assemble(
     return combined.take(index)
 
 
+def _decimal_misfits(values: pa.Array, data_type: pa.DataType) -> pa.Array | None:
+    """Per entry of ``values`` (read by pyarrow.json as ``data_type``): True where a decimal
+    in it, at any depth, has more digits than its precision; None when it holds no decimal
+    with a scale. pyarrow checks a number's digits as written, then scales it: 10000 read as
+    DECIMAL(6,2) becomes 10000.00, seven digits, where Spark and the Python reader refuse it.
+    Such a row goes to the Python reader (its reason, or its null field)."""
+    if pa.types.is_decimal(data_type):
+        precision, scale = data_type.precision, data_type.scale
+        if scale <= 0:
+            return None
+        # the digits as written were <= precision: scaled, they fit precision + scale
+        wide = precision + scale
+        wide_type = pa.decimal128(wide, scale) if wide <= 38 else pa.decimal256(wide, scale)
+        widened = values.cast(wide_type)
+        limit = decimal.Decimal(10) ** (precision - scale)
+        over = pc.or_(pc.greater_equal(widened, pa.scalar(limit, wide_type)),
+                      pc.less_equal(widened, pa.scalar(-limit, wide_type)))
+        return pc.fill_null(over, False)
+    if isinstance(data_type, pa.StructType):
+        out = None
+        for child, field in zip(values.flatten(), data_type):
+            found = _decimal_misfits(child, field.type)
+            if found is not None:
+                out = found if out is None else pc.or_(out, found)
+        return out
+    if isinstance(data_type, (pa.ListType, pa.LargeListType)):
+        found = _decimal_misfits(values.flatten(), data_type.value_type)
+        if found is None:
+            return None
+        rows = pc.filter(pc.list_parent_indices(values), found)
+        return pc.is_in(_row_numbers(len(values)), value_set=rows.cast(pa.int64()))
+    return None
+
+
 def _fast_path(
     data: pa.Array, fast: pa.Array, target: pa.StructType, use_threads: bool
 ) -> tuple[list[tuple[int, int, pa.StructArray]], list[int], list[int]]:
@@ -671,6 +709,7 @@ def _fast_path(
     fast_schema = pa.schema([pa.field(f.name, _fast_type(f.type)) for f in target])
     parse_options = pajson.ParseOptions(explicit_schema=fast_schema, unexpected_field_behavior="ignore")
     has_dates = _has(target, pa.types.is_date)
+    has_decimals = _has(target, lambda t: pa.types.is_decimal(t) and t.scale > 0)
 
     chunks: list[tuple[int, int, pa.StructArray]] = []
     failed: list[int] = []
@@ -706,6 +745,10 @@ def _fast_path(
             if has_dates:
                 chunk, bad = _read_dates(chunk, target)
                 overridden.extend(start + i for i in bad.to_pylist())
+            if has_decimals:
+                misfits = _decimal_misfits(chunk, target)
+                if misfits is not None:
+                    overridden.extend(start + i for i in pc.indices_nonzero(misfits).to_pylist())
             chunks.append((start, stop, chunk))
             continue
         if not screened:

@@ -467,3 +467,35 @@ def test_a_drifted_field_type_is_screened_out_in_one_pass(monkeypatch: pytest.Mo
     assert decoded.errors == reasons
     assert len(calls) == 2  # the failing first read, then one read of everything else
     assert python_rows == [v for i, v in enumerate(values) if i in reasons or i % 1000 == 1]
+
+
+def test_a_decimal_with_more_integer_digits_than_its_type_is_a_bad_row_on_both_paths() -> None:
+    """pyarrow.json checks a number's digits as written, then scales it: 10000 read as
+    DECIMAL(6,2) came out as 10000.00 (seven digits) on the fast path while the Python reader
+    refused it; and 1e78 made the Python reader's quantize raise. Now both give the same rows
+    and the same reason, at any depth (a field, an array element, a struct field)."""
+    ddl = "d DECIMAL(6,2), a ARRAY<DECIMAL(6,2)>, s STRUCT<e: DECIMAL(6,2)>"
+    values = [b'{"d": 9999.99, "a": [1.5, -9999.99], "s": {"e": 0.01}}',
+              b'{"d": 10000}',
+              b'{"d": -10000.5}',
+              b'{"d": "10000"}',
+              b'{"d": 1e4}',
+              b'{"d": 1e+78}',
+              b'{"d": 9999.995}',
+              b'{"a": [1, 10000]}',
+              b'{"s": {"e": -99999}}',
+              b'{"d": 12.345}']
+    for partial in (False, True):
+        fast = decode_json(pa.array(values, pa.binary()), ddl, partial_results=partial)
+        reference = decode_json_rows(values, ddl, partial_results=partial)
+        assert fast.errors == reference.errors
+        assert same(fast.array.to_pylist(), reference.array.to_pylist())
+    assert sorted(fast.errors) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert fast.errors[1] == "field d: 10000 does not fit DECIMAL(6,2)"
+    assert fast.errors[5] == "field d: 1e+78 does not fit DECIMAL(6,2)"
+    assert "does not fit DECIMAL(6,2)" in fast.errors[7] and "does not fit" in fast.errors[8]
+    rows = decode_json(pa.array(values, pa.binary()), ddl).array.to_pylist()
+    assert rows[0] == {"d": Decimal("9999.99"), "a": [Decimal("1.50"), Decimal("-9999.99")],
+                       "s": {"e": Decimal("0.01")}}
+    assert rows[9] == {"d": Decimal("12.35"), "a": None, "s": None}
+    assert all(rows[i] is None for i in range(1, 9))
