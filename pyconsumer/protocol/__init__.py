@@ -28,6 +28,7 @@ from pyconsumer.protocol.codec import (
     encode_struct,
     encoded_array,
     struct_codec,
+    struct_packer,
 )
 from pyconsumer.protocol.primitives import Buffer, DecodeError, Reader, Writer
 from pyconsumer.protocol.schema import MESSAGES, Message, in_range
@@ -46,6 +47,7 @@ __all__ = [
     "encode_response",
     "encode_struct",
     "encoded_array",
+    "struct_packer",
     "is_flexible",
     "request_header_version",
     "request_message",

@@ -43,6 +43,7 @@ since (a drain moves their positions), prefetched or rolled back; everything els
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -68,10 +69,12 @@ from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import (
     ApiKey,
     Encoded,
+    StructCodec,
     encode_struct,
     encoded_array,
     is_flexible,
     request_struct,
+    struct_packer,
 )
 from pyconsumer.records import RecordSetIndex
 from pyconsumer.structs import TopicPartition
@@ -84,6 +87,18 @@ log = logging.getLogger(__name__)
 _LAST_VERSION_BY_NAME = 12        # Fetch v13+ names topics by id only
 # top-level errors that concern the fetch session only (the handler starts a new one)
 _SESSION_ERRORS = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
+
+
+#: a Fetch request partition entry's fields, in the order _entry_packer's function takes them
+_ENTRY_FIELDS = ("partition", "fetch_offset", "current_leader_epoch", "log_start_offset",
+                 "partition_max_bytes")
+
+
+@functools.cache
+def _entry_packer(codec: StructCodec) -> Callable[..., Encoded | None] | None:
+    """The packer of a Fetch version's partition entry from its fields' values (None: a
+    version whose entry lacks one of them, encoded from the dict as before)."""
+    return struct_packer(codec, _ENTRY_FIELDS)
 
 
 class FetchRequests:
@@ -593,6 +608,7 @@ class FetchRequests:
         topics: dict[str, tuple[uuid.UUID, Any]] = {}
         codec = request_struct(ApiKey.FETCH, version, ("topics", "partitions")) \
             if self.encode_template else None
+        pack = None if codec is None else _entry_packer(codec)
         encoded = self._encoded
         if codec is not None and self._encoded_for != self.subscriptions.assignment_id:
             self._encoded_for = self.subscriptions.assignment_id    # forget unassigned ones
@@ -605,6 +621,11 @@ class FetchRequests:
                 kept = encoded.get(tp)
                 if kept is not None and kept[0] == key:
                     entry = kept[1]
+            if entry is None and pack is not None:
+                entry = pack(tp.partition, p.fetch_offset, p.current_leader_epoch, -1,
+                             p.max_bytes)
+                if entry is not None:
+                    encoded[tp] = (key, entry)
             if entry is None:
                 entry = {"partition": tp.partition, "fetch_offset": p.fetch_offset,
                          "current_leader_epoch": p.current_leader_epoch,
