@@ -739,50 +739,71 @@ def write_results(path: Path, cases: list[Case], pngs: list[Path], command: str,
 def _parse_results(text: str) -> tuple[list[str], dict[tuple[str, str], tuple[str, ...]],
                                         list[tuple[str, list[str]]]]:
     """A RESULTS.md in parts: the lines before the targets table (or the first case), the
-    targets rows by (target, broker), and each "# On <broker>" group with its "## <case>"
-    sections (each a list of lines, heading first)."""
+    targets rows by (target, broker), and its groups of "## <case>" sections (each a string of
+    lines, heading first) in file order: the cases that use no broker (heading ""), then each
+    "# On <broker>" group, a heading that comes twice (the Spark cases' Kafka group) twice."""
     lines = text.splitlines()
     head: list[str] = []
     rows: dict[tuple[str, str], tuple[str, ...]] = {}
     i = 0
-    while i < len(lines) and not lines[i].startswith(("## Targets", "# On ")):
+    while i < len(lines) and not lines[i].startswith(("## Targets", "## ", "# On ")):
         head.append(lines[i])
         i += 1
     if i < len(lines) and lines[i].startswith("## Targets"):
         i += 1
-        while i < len(lines) and not lines[i].startswith("# On "):
+        while i < len(lines) and not lines[i].startswith(("## ", "# On ")):
             cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
             if lines[i].startswith("| ") and len(cells) == 5 and cells[0] != "target" \
                     and not lines[i].startswith("|---"):
                 rows[(cells[0], cells[1])] = tuple(cells)
             i += 1
-    groups: list[tuple[str, list[str]]] = []
+    groups: list[tuple[str, list[str]]] = [("", [])]
     for line in lines[i:]:
         if line.startswith("# On "):
             groups.append((line, []))
-        elif not groups:
-            continue
         elif line.startswith("## "):
             groups[-1][1].append(line)
         elif groups[-1][1]:
             groups[-1][1][-1] += "\n" + line
-    return head, rows, groups
+    return head, rows, [g for g in groups if g[0] or g[1]]
 
 
 def merge_results(old: str, new: str, note: str) -> str:
     """``new`` (a run of some cases) merged into ``old`` (an earlier RESULTS.md): the new run's
     header, then ``note``; its targets rows in place of the old rows of the same target and
-    broker (the other old rows kept, in their order); its case sections in place of the old
-    sections of the same title under the same broker, the other old sections kept."""
+    broker (the other old rows kept, in their order); each of its case sections in place of
+    the old section of the same title (titles name the broker), where that one stood; the
+    other old sections kept where they were; a new section with no old one at the end of the
+    last group of its heading (a new group at the end if there is none)."""
     new_head, new_rows, new_groups = _parse_results(new)
     _, old_rows, old_groups = _parse_results(old)
     rows = {**old_rows, **{k: v for k, v in new_rows.items() if k in old_rows}}
     rows.update({k: v for k, v in new_rows.items() if k not in old_rows})
-    groups: dict[str, dict[str, str]] = {}
-    for g, sections in old_groups + new_groups:
-        kept = groups.setdefault(g, {})
+
+    def title(section: str) -> str:
+        return section.split("\n", 1)[0]
+
+    fresh = {title(sec): sec for _, sections in new_groups for sec in sections}
+    placed: set[str] = set()
+    groups: list[tuple[str, list[str]]] = []
+    for heading, sections in old_groups:
+        kept = []
         for sec in sections:
-            kept[sec.split("\n", 1)[0]] = sec       # a new section replaces the old of its title
+            if title(sec) in fresh:
+                placed.add(title(sec))
+                kept.append(fresh[title(sec)])
+            else:
+                kept.append(sec)
+        groups.append((heading, kept))
+    for heading, sections in new_groups:
+        added = [sec for sec in sections if title(sec) not in placed]
+        if not added:
+            continue
+        same = [g for g in groups if g[0] == heading]
+        if same:
+            same[-1][1].extend(added)
+        else:
+            groups.append((heading, added))
     lines = list(new_head)
     while lines and not lines[-1]:
         lines.pop()
@@ -793,9 +814,10 @@ def merge_results(old: str, new: str, note: str) -> str:
                   "| target | broker | wanted | measured | met |", "|---|---|---|---|---|"]
         lines += ["| " + " | ".join(r) + " |" for r in rows.values()]
         lines.append("")
-    for g, sections in groups.items():
-        lines += [g, ""]
-        for sec in sections.values():
+    for heading, sections in groups:
+        if heading:
+            lines += [heading, ""]
+        for sec in sections:
             lines.append(sec.rstrip("\n"))
             lines.append("")
     return "\n".join(lines)

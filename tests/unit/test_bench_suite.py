@@ -289,3 +289,34 @@ def test_merge_replaces_the_cases_run_and_keeps_the_others(suite: ModuleType, tm
     assert "| pc_arrow | arrow | 20 | 20 | 1.50 | 4.00 | 4.50 |" in merged          # Tansu's table kept
     assert not any(ln.startswith("| pc_arrow | arrow | 180 |") for ln in merged)   # old Kafka table gone
     assert sum(ln.startswith("|---|---|---|---|---|") for ln in merged) == 1
+
+
+def test_merge_keeps_the_sections_without_a_broker_and_the_layout(suite: ModuleType, tmp_path: Path) -> None:
+    """--merge of a run of one Kafka case into a full RESULTS.md keeps the cases that use no
+    broker (decode, values: before the first broker heading) and the second Kafka group (the
+    Spark cases, after Tansu's) where they were; the new section takes the old one's place."""
+    decode = suite.Case("decode_none", "title of decode_none", {"aio_c": [1.0, 1.0], "pc_arrow": [8.0, 9.0]},
+                        ["aio_c"], {"aio_c": "aiokafka"}, [])
+    old_k = e2e_case(suite, "e2e1-kafka", "kafka", KAFKA_RATES)
+    tansu = e2e_case(suite, "e2e1-tansu", "tansu", KAFKA_RATES)
+    spark = e2e_case(suite, "spark-kafka", "kafka", KAFKA_RATES)
+    new_k = e2e_case(suite, "e2e1-kafka", "kafka", {**KAFKA_RATES, "pc_arrow": [400.0, 400.0]})
+    old, new = tmp_path / "old.md", tmp_path / "new.md"
+    suite.write_results(old, [decode, old_k, tansu, spark], [], "all", 90.0, False, ["K", "T"])
+    suite.write_results(new, [new_k], [], "kafka", 30.0, False, ["K"])
+    merged = suite.merge_results(old.read_text(), new.read_text(), "Merged: NOTE").splitlines()
+    order = [ln for ln in merged if ln.startswith(("# On ", "## title of"))]
+    assert order == ["## title of decode_none", "# On Apache Kafka", "## title of e2e1-kafka",
+                     "# On Tansu", "## title of e2e1-tansu", "# On Apache Kafka", "## title of spark-kafka"]
+    old_lines = old.read_text().splitlines()
+    decode_table = old_lines[old_lines.index("## title of decode_none"):old_lines.index("# On Apache Kafka")]
+    while not decode_table[-1]:
+        decode_table.pop()
+    at = merged.index("## title of decode_none")
+    assert merged[at:at + len(decode_table)] == decode_table                  # decode's section kept
+    assert any(ln.startswith("| pc_arrow |") and "8.50" in ln for ln in decode_table)
+    assert any(ln.startswith("| pc_arrow | arrow | 400 |") for ln in merged)  # the new Kafka one
+    assert sum(ln.startswith("| pc_arrow | arrow | 180 |") for ln in merged) == 2   # Tansu's, Spark's
+    # merged again with itself: nothing moves
+    again = suite.merge_results("\n".join(merged), new.read_text(), "Merged: NOTE").splitlines()
+    assert [ln for ln in again if ln.startswith(("# On ", "## title of"))] == order
