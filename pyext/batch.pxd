@@ -14,6 +14,7 @@
 cdef enum:
     LOG_OVERHEAD = 12            # baseOffset + batchLength
     HEADER_UP_TO_MAGIC = 17      # LOG_OVERHEAD + partitionLeaderEpoch + magic
+    V2_CRC_AT = 17               # the stored CRC32C
     V2_ATTRS_AT = 21             # first byte the CRC32C covers
     V2_HEADER = 61               # v2 batch header size
     V2_MIN_LENGTH = 49           # V2_HEADER - LOG_OVERHEAD

@@ -31,12 +31,17 @@ cdef class RecordSetIndex:
     cdef Py_ssize_t judged       # the leading entries the end and bound are judged from
     cdef int64_t v2_end          # the prefetch end (-1: none)
     cdef int64_t v2_bound        # the record bound
+    cdef uint8_t* crc_state      # per entry, once verify_crcs ran (else NULL): 0 not checked
+                                 # (yet), 1 its CRC32C matched, 2 it did not; written by the
+                                 # checking thread, read by walkers (pyx_load_u8/pyx_store_u8)
     cdef int build(self, const uint8_t* data, Py_ssize_t size) except -1
         # the entries and what the headers say whatever the fetch offset; then judge()
     cdef void judge(self) noexcept nogil   # end and bound at fetch_offset, from the entries
     cdef int _add(self, const BatchEntry* e) except -1
     cdef Py_ssize_t find(self, Py_ssize_t start) noexcept nogil
         # the entry starting at record-set byte start, -1 when none does
+    cdef bint crc_ok(self, Py_ssize_t start) noexcept nogil
+        # the v2 batch at record-set byte start was checked ahead and its CRC32C matched
     cdef list cuts(self, Py_ssize_t start, Py_ssize_t limit, int64_t fetch_offset,
                    Py_ssize_t max_records, int parts, bint head, Py_ssize_t min_bytes)
         # batch ends cutting the whole v2 batches from byte start (to limit) into runs

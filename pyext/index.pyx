@@ -1,7 +1,26 @@
 # --------------------------------------------------------------------------- the index
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport calloc, free, realloc
+
+pyx_crc32c_init()                              # tables, and whether the CPU has crc32
+
+
+def crc32c_checksum(data, bint tables=False):
+    """CRC32C of ``data`` as verify_crcs computes it (tests: ``tables`` forces the table
+    path on a CPU with the crc32 instruction)."""
+    cdef Py_buffer view
+    cdef uint32_t crc
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        if tables:
+            pyx_crc32c_use_hw(0)
+        crc = pyx_crc32c(<const uint8_t*>view.buf, view.len)
+    finally:
+        if tables:
+            pyx_crc32c_use_hw(1)
+        PyBuffer_Release(&view)
+    return crc
 
 cdef str _NO_TOPIC = ""                        # the Where of an index's reader names none
 
@@ -13,6 +32,7 @@ cdef class RecordSetIndex:
 
     def __cinit__(self):
         self.entries = NULL
+        self.crc_state = NULL
         self.n = self.cap = self.size = self.whole_bytes = self.judged = 0
         self.v2_known = True
         self.v2_end = -1
@@ -32,6 +52,58 @@ cdef class RecordSetIndex:
 
     def __dealloc__(self):
         free(self.entries)
+        free(self.crc_state)
+
+    def verify_crcs(self, record_set):
+        """Check the CRC32C of every whole v2 batch of ``record_set`` (the bytes this index
+        was built from), without the GIL, and keep each one's outcome for the walkers: a
+        batch found good is not checked again when it is read; one found bad, or not reached
+        yet, is checked there as before (its error raised there, in order). Run on a decode
+        thread as a large answer arrives, so the polling thread does not read every byte of
+        it twice. Returns the batches checked."""
+        cdef Py_buffer view
+        cdef Py_ssize_t i, n = self.n, checked = 0
+        cdef BatchEntry* e
+        cdef const uint8_t* p
+        cdef uint8_t* state
+        if n == 0:
+            return 0
+        PyObject_GetBuffer(record_set, &view, PyBUF_SIMPLE)
+        try:
+            if view.len != self.size:
+                raise ValueError(f"the index is of a record set of {self.size} bytes, not of "
+                                 f"{view.len}")
+            if self.crc_state == NULL:
+                # made here, with the GIL, before any walker can look for it
+                self.crc_state = <uint8_t*>calloc(n, 1)
+                if self.crc_state == NULL:
+                    raise MemoryError()
+            state = self.crc_state
+            with nogil:
+                for i in range(n):
+                    e = &self.entries[i]
+                    if e.magic != 2 or e.size <= V2_ATTRS_AT or pyx_load_u8(&state[i]) != 0:
+                        continue
+                    p = <const uint8_t*>view.buf + e.start
+                    pyx_store_u8(&state[i], 1 if pyx_crc32c(p + V2_ATTRS_AT, e.size - V2_ATTRS_AT)
+                                 == pyx_be32(p + V2_CRC_AT) else 2)
+                    checked += 1
+        finally:
+            PyBuffer_Release(&view)
+        return checked
+
+    def crc_states(self):
+        """(tests) each entry's check-ahead state: 0 not checked, 1 good, 2 bad."""
+        if self.crc_state == NULL:
+            return [0] * self.n
+        return [pyx_load_u8(&self.crc_state[i]) for i in range(self.n)]
+
+    cdef bint crc_ok(self, Py_ssize_t start) noexcept nogil:
+        cdef Py_ssize_t i
+        if self.crc_state == NULL:
+            return False
+        i = self.find(start)
+        return i >= 0 and pyx_load_u8(&self.crc_state[i]) == 1
 
     cdef int _add(self, const BatchEntry* e) except -1:
         cdef Py_ssize_t cap

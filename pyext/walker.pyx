@@ -146,7 +146,10 @@ cdef class _Walker:
         cdef BatchHeader h
         cdef int64_t last_offset
         cdef int codec
-        batch_read_v2(b, &h, self.check_crcs)
+        # a batch a decode thread already checked (RecordSetIndex.verify_crcs) is not
+        # checked again; any other is checked here, its error raised here
+        batch_read_v2(b, &h, self.check_crcs and not (
+            self.index is not None and self.index.crc_ok(self.origin + self.batch_pos)))
         last_offset = h.base_offset + h.last_offset_delta
         codec = h.attributes & ATTR_CODEC
         self.have_batch = True

@@ -75,6 +75,83 @@ static inline uint32_t pyx_crc32(const uint8_t *p, size_t len) {
     return c ^ 0xFFFFFFFFu;
 }
 
+/* ---------------------------------------------------------------- CRC32C (Castagnoli) */
+/* The v2 batch checksum, for checking batches ahead of the walker on another thread (the
+ * walker itself calls the crc32c package, which needs the GIL between batches). SSE 4.2's
+ * crc32 instruction where the CPU has it (checked once, at module init), else slicing-by-8
+ * tables. */
+static uint32_t pyx_crc32c_tab[8][256];
+static int pyx_crc32c_hw = 0;
+
+static void pyx_crc32c_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        pyx_crc32c_tab[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = pyx_crc32c_tab[0][i];
+        for (int t = 1; t < 8; t++) {
+            c = pyx_crc32c_tab[0][c & 0xff] ^ (c >> 8);
+            pyx_crc32c_tab[t][i] = c;
+        }
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    pyx_crc32c_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#endif
+}
+
+/* tests: 0 makes pyx_crc32c use the tables, 1 the instruction again (if the CPU has it) */
+static void pyx_crc32c_use_hw(int on) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    pyx_crc32c_hw = on && __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#else
+    (void)on;
+#endif
+}
+
+static uint32_t pyx_crc32c_table(uint32_t c, const uint8_t *p, size_t len) {
+    while (len >= 8) {
+        uint32_t lo = pyx_le32(p) ^ c, hi = pyx_le32(p + 4);
+        c = pyx_crc32c_tab[7][lo & 0xff] ^ pyx_crc32c_tab[6][(lo >> 8) & 0xff] ^
+            pyx_crc32c_tab[5][(lo >> 16) & 0xff] ^ pyx_crc32c_tab[4][lo >> 24] ^
+            pyx_crc32c_tab[3][hi & 0xff] ^ pyx_crc32c_tab[2][(hi >> 8) & 0xff] ^
+            pyx_crc32c_tab[1][(hi >> 16) & 0xff] ^ pyx_crc32c_tab[0][hi >> 24];
+        p += 8; len -= 8;
+    }
+    while (len--) c = pyx_crc32c_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("sse4.2")))
+static uint32_t pyx_crc32c_sse42(uint32_t c, const uint8_t *p, size_t len) {
+    uint64_t c64 = c;
+    while (len >= 8) {
+        uint64_t v; memcpy(&v, p, 8);
+        c64 = __builtin_ia32_crc32di(c64, v);
+        p += 8; len -= 8;
+    }
+    c = (uint32_t)c64;
+    while (len--) c = __builtin_ia32_crc32qi(c, *p++);
+    return c;
+}
+#endif
+
+/* CRC32C of p[0..len), as crc32c.crc32c computes it; pyx_crc32c_init must have run. */
+static inline uint32_t pyx_crc32c(const uint8_t *p, size_t len) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (pyx_crc32c_hw) return pyx_crc32c_sse42(0xFFFFFFFFu, p, len) ^ 0xFFFFFFFFu;
+#endif
+    return pyx_crc32c_table(0xFFFFFFFFu, p, len) ^ 0xFFFFFFFFu;
+}
+
+/* a byte another thread reads or writes at the same time (a batch's check-ahead state) */
+static inline uint8_t pyx_load_u8(const uint8_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void pyx_store_u8(uint8_t *p, uint8_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
 /* ---------------------------------------------------------------- xxHash32, inputs < 16 bytes */
 #define PYX_XXP1 2654435761u
 #define PYX_XXP2 2246822519u

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import time
 import weakref
@@ -121,7 +120,7 @@ class KafkaConsumer:
         self._metrics = ConsumerMetrics(self.config)
         self._interceptors = ConsumerInterceptors.from_config(self.config)
         #: how many partitions poll_arrow() decodes at once (decode.threads; 0: per core, <= 4)
-        self._decode_threads = self.config.decode_threads or min(4, os.cpu_count() or 1)
+        self._decode_threads = decode.threads_for(self.config.decode_threads)
         #: value.format / key.format: the one decoding plan of poll() and poll_arrow() (None:
         #: bytes as fetched); built now, so a bad schema or registry setting fails here
         self._typed = _typed_values(self.config)

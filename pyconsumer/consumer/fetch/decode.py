@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -35,6 +36,29 @@ _pools: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
 _lock = threading.Lock()
 
 
+def threads_for(setting: int) -> int:
+    """The decode threads of a decode.threads setting: 0 means one per core, at most 4."""
+    return setting or min(4, os.cpu_count() or 1)
+
+
+def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+    with _lock:
+        pool = _pools.get(threads)
+        if pool is None:
+            pool = _pools[threads] = concurrent.futures.ThreadPoolExecutor(
+                threads - 1, thread_name_prefix=_PREFIX)
+        return pool
+
+
+def submit(call: Callable[[], object], threads: int) -> concurrent.futures.Future[object] | None:
+    """Run ``call`` on the pool of ``threads`` in the background (nothing waits for it: work
+    that only saves the polling thread work later, such as checking an answer's CRCs ahead).
+    None, and nothing run, with fewer than two threads."""
+    if threads < 2:
+        return None
+    return _pool(threads).submit(call)
+
+
 def run(calls: Sequence[Callable[[], T]], threads: int
         ) -> list[tuple[T | None, BaseException | None]]:
     """(result, None) or (None, exception) of each call, in order. This thread and up to
@@ -48,11 +72,7 @@ def run(calls: Sequence[Callable[[], T]], threads: int
         for i, call in enumerate(calls):
             results[i] = _outcome(call)
         return results
-    with _lock:
-        pool = _pools.get(threads)
-        if pool is None:
-            pool = _pools[threads] = concurrent.futures.ThreadPoolExecutor(
-                threads - 1, thread_name_prefix=_PREFIX)
+    pool = _pool(threads)
     order = iter(range(len(calls)))
     taking = threading.Lock()
 

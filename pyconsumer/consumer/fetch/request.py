@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pyconsumer.config import ConsumerConfig
+from pyconsumer.consumer.fetch import decode
 from pyconsumer.consumer.fetch.buffer import FetchBuffer, Fetched
 from pyconsumer.consumer.fetch.replicas import ReadReplicas
 from pyconsumer.consumer.fetch.session import (
@@ -88,6 +89,10 @@ _LAST_VERSION_BY_NAME = 12        # Fetch v13+ names topics by id only
 # top-level errors that concern the fetch session only (the handler starts a new one)
 _SESSION_ERRORS = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
 
+
+#: an answer with at least this many record bytes has its CRCs checked ahead on a decode
+#: thread (below it, the hand-over costs more than the check saves)
+CHECK_AHEAD_BYTES = 1 << 20
 
 #: a Fetch request partition entry's fields, in the order _entry_packer's function takes them
 _ENTRY_FIELDS = ("partition", "fetch_offset", "current_leader_epoch", "log_start_offset",
@@ -164,6 +169,7 @@ class FetchRequests:
         #: the TopicPartition of each answered partition (see _partition_of), per topic
         self._partitions: dict[str, dict[int, TopicPartition]] = {}
         self._partitions_for = -1                 # the assignment id they were made under
+        self._decode_threads = decode.threads_for(config.decode_threads)
 
     def _buffered_partitions(self) -> set[TopicPartition]:
         return self.buffer.buffered_partitions()
@@ -710,6 +716,7 @@ class FetchRequests:
                 log.warning("fetch from node %d: %s", node, error_for_code(code))
                 self.client.metadata.request_update()
             return
+        self._check_ahead(parts)
         for tp, p, index in parts:
             asked = data.session_partitions.get(tp)
             if asked is not None:     # an incremental answer leaves out what did not change
@@ -732,6 +739,24 @@ class FetchRequests:
                     if self.prefetch:
                         fetched.end = index.end
                 self.buffer.add(fetched)
+
+    def _check_ahead(self, parts: list[tuple[TopicPartition, bodies.PartitionData,
+                                             RecordSetIndex]]) -> None:
+        """A large answer's batch CRCs checked on a decode thread as it arrives
+        (RecordSetIndex.verify_crcs): the polling thread then reads each batch's bytes once,
+        when it decodes it, instead of twice (check.crcs reads them all first). A batch not
+        checked yet when its turn comes is checked there, as always."""
+        if not self.config.check_crcs or self._decode_threads < 2:
+            return
+        work = [(index, records) for _, p, index in parts
+                if index.size and not p["error_code"] and (records := p.get("records")) is not None]
+        if sum(index.size for index, _ in work) < CHECK_AHEAD_BYTES:
+            return
+
+        def check() -> None:
+            for index, records in work:
+                index.verify_crcs(records)
+        decode.submit(check, self._decode_threads)
 
     def _partition_of(self, topic: str, partition: int) -> TopicPartition:
         """The TopicPartition of an answer's entry: the assignment's own object (made once,
