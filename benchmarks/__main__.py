@@ -768,6 +768,29 @@ def _parse_results(text: str) -> tuple[list[str], dict[tuple[str, str], tuple[st
     return head, rows, [g for g in groups if g[0] or g[1]]
 
 
+_MERGED = "Merged (--merge): the cases this command ran replace theirs; the other sections and target rows are as in the RESULTS.md before, from the earlier runs: "
+
+
+def merge_note(previous: str) -> str:
+    """The line saying where a merged RESULTS.md's kept sections come from: the run that wrote
+    ``previous`` and, when that was a merge itself, the earlier runs it names (a chain of
+    merges keeps naming the full run the untouched sections are from)."""
+    before = previous.split("Command: `", 1)[-1].split("`", 1)[0]
+    when = next((line.split("|")[2].strip() for line in previous.splitlines()
+                 if line.startswith("| date |")), "?")
+    commit = next((line.split("|")[2].strip() for line in previous.splitlines()
+                   if line.startswith("| commit |")), "?")
+    runs = [f"`{before}` ({when}, commit {commit})"]
+    for line in previous.splitlines():
+        if line.startswith(_MERGED):
+            runs += [r for r in line[len(_MERGED):].rstrip(".").split("; ") if r not in runs]
+        elif line.startswith("Merged (--merge):") and "from the earlier run " in line:
+            older = line.split("from the earlier run ", 1)[1].rstrip(".")       # the first format
+            if older not in runs:
+                runs.append(older)
+    return _MERGED + "; ".join(runs) + "."
+
+
 def merge_results(old: str, new: str, note: str) -> str:
     """``new`` (a run of some cases) merged into ``old`` (an earlier RESULTS.md): the new run's
     header, then ``note``; its targets rows in place of the old rows of the same target and
@@ -904,14 +927,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = results.read_text() if args.merge and results.exists() else None
     write_results(results, cases, pngs, command.strip(), time.perf_counter() - start, args.quick, described)
     if previous is not None:
-        before = previous.split("Command: `", 1)[-1].split("`", 1)[0]
-        when = next((line.split("|")[2].strip() for line in previous.splitlines()
-                     if line.startswith("| date |")), "?")
-        commit = next((line.split("|")[2].strip() for line in previous.splitlines()
-                       if line.startswith("| commit |")), "?")
-        results.write_text(merge_results(previous, results.read_text(), (
-            f"Merged (--merge): the cases this command ran replace theirs; every other section and "
-            f"target row is from the earlier run `{before}` ({when}, commit {commit}).")))
+        results.write_text(merge_results(previous, results.read_text(), merge_note(previous)))
     print(f"wrote {results} and {len(pngs)} chart(s) in {args.out / 'results'}", flush=True)
     return 0
 

@@ -320,3 +320,21 @@ def test_merge_keeps_the_sections_without_a_broker_and_the_layout(suite: ModuleT
     # merged again with itself: nothing moves
     again = suite.merge_results("\n".join(merged), new.read_text(), "Merged: NOTE").splitlines()
     assert [ln for ln in again if ln.startswith(("# On ", "## title of"))] == order
+
+
+def test_a_merge_of_a_merge_names_every_earlier_run(suite: ModuleType, tmp_path: Path) -> None:
+    """The note of a merged RESULTS.md names the run that wrote the file it was merged into
+    and, when that was a merge too, the runs that one named: the full run's sections stay
+    attributed to it after any number of partial reruns."""
+    case = e2e_case(suite, "e2e1-kafka", "kafka", KAFKA_RATES)
+    full = tmp_path / "full.md"
+    suite.write_results(full, [case], [], "python -m benchmarks --cases all", 90.0, False, ["K"])
+    first = suite.merge_note(full.read_text())
+    assert first.startswith("Merged (--merge): ") and "`python -m benchmarks --cases all` (" in first
+    merged = suite.merge_results(full.read_text(), full.read_text().replace("--cases all", "--cases scale --merge"), first)
+    second = suite.merge_note(merged)
+    assert second.count("`python -m benchmarks --cases all` (") == 1
+    assert second.index("--cases scale --merge") < second.index("--cases all")
+    old_format = merged.replace(first, "Merged (--merge): the cases this command ran replace theirs; every other "
+                                       "section and target row is from the earlier run `full run` (then, commit abc).")
+    assert suite.merge_note(old_format).endswith("; `full run` (then, commit abc).")
