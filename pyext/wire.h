@@ -40,39 +40,45 @@ static inline void pyx_copy(uint8_t *dst, const uint8_t *src, size_t n) {
 }
 
 /* ---------------------------------------------------------------- CRC32 (IEEE 802.3) */
+/* Slicing-by-8 tables of a reflected CRC-32 polynomial, and the loop that uses them (shared by
+ * CRC32 and CRC32C's table path). */
+static void pyx_crc_tables(uint32_t tab[8][256], uint32_t poly) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ poly : c >> 1;
+        tab[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = tab[0][i];
+        for (int t = 1; t < 8; t++) {
+            c = tab[0][c & 0xff] ^ (c >> 8);
+            tab[t][i] = c;
+        }
+    }
+}
+
+static uint32_t pyx_crc_slice8(uint32_t tab[8][256], uint32_t c, const uint8_t *p, size_t len) {
+    while (len >= 8) {
+        uint32_t lo = pyx_le32(p) ^ c, hi = pyx_le32(p + 4);
+        c = tab[7][lo & 0xff] ^ tab[6][(lo >> 8) & 0xff] ^ tab[5][(lo >> 16) & 0xff] ^
+            tab[4][lo >> 24] ^ tab[3][hi & 0xff] ^ tab[2][(hi >> 8) & 0xff] ^
+            tab[1][(hi >> 16) & 0xff] ^ tab[0][hi >> 24];
+        p += 8; len -= 8;
+    }
+    while (len--) c = tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c;
+}
+
 static uint32_t pyx_crc32_tab[8][256];
 static int pyx_crc32_ready = 0;
 
-static void pyx_crc32_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-        pyx_crc32_tab[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = pyx_crc32_tab[0][i];
-        for (int t = 1; t < 8; t++) {
-            c = pyx_crc32_tab[0][c & 0xff] ^ (c >> 8);
-            pyx_crc32_tab[t][i] = c;
-        }
-    }
-    pyx_crc32_ready = 1;
-}
-
 /* CRC32 of buf[0..len) as zlib.crc32(data) computes it (little-endian host assumed). */
 static inline uint32_t pyx_crc32(const uint8_t *p, size_t len) {
-    uint32_t c = 0xFFFFFFFFu;
-    if (!pyx_crc32_ready) pyx_crc32_init();
-    while (len >= 8) {
-        uint32_t lo = pyx_le32(p) ^ c, hi = pyx_le32(p + 4);
-        c = pyx_crc32_tab[7][lo & 0xff] ^ pyx_crc32_tab[6][(lo >> 8) & 0xff] ^
-            pyx_crc32_tab[5][(lo >> 16) & 0xff] ^ pyx_crc32_tab[4][lo >> 24] ^
-            pyx_crc32_tab[3][hi & 0xff] ^ pyx_crc32_tab[2][(hi >> 8) & 0xff] ^
-            pyx_crc32_tab[1][(hi >> 16) & 0xff] ^ pyx_crc32_tab[0][hi >> 24];
-        p += 8; len -= 8;
+    if (!pyx_crc32_ready) {
+        pyx_crc_tables(pyx_crc32_tab, 0xEDB88320u);
+        pyx_crc32_ready = 1;
     }
-    while (len--) c = pyx_crc32_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
+    return pyx_crc_slice8(pyx_crc32_tab, 0xFFFFFFFFu, p, len) ^ 0xFFFFFFFFu;
 }
 
 /* ---------------------------------------------------------------- CRC32C (Castagnoli) */
@@ -84,18 +90,7 @@ static uint32_t pyx_crc32c_tab[8][256];
 static int pyx_crc32c_hw = 0;
 
 static void pyx_crc32c_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        pyx_crc32c_tab[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = pyx_crc32c_tab[0][i];
-        for (int t = 1; t < 8; t++) {
-            c = pyx_crc32c_tab[0][c & 0xff] ^ (c >> 8);
-            pyx_crc32c_tab[t][i] = c;
-        }
-    }
+    pyx_crc_tables(pyx_crc32c_tab, 0x82F63B78u);
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     pyx_crc32c_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
@@ -110,19 +105,6 @@ static void pyx_crc32c_use_hw(int on) {
 #else
     (void)on;
 #endif
-}
-
-static uint32_t pyx_crc32c_table(uint32_t c, const uint8_t *p, size_t len) {
-    while (len >= 8) {
-        uint32_t lo = pyx_le32(p) ^ c, hi = pyx_le32(p + 4);
-        c = pyx_crc32c_tab[7][lo & 0xff] ^ pyx_crc32c_tab[6][(lo >> 8) & 0xff] ^
-            pyx_crc32c_tab[5][(lo >> 16) & 0xff] ^ pyx_crc32c_tab[4][lo >> 24] ^
-            pyx_crc32c_tab[3][hi & 0xff] ^ pyx_crc32c_tab[2][(hi >> 8) & 0xff] ^
-            pyx_crc32c_tab[1][(hi >> 16) & 0xff] ^ pyx_crc32c_tab[0][hi >> 24];
-        p += 8; len -= 8;
-    }
-    while (len--) c = pyx_crc32c_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-    return c;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -145,7 +127,7 @@ static inline uint32_t pyx_crc32c(const uint8_t *p, size_t len) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (pyx_crc32c_hw) return pyx_crc32c_sse42(0xFFFFFFFFu, p, len) ^ 0xFFFFFFFFu;
 #endif
-    return pyx_crc32c_table(0xFFFFFFFFu, p, len) ^ 0xFFFFFFFFu;
+    return pyx_crc_slice8(pyx_crc32c_tab, 0xFFFFFFFFu, p, len) ^ 0xFFFFFFFFu;
 }
 
 /* a byte another thread reads or writes at the same time (a batch's check-ahead state) */
