@@ -768,7 +768,8 @@ def _parse_results(text: str) -> tuple[list[str], dict[tuple[str, str], tuple[st
     return head, rows, [g for g in groups if g[0] or g[1]]
 
 
-_MERGED = "Merged (--merge): the cases this command ran replace theirs; the other sections and target rows are as in the RESULTS.md before, from the earlier runs: "
+_MERGED = ("Merged (--merge): the cases this command ran replace theirs; the other sections and "
+           "target rows are as in the RESULTS.md before, from the earlier runs: ")
 
 
 def merge_note(previous: str) -> str:
