@@ -43,8 +43,9 @@ def many(kafka: KafkaCluster) -> Iterator[str]:
     records = [TestRecord(b"k%d-%d" % (p, i), b"v%d-%d" % (p, i), partition=p,
                           timestamp_ms=_ts(p, i))
                for i in range(3) for p in range(_PARTITIONS) if i < _count(p)]
-    # the first write to each of 1,000 new partitions costs Kafka seconds in all
-    delivered = produce(kafka.bootstrap, topic, records, timeout=90)
+    # the first write to each of 1,000 new partitions costs Kafka seconds in all; a request
+    # retried then may land after a later one: idempotence keeps each partition in order
+    delivered = produce(kafka.bootstrap, topic, records, timeout=90, enable_idempotence=True)
     assert Counter(p for p, _ in delivered) == {p: _count(p) for p in range(_PARTITIONS)
                                                 if _count(p)}
     assert all(o == int(r.key.split(b"-")[1]) for r, (_, o) in zip(records, delivered)
