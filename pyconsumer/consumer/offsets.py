@@ -277,6 +277,13 @@ class OffsetsClient:
             raise NoOffsetForPartitionError(
                 f"Undefined offset with no reset policy for partitions: {names} "
                 "(auto.offset.reset=none)", no_strategy)
+        topics_of = self.client.metadata.topics
+        if not any(tp.topic in topics_of for tp in needing):
+            # no leader can be known yet (the consumer's first polls, before any metadata):
+            # nothing to send, and a round would only mark every partition to retry (the
+            # metadata's answer wakes the poll, which comes back here)
+            self.client.metadata.request_update()
+            return
         strategies = {tp: self.subscriptions.state(tp).reset_strategy
                       or self.subscriptions.default_reset for tp in needing}
         timestamps = {tp: strategy_timestamp(s) for tp, s in strategies.items()}

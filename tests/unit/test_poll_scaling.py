@@ -15,6 +15,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
+
 import pyconsumer
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.config import OffsetResetStrategy
@@ -24,6 +26,7 @@ from pyconsumer.consumer.fetch.session import (
     PartitionData,
 )
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
+from pyconsumer.errors import NoOffsetForPartitionError
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, encode_request
 from pyconsumer.testing import FakeCluster
 
@@ -193,3 +196,45 @@ def test_a_reset_position_carries_its_leader_and_needs_no_leader_check() -> None
             loop._validate_leaders(c._fetcher.requests.client)
             assert subs.moves == moves
         assert cluster.errors == []
+
+
+def test_a_reset_pass_before_any_metadata_asks_for_it_and_marks_nothing() -> None:
+    """Before the first metadata answer no leader is known: the reset pass asks for the
+    metadata and leaves every partition as it was (it walked all of them into a round that
+    could send nothing and marked each one to retry). Once the metadata is in, one ListOffsets
+    per leader finds every position, and auto.offset.reset=none still raises at once."""
+    with FakeCluster(2, topics={"t": 6}) as cluster:
+        for p in range(6):
+            cluster.produce(TopicPartition("t", p), [(None, b"v")] * (p + 1))
+        tps = [TopicPartition("t", p) for p in range(6)]
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="latest",
+                           fetch_max_wait_ms=10) as c:
+            c.assign(tps)
+            subs = c._subscriptions
+            for tp in tps:
+                subs.request_reset(tp)
+            offsets = c._poll_loop._parts()[2] if c._poll_loop is not None else None
+            assert offsets is not None
+            metadata = c._fetcher.requests.client.metadata if c._fetcher is not None else None
+            assert metadata is not None and metadata.topics == {}
+            moves, version = subs.moves, metadata.update_version
+            offsets.reset_positions_if_needed()
+            assert subs.moves == moves and offsets.resets_completed == 0
+            assert all(subs.state(tp).fetch_state is FetchState.AWAIT_RESET
+                       and subs.state(tp).next_retry_time is None for tp in tps)
+            assert metadata.update_requested()
+            deadline = time.monotonic() + 10
+            while not subs.all_fetching():
+                assert time.monotonic() < deadline
+                assert c.poll(timeout_ms=20) == {}
+            assert metadata.update_version > version
+            leaders = {metadata.partition(tp).leader for tp in tps}     # type: ignore[union-attr]
+            assert len(cluster.requests_of(ApiKey.LIST_OFFSETS)) == len(leaders) == 2
+            assert {tp: subs.position(tp).offset for tp in tps} == {  # type: ignore[union-attr]
+                tp: tp.partition + 1 for tp in tps}
+        assert cluster.errors == []
+    with FakeCluster(1, topics={"t": 2}) as cluster:
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="none") as c:
+            c.assign([TopicPartition("t", 0)])
+            with pytest.raises(NoOffsetForPartitionError, match="t-0"):
+                c.poll(timeout_ms=0)

@@ -119,6 +119,11 @@ class FetchBuffer:
         self._next_in_line: Fetched | None = None
         #: partitions to fetch again asking for their incomplete batch (the request side reads it)
         self.refetch: dict[TopicPartition, Refetch] = {}
+        #: what every cursor is made with (the config is immutable: read once, not per cursor)
+        self._cursor_settings = {
+            "check_crcs": config.check_crcs, "isolation_level": config.isolation_level,
+            "key_deserializer": config.key_deserializer,
+            "value_deserializer": config.value_deserializer}
 
     # ------------------------------------------------------------------ what is held
 
@@ -196,12 +201,7 @@ class FetchBuffer:
                            for a in data.get("aborted_transactions") or ()]
                 cursor = CompletedFetch(
                     data.get("records"), tp.topic, tp.partition, fetched.fetch_offset,
-                    check_crcs=self.config.check_crcs,
-                    isolation_level=self.config.isolation_level,
-                    aborted_transactions=aborted,
-                    key_deserializer=self.config.key_deserializer,
-                    value_deserializer=self.config.value_deserializer,
-                    index=fetched.index)
+                    aborted_transactions=aborted, index=fetched.index, **self._cursor_settings)
                 if fetched.has_bytes and cursor.is_drained:
                     # bytes, yet drained before a single record: the first batch is incomplete
                     err = self._stuck(fetched, cursor)
@@ -432,8 +432,11 @@ class FetchBuffer:
                 if cursor is None:
                     continue
                 fetched.cursor = cursor
-            else:
-                self._next_in_line = None
+                # just made: its answer was found current (fetchable, the position where its
+                # fetch started, and the cursor starts there): _takeable would say yes
+                jobs.append((fetched, budget))
+                continue
+            self._next_in_line = None
             if self._takeable(fetched):
                 jobs.append((fetched, budget))
         got = 0

@@ -166,7 +166,7 @@ class FetchRequests:
         #: kept while the plan holds: the starving check looks at these only (an answer, a
         #: drain or a rollback adds a partition back)
         self._lagging: dict[TopicPartition, None] = {}
-        #: the TopicPartition of each answered partition (see _partition_of), per topic
+        #: the TopicPartition of each answered partition (see _partitions_of), per topic
         self._partitions: dict[str, dict[int, TopicPartition]] = {}
         self._partitions_for = -1                 # the assignment id they were made under
         self._decode_threads = decode.threads_for(config.decode_threads)
@@ -688,11 +688,18 @@ class FetchRequests:
         k = 0
         for t in body["responses"]:
             name = t["topic"] if by_name else data.topic_names.get(t["topic_id"])
+            known = None if name is None else self._partitions_of(name)
             size = 0
             for p in t["partitions"]:
                 # each partition's record set indexed once: the bytes counted here, the end
                 # and bound for the buffer, the batches for its cursor
-                named = None if name is None else self._partition_of(name, p["partition_index"])
+                named = None
+                if known is not None:
+                    i = p["partition_index"]
+                    named = known.get(i)
+                    if named is None:                 # not assigned: made once and kept
+                        assert name is not None
+                        named = known[i] = TopicPartition(name, i)
                 asked = None if named is None else data.session_partitions.get(named)
                 offset = 0 if asked is None else asked.fetch_offset
                 if indexes is None:
@@ -758,11 +765,12 @@ class FetchRequests:
                 index.verify_crcs(records)
         decode.submit(check, self._decode_threads)
 
-    def _partition_of(self, topic: str, partition: int) -> TopicPartition:
-        """The TopicPartition of an answer's entry: the assignment's own object (made once,
-        not per partition of every answer, and found at once in every dict keyed by the
-        assignment's objects: the same object needs no comparison of fields), or one made
-        and kept for a partition not assigned. Renewed when the assignment changes."""
+    def _partitions_of(self, topic: str) -> dict[int, TopicPartition]:
+        """The TopicPartitions of an answered topic by index: the assignment's own objects
+        (made once, not per partition of every answer, and found at once in every dict keyed
+        by the assignment's objects: the same object needs no comparison of fields), and those
+        made and kept for partitions not assigned. Renewed when the assignment changes; looked
+        up once per topic of an answer."""
         subs = self.subscriptions
         if self._partitions_for != subs.assignment_id:
             self._partitions_for = subs.assignment_id
@@ -772,10 +780,7 @@ class FetchRequests:
         by_index = self._partitions.get(topic)
         if by_index is None:
             by_index = self._partitions[topic] = {}
-        tp = by_index.get(partition)
-        if tp is None:
-            tp = by_index[partition] = TopicPartition(topic, partition)
-        return tp
+        return by_index
 
     def close_sessions(self, timeout_ms: float) -> None:
         """Close the open fetch sessions (a full fetch of nothing with epoch -1 to each node
