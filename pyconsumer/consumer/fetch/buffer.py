@@ -120,10 +120,10 @@ class FetchBuffer:
         #: partitions to fetch again asking for their incomplete batch (the request side reads it)
         self.refetch: dict[TopicPartition, Refetch] = {}
         #: what every cursor is made with (the config is immutable: read once, not per cursor)
-        self._cursor_settings = {
-            "check_crcs": config.check_crcs, "isolation_level": config.isolation_level,
-            "key_deserializer": config.key_deserializer,
-            "value_deserializer": config.value_deserializer}
+        self._check_crcs = config.check_crcs
+        self._isolation_level = config.isolation_level
+        self._key_deserializer = config.key_deserializer
+        self._value_deserializer = config.value_deserializer
 
     # ------------------------------------------------------------------ what is held
 
@@ -201,7 +201,9 @@ class FetchBuffer:
                            for a in data.get("aborted_transactions") or ()]
                 cursor = CompletedFetch(
                     data.get("records"), tp.topic, tp.partition, fetched.fetch_offset,
-                    aborted_transactions=aborted, index=fetched.index, **self._cursor_settings)
+                    check_crcs=self._check_crcs, isolation_level=self._isolation_level,
+                    aborted_transactions=aborted, key_deserializer=self._key_deserializer,
+                    value_deserializer=self._value_deserializer, index=fetched.index)
                 if fetched.has_bytes and cursor.is_drained:
                     # bytes, yet drained before a single record: the first batch is incomplete
                     err = self._stuck(fetched, cursor)
