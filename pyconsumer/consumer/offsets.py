@@ -293,7 +293,9 @@ class OffsetsClient:
             self.resets_completed += 1
             self._resets_in_flight.difference_update(timestamps)
             retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000.0
-            metadata = self.client.metadata
+            topics_of = self.client.metadata.topics
+            seek = self.subscriptions.maybe_seek_unvalidated
+            logged = log.isEnabledFor(logging.INFO)   # asked once, not per partition
             for tp, listed in outcome.offsets.items():
                 strategy = strategies[tp]
                 if listed is None:
@@ -303,11 +305,11 @@ class OffsetsClient:
                     else:
                         outcome.retry.add(tp)
                     continue
-                info = metadata.partition(tp)
+                t = topics_of.get(tp.topic)
+                info = None if t is None else t.partitions.get(tp.partition)
                 leader, epoch = (None, None) if info is None or info.leader < 0 \
                     else (info.leader, info.leader_epoch)
-                if self.subscriptions.maybe_seek_unvalidated(tp, listed.offset, strategy, epoch,
-                                                             leader):
+                if seek(tp, listed.offset, strategy, epoch, leader) and logged:
                     log.info("reset the offset of %s to %d (%s)", tp, listed.offset,
                              strategy.kind)
             for tp in outcome.retry:

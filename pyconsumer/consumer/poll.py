@@ -268,7 +268,7 @@ class PollLoop:
         subs = self._subscriptions
         if (metadata.update_version, subs.assignment_id, subs.moves) == self._leaders_checked:
             return         # no new leader, no new position since the last pass: nothing to do
-        for tp in subs.assigned_partitions():
+        for tp in subs.positioned_partitions():      # the others have nothing to check
             info = metadata.partition(tp)
             if info is not None:
                 subs.maybe_validate_for_leader(tp, info.leader, info.leader_epoch)

@@ -207,6 +207,16 @@ class SubscriptionState:
     def assigned_partitions(self) -> list[TopicPartition]:
         return list(self._assignment)
 
+    def positioned_partitions(self) -> list[TopicPartition]:
+        """The partitions whose position a new leader may need checked (FETCHING or
+        AWAIT_VALIDATION), in assignment order: none while every position is still to be
+        found (a new assignment's first polls), without a look at each one's leader."""
+        if not self._unsettled:
+            return list(self._assignment)
+        fetching, validating = FetchState.FETCHING, FetchState.AWAIT_VALIDATION
+        return [tp for tp, st in self._assignment.items()
+                if st.fetch_state is fetching or st.fetch_state is validating]
+
     def is_assigned(self, tp: TopicPartition) -> bool:
         return tp in self._assignment
 
@@ -253,7 +263,10 @@ class SubscriptionState:
              leader: int | None = None, leader_epoch: int | None = None) -> None:
         """Java seekUnvalidated + validatePosition: FETCHING, or AWAIT_VALIDATION when both
         the offset's epoch and the leader's epoch are known."""
-        st = self.state(tp)
+        self._seek(tp, self.state(tp), offset, offset_epoch, leader, leader_epoch)
+
+    def _seek(self, tp: TopicPartition, st: PartitionState, offset: int,
+              offset_epoch: int | None, leader: int | None, leader_epoch: int | None) -> None:
         self.moves += 1
         st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
         st.reset_strategy = None
@@ -306,7 +319,7 @@ class SubscriptionState:
         if st is None or st.fetch_state is not FetchState.AWAIT_RESET \
                 or st.reset_strategy != strategy:
             return False
-        self.seek(tp, offset, None, leader, leader_epoch)
+        self._seek(tp, st, offset, None, leader, leader_epoch)
         return True
 
     def maybe_validate_for_leader(self, tp: TopicPartition, leader: int | None,

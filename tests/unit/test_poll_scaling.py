@@ -119,6 +119,9 @@ def test_subscription_sets_follow_every_change() -> None:
         assert subs.all_fetching() == all(st.fetch_state is FetchState.FETCHING
                                           for _, st in states)
         assert subs.paused_partitions() == {t for t, st in states if st.paused}
+        assert subs.positioned_partitions() == [
+            t for t, st in states
+            if st.fetch_state in (FetchState.FETCHING, FetchState.AWAIT_VALIDATION)]
         for state, found in [(FetchState.INITIALIZING, subs.initializing_partitions()),
                              (FetchState.AWAIT_RESET, subs.partitions_needing_reset(1e18)),
                              (FetchState.AWAIT_VALIDATION,
