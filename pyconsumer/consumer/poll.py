@@ -11,7 +11,9 @@ only once the caller's ``build`` returned; any exception before rolls them back.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +44,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 log = logging.getLogger(__name__)
+_TOPIC = operator.attrgetter("topic")
+_PARTITION = operator.attrgetter("partition")
 
 #: the network parts, from the facade (raises IllegalStateError once the consumer is closed)
 Parts = Callable[[], tuple[NetworkClient, Fetcher, OffsetsClient]]
@@ -337,21 +341,20 @@ class PollLoop:
         if metadata.answers == self._unknown_checked:
             return
         self._unknown_checked = metadata.answers
-        # each topic's partitions looked up once: a scan per assigned partition is quadratic
-        known: dict[str, tuple[int, set[int]] | None] = {}
-        for tp in sorted(self._subscriptions.assigned_partitions()):
-            if tp.topic not in known:
-                listed = metadata.partitions_for(tp.topic)
-                known[tp.topic] = None if listed is None else (
-                    len(listed), {p.partition for p in listed})
-            parts = known[tp.topic]
-            if parts is not None:
-                if tp.partition not in parts[1]:
+        # per topic, the assigned indexes the metadata lacks (set arithmetic: no Python step
+        # per assigned partition the metadata lists, thousands on every answer)
+        for topic, group in itertools.groupby(sorted(self._subscriptions.assigned_partitions()),
+                                              key=_TOPIC):
+            t = metadata.topics.get(topic)
+            if t is not None:
+                for index in sorted(set(map(_PARTITION, group)).difference(t.partitions)):
                     log.warning("partition %s does not exist in the metadata (topic %s has "
-                                "%d partitions); retrying", tp, tp.topic, parts[0])
-            elif metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                log.warning("partition %s does not exist in the metadata (no topic %s); "
-                            "retrying", tp, tp.topic)
+                                "%d partitions); retrying", TopicPartition(topic, index), topic,
+                                len(t.partitions))
+            elif metadata.topic_errors.get(topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                for tp in group:
+                    log.warning("partition %s does not exist in the metadata (no topic %s); "
+                                "retrying", tp, topic)
 
     # ------------------------------------------------------------------ the loop
 
