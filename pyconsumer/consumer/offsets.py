@@ -269,9 +269,10 @@ class OffsetsClient:
                    if tp not in self._resets_in_flight]
         if not needing:
             return
-        no_strategy = [tp for tp in needing
-                       if (self.subscriptions.state(tp).reset_strategy
-                           or self.subscriptions.default_reset).kind == "none"]
+        default = self.subscriptions.default_reset
+        state = self.subscriptions.state
+        strategies = {tp: state(tp).reset_strategy or default for tp in needing}
+        no_strategy = [tp for tp, s in strategies.items() if s.kind == "none"]
         if no_strategy:
             names = ", ".join(str(tp) for tp in no_strategy)
             raise NoOffsetForPartitionError(
@@ -284,8 +285,6 @@ class OffsetsClient:
             # metadata's answer wakes the poll, which comes back here)
             self.client.metadata.request_update()
             return
-        strategies = {tp: self.subscriptions.state(tp).reset_strategy
-                      or self.subscriptions.default_reset for tp in needing}
         timestamps = {tp: strategy_timestamp(s) for tp, s in strategies.items()}
         self._resets_in_flight.update(timestamps)
 

@@ -30,7 +30,7 @@ from pyconsumer.consumer.fetch import decode
 from pyconsumer.consumer.fetch.replicas import ReadReplicas
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.consumer.partition_errors import PartitionAction, classify
-from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.subscription import PartitionState, SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
     FetchProgressError,
@@ -251,16 +251,18 @@ class FetchBuffer:
             if code != 0:
                 subs.move_to_end(tp)
 
-    def apply_answer(self, tp: TopicPartition, fetch_offset: int, data: PartitionData) -> bool:
+    def apply_answer(self, tp: TopicPartition, fetch_offset: int, data: PartitionData
+                     ) -> PartitionState | None:
         """What an error-free partition answer says of the log (high watermark, log start,
         last stable offset, read replica), if it is still current: the partition is
-        fetchable and its position is where the fetch started. False for a stale one."""
+        fetchable and its position is where the fetch started. The partition's state, or
+        None for a stale answer."""
         # (runs for every partition of every answer: one state lookup, each field read once)
         st = self.subscriptions.fetchable_state(tp)
         position = None if st is None else st.position
         if st is None or position is None or position.offset != fetch_offset:
             log.debug("discarding stale fetch response for %s at offset %d", tp, fetch_offset)
-            return False
+            return None
         replica = data.get("preferred_read_replica", -1)
         if replica is not None and replica >= 0:
             self.replicas.set(tp, replica)
@@ -273,7 +275,7 @@ class FetchBuffer:
         stable = data.get("last_stable_offset", -1)
         if stable >= 0:
             st.last_stable_offset = stable
-        return True
+        return st
 
     def _take(self, fetched: Fetched, n: int, take: Callable[[CompletedFetch, int], T],
               count: Callable[[T], int]) -> tuple[T, int] | None:

@@ -61,7 +61,7 @@ from pyconsumer.consumer.fetch.session import (
     PartitionData,
 )
 from pyconsumer.consumer.metrics import ConsumerMetrics
-from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.subscription import PartitionState, SubscriptionState
 from pyconsumer.errors import ErrorCode, IllegalStateError, KafkaError, error_for_code
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
@@ -356,12 +356,10 @@ class FetchRequests:
             node_of[tp] = node
         self._plan, self._node_of = plan, node_of
 
-    def _note_lag(self, tp: TopicPartition) -> None:
-        """After an empty answer: ``tp`` may lag now, or be caught up (then dropped from
-        ``_lagging`` unless touched: data it holds may still move it)."""
-        st = self.subscriptions.state_or_none(tp)
-        if st is None:
-            return
+    def _note_lag(self, tp: TopicPartition, st: PartitionState) -> None:
+        """After an empty answer applied to ``st`` (``tp``'s state): ``tp`` may lag now, or
+        be caught up (then dropped from ``_lagging`` unless touched: data it holds may still
+        move it)."""
         hw, position = st.high_watermark, st.position
         if hw is None or hw < 0 or position is None or position.offset < hw:
             self._lagging[tp] = None
@@ -478,15 +476,18 @@ class FetchRequests:
         held = self.buffer.held()
         out: dict[TopicPartition, int] = {}
         subs = self.subscriptions
+        refetch = self.buffer.refetch
         for tp, fs in held.items():
-            if len(fs) != 1 or tp not in buffered or tp in self.buffer.refetch \
-                    or not subs.is_fetchable(tp):        # unassigned or paused since
+            if len(fs) != 1 or tp not in buffered or tp in refetch:
+                continue
+            st = subs.fetchable_state(tp)
+            if st is None:                               # unassigned or paused since
                 continue
             f = fs[0]
             if f.end is None or f.error is not None or f.data["error_code"] \
                     or self._empty_at.get(tp) == f.end:   # prefetched already: nothing there
                 continue
-            position = subs.position(tp)
+            position = st.position
             if position is not None and f.fetch_offset <= position.offset < f.end:
                 out[tp] = f.end
         return out
@@ -523,7 +524,9 @@ class FetchRequests:
                 if node is None:
                     del lagging[tp]                  # not fetchable: back with a new plan
                     continue
-                position, hw = subs.position(tp), seen_hw.get(tp, subs.state(tp).high_watermark)
+                st = subs.state(tp)                  # one lookup for position and hw
+                position = st.position
+                hw = seen_hw[tp] if tp in seen_hw else st.high_watermark
                 if hw is None or hw < 0 or position is None or position.offset < hw:
                     if tp not in ahead and tp not in served:
                         out.add(node)
@@ -732,9 +735,12 @@ class FetchRequests:
                     # other partitions' data, where it would keep its partition from being
                     # fetched again until that data drained (brokers that cap a response
                     # answer the partitions past the cap this way)
-                    self.buffer.apply_answer(tp, asked.fetch_offset, p)
+                    st = self.buffer.apply_answer(tp, asked.fetch_offset, p)
                     self._empty_at[tp] = asked.fetch_offset
-                    self._note_lag(tp)           # its high watermark may have moved
+                    if st is None:               # stale: judged from its state as it is
+                        st = self.subscriptions.state_or_none(tp)
+                    if st is not None:           # its high watermark may have moved
+                        self._note_lag(tp, st)
                     continue
                 # its position moves as it drains, its high watermark when it is read
                 self._touched[tp] = None
