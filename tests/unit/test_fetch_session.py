@@ -3,6 +3,7 @@ a request lists, which it forgets, the session id and epoch it carries, and how 
 errors move the session on. No network."""
 from __future__ import annotations
 
+import random
 import uuid
 
 import pytest
@@ -14,6 +15,7 @@ from pyconsumer.consumer.fetch.session import (
     FetchRequestData,
     FetchSessionHandler,
     PartitionData,
+    _naming,
     next_epoch,
 )
 from pyconsumer.errors import ErrorCode
@@ -200,3 +202,21 @@ def test_close_sends_an_empty_full_fetch_with_the_final_epoch() -> None:
     data = build(h, {})
     assert data.metadata == FetchMetadata(123, -1)
     assert data.to_send == {} and data.metadata.is_full
+
+
+def test_naming_finds_every_topic_id_as_a_walk_would() -> None:
+    """_naming (distinct id objects found in C) against a walk over every partition: topics
+    interleaved, a topic's id shared as one object or held as equal copies, topics without
+    an id (ZERO_UUID), in 300 random full fetches."""
+    rng = random.Random(227)
+    for _ in range(300):
+        topics = [f"t{i}" for i in range(rng.randrange(1, 6))]
+        ids = {t: (ZERO_UUID if rng.random() < 0.3 else uuid.uuid4()) for t in topics}
+        partitions: dict[TopicPartition, PartitionData] = {}
+        for _ in range(rng.randrange(0, 40)):
+            t = rng.choice(topics)
+            topic_id = ids[t] if rng.random() < 0.7 else uuid.UUID(int=ids[t].int)  # a copy
+            partitions[TopicPartition(t, rng.randrange(50))] = PartitionData(topic_id, 0, 1, -1)
+        want = {d.topic_id: tp.topic for tp, d in partitions.items() if d.topic_id != ZERO_UUID}
+        assert _naming(partitions) == (
+            want, all(d.topic_id != ZERO_UUID for d in partitions.values()))

@@ -23,6 +23,7 @@ of the session; it makes the same request the builder would from the same wants.
 from __future__ import annotations
 
 import logging
+import operator
 import uuid
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -31,6 +32,8 @@ from pyconsumer.errors import ErrorCode, error_for_code
 from pyconsumer.structs import TopicPartition
 
 log = logging.getLogger(__name__)
+_TOPIC = operator.attrgetter("topic")
+_TOPIC_ID = operator.attrgetter("topic_id")
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0       # a full fetch that opens (or re-opens) a session
@@ -258,22 +261,19 @@ class FetchSessionHandler:
 
 def _naming(partitions: dict[TopicPartition, PartitionData]) -> tuple[dict[uuid.UUID, str], bool]:
     """({topic id: topic name} of the partitions with an id, whether every one has an id).
-    A partition whose topic and id are the very objects of the one before (a topic's
-    partitions, side by side) is skipped: UUID's == is Python code, and this runs over
-    every partition of a full fetch (1,000s)."""
+    This runs over every partition of a full fetch (1,000s): the distinct topic id objects
+    are found in C (a topic's partitions share their id object; UUID's hash and == are
+    Python code, so ids are told apart by identity first, then compared per distinct one)."""
+    ids = list(map(_TOPIC_ID, partitions.values()))
+    # id(object) -> (its topic, the object): the last partition's topic, as the walk kept
+    distinct = dict(zip(map(id, ids), zip(map(_TOPIC, partitions), ids)))
     names: dict[uuid.UUID, str] = {}
     all_ids = True
-    last_topic: str | None = None
-    last_id: uuid.UUID | None = None
-    for tp, d in partitions.items():
-        topic_id = d.topic_id
-        if topic_id is last_id and tp.topic is last_topic:
-            continue
-        last_topic, last_id = tp.topic, topic_id
+    for topic, topic_id in distinct.values():
         if topic_id == ZERO_UUID:
             all_ids = False
         else:
-            names[topic_id] = tp.topic
+            names[topic_id] = topic
     return names, all_ids
 
 
@@ -295,8 +295,8 @@ class FetchRequestBuilder:
         names, can_use_ids = _naming(nxt)
         if not h.next_metadata.is_full:
             # a session opened under one naming (ids or names) cannot go on under the other
-            uses_ids = _naming(h.session_partitions)[1]
-            if full or (h.session_partitions and uses_ids != can_use_ids):
+            # the session's naming, kept as it was built (build_changes keeps it too)
+            if full or (h.session_partitions and h.session_uses_ids != can_use_ids):
                 h.next_metadata = h.next_metadata.close_existing_attempt_new()
         h.session_uses_ids = can_use_ids
         if h.next_metadata.is_full:
