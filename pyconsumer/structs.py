@@ -1,7 +1,19 @@
 """Small value types of the public API (the Java client's TopicPartition, PartitionInfo...)."""
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar, cast
+
+_T = TypeVar("_T", bound=tuple[Any, ...])
+
+
+def tuple_maker(cls: type[_T]) -> Callable[[tuple[Any, ...]], _T]:
+    """``cls``'s instances made from a tuple of all its fields in order, in C. A NamedTuple's
+    own constructor is Python code (~0.4 us a call), which the per-partition paths would pay
+    thousands of times a read; the tuple given must hold every field (no defaults, no check).
+    """
+    return cast(Callable[[tuple[Any, ...]], _T], functools.partial(tuple.__new__, cls))
 
 
 class TopicPartition(NamedTuple):

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from pyconsumer.config import OffsetResetStrategy
 from pyconsumer.errors import IllegalStateError
-from pyconsumer.structs import TopicPartition
+from pyconsumer.structs import TopicPartition, tuple_maker
 
 
 class FetchState(enum.Enum):
@@ -55,6 +55,9 @@ class FetchPosition(NamedTuple):
     offset_epoch: int | None = None
     leader: int | None = None
     leader_epoch: int | None = None
+
+
+_new_position = tuple_maker(FetchPosition)     # once a poll per partition moved: made in C
 
 
 class SubscriptionType(enum.Enum):
@@ -268,7 +271,7 @@ class SubscriptionState:
     def _seek(self, tp: TopicPartition, st: PartitionState, offset: int,
               offset_epoch: int | None, leader: int | None, leader_epoch: int | None) -> None:
         self.moves += 1
-        st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
+        st.position = _new_position((offset, offset_epoch, leader, leader_epoch))
         st.reset_strategy = None
         st.next_retry_time = None
         st.fetch_state = FetchState.FETCHING  # seekValidated, always allowed
@@ -286,7 +289,8 @@ class SubscriptionState:
         if journal is not None and tp not in journal:
             journal[tp] = position
         # built directly: _replace costs a microsecond, and this runs once a poll per partition
-        st.position = FetchPosition(offset, offset_epoch, position.leader, position.leader_epoch)
+        st.position = _new_position((offset, offset_epoch, position.leader,
+                                     position.leader_epoch))
 
     def start_journal(self) -> dict[TopicPartition, FetchPosition]:
         """From now until :meth:`stop_journal`, remember the position each partition had
@@ -380,7 +384,7 @@ class SubscriptionState:
         self.moves += 1
         leader = st.position.leader if st.position is not None else None
         leader_epoch = st.position.leader_epoch if st.position is not None else None
-        st.position = FetchPosition(offset, offset_epoch, leader, leader_epoch)
+        st.position = _new_position((offset, offset_epoch, leader, leader_epoch))
         st.fetch_state = FetchState.FETCHING
         st.next_retry_time = None
         self._track(tp, st)

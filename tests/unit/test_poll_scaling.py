@@ -241,3 +241,18 @@ def test_a_reset_pass_before_any_metadata_asks_for_it_and_marks_nothing() -> Non
             c.assign([TopicPartition("t", 0)])
             with pytest.raises(NoOffsetForPartitionError, match="t-0"):
                 c.poll(timeout_ms=0)
+
+
+def test_tuple_maker_makes_what_the_named_tuple_makes() -> None:
+    """The C-made tuples of the per-partition paths are the classes' own instances, field
+    for field (tuple_maker skips only the Python-level constructor)."""
+    from pyconsumer.consumer.fetch.session import PartitionData
+    from pyconsumer.consumer.subscription import FetchPosition
+    from pyconsumer.structs import PartitionInfo, tuple_maker
+    topic_id = uuid.uuid4()
+    for cls, fields in [(FetchPosition, (7, None, 1, 3)), (FetchPosition, (0, 2, None, None)),
+                        (PartitionData, (topic_id, 5, 1 << 20, -1)),
+                        (PartitionInfo, ("t", 2, 1, (1, 2), (1,), (), 4))]:
+        made = tuple_maker(cls)(fields)
+        assert type(made) is cls and made == cls(*fields)
+        assert made._asdict() == cls(*fields)._asdict()

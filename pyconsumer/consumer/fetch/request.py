@@ -78,12 +78,13 @@ from pyconsumer.protocol import (
     struct_packer,
 )
 from pyconsumer.records import RecordSetIndex
-from pyconsumer.structs import TopicPartition
+from pyconsumer.structs import TopicPartition, tuple_maker
 
 if TYPE_CHECKING:  # types only
     from pyconsumer.protocol import bodies
 
 log = logging.getLogger(__name__)
+_new_data = tuple_maker(PartitionData)      # one per partition of a full send: made in C
 
 _LAST_VERSION_BY_NAME = 12        # Fetch v13+ names topics by id only
 # top-level errors that concern the fetch session only (the handler starts a new one)
@@ -425,7 +426,7 @@ class FetchRequests:
                 position = subs.position(tp)
                 assert position is not None          # fetchable: it has one
                 offset = position.offset
-            wants[tp] = PartitionData(topic_id, offset, max_bytes, epoch)
+            wants[tp] = _new_data((topic_id, offset, max_bytes, epoch))
             if tp not in held:
                 done.append(tp)                      # in step once sent, until touched again
         sent = 0
@@ -593,7 +594,7 @@ class FetchRequests:
                 t = metadata.topics.get(tp.topic)
                 topic_id = ids[tp.topic] = \
                     ZERO_UUID if t is None or t.topic_id is None else t.topic_id
-            builder.add(tp, PartitionData(topic_id, offset, asks[tp], epoch))
+            builder.add(tp, _new_data((topic_id, offset, asks[tp], epoch)))
         # a session keeps the broker's own order: a re-fetch needs a full fetch to go first
         data = builder.build(full=full or bool(again))
         self._dispatch(node, data, max_bytes)
