@@ -122,6 +122,8 @@ class AssignmentView(Protocol):
 
     def state(self, tp: TopicPartition) -> PartitionView: ...
 
+    def state_or_none(self, tp: TopicPartition) -> PartitionView | None: ...
+
 
 # ---------------------------------------------------------------------------- the registry
 
@@ -191,6 +193,9 @@ _PARTITION_METRICS = ("records-lag-max", "records-lag-avg", "records-lead-min", 
 _SAMPLE = 4
 
 
+_EMPTY_RING = array("d")
+
+
 class _PartitionStats:
     """One partition's records-lag-max/avg and records-lead-min/avg. The max and the average
     of the lag record the same values at the same moments, so their samples roll together:
@@ -205,9 +210,9 @@ class _PartitionStats:
     __slots__ = ("lag", "lag_at", "lead", "lead_at", "_names")
 
     def __init__(self) -> None:
-        self.lag = array("d")
+        self.lag = _EMPTY_RING[:]            # a slice: a new array, without parsing "d"
         self.lag_at = -1
-        self.lead = array("d")
+        self.lead = _EMPTY_RING[:]
         self.lead_at = -1
         self._names: tuple[MetricName, ...] | None = None
 
@@ -489,6 +494,8 @@ class ConsumerMetrics:
         w = self._window
         sums: dict[str, list[int]] = {}     # topic -> [records, bytes, bytes recorded (0/1)]
         max_lag = min_lead = None
+        partitions = self._partitions
+        committed = self._read_committed
         for tp, count, cursor, records in drained:
             topic_sums = sums.get(tp.topic)
             if topic_sums is None:
@@ -498,9 +505,21 @@ class ConsumerMetrics:
                 cut = cursor.incomplete_batch
                 topic_sums[1] += len(records) - (cut[2] if cut is not None else 0)
                 topic_sums[2] = 1
-            lag, lead = self._lag_lead(subscriptions, tp)
+            # _lag_lead and _partition inlined: this runs for every partition of a chunk
+            st = subscriptions.state_or_none(tp)
+            if st is None or not st.has_valid_position:
+                continue
+            position = st.position
+            if position is None:
+                continue
+            end = st.last_stable_offset if committed else st.high_watermark
+            start = st.log_start_offset
+            lag = None if end is None else end - position.offset
+            lead = None if start is None else position.offset - start
             if lag is not None or lead is not None:
-                stats = self._partition(tp)
+                stats = partitions.get(tp)
+                if stats is None:
+                    stats = partitions[tp] = _PartitionStats()
                 if lag is not None:
                     stats.record_lag(w, lag, now)
                     if max_lag is None or lag > max_lag:

@@ -231,6 +231,9 @@ class Assignment:
     def state(self, tp: TopicPartition) -> Offsets:
         return self.partitions[tp]
 
+    def state_or_none(self, tp: TopicPartition) -> Offsets | None:
+        return self.partitions.get(tp)
+
 
 @pytest.mark.parametrize("isolation, lag", [("read_uncommitted", 3.0), ("read_committed", 2.0)])
 def test_lag_and_lead_are_read_through_the_assignment_view(isolation: str, lag: float) -> None:
