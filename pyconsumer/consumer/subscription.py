@@ -238,13 +238,15 @@ class SubscriptionState:
 
     def is_fetchable(self, tp: TopicPartition) -> bool:
         st = self._assignment.get(tp)
-        return st is not None and not st.paused and st.has_valid_position
+        return st is not None and not st.paused and st.fetch_state is FetchState.FETCHING
 
     def fetchable_state(self, tp: TopicPartition) -> PartitionState | None:
         """``tp``'s state when it is fetchable (assigned, not paused, a valid position), else
         None: one lookup where an answer's handling asked is_fetchable, then position."""
         st = self._assignment.get(tp)
-        return st if st is not None and not st.paused and st.has_valid_position else None
+        # (has_valid_position spelled out: a property call per partition of every answer)
+        return st if st is not None and not st.paused \
+            and st.fetch_state is FetchState.FETCHING else None
 
     def state_or_none(self, tp: TopicPartition) -> PartitionState | None:
         """``tp``'s state, None when it is not assigned (is_assigned and state in one)."""
@@ -281,9 +283,11 @@ class SubscriptionState:
 
     def advance(self, tp: TopicPartition, offset: int, offset_epoch: int | None) -> None:
         """Move the position after records were handed out (FETCHING only)."""
-        st = self.state(tp)
+        st = self._assignment.get(tp)
+        if st is None:
+            raise IllegalStateError(f"No current assignment for partition {tp}")
         position = st.position
-        if not st.has_valid_position or position is None:
+        if st.fetch_state is not FetchState.FETCHING or position is None:
             raise IllegalStateError("Cannot set a new position without a valid current position")
         journal = self._journal
         if journal is not None and tp not in journal:

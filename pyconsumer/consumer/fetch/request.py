@@ -568,15 +568,16 @@ class FetchRequests:
               full: bool = False) -> None:
         metadata = self.client.metadata
         config = self.config
-        asks: dict[TopicPartition, int] = {}
+        # every partition asks max.partition.fetch.bytes but one re-fetching a whole batch
+        asks = dict.fromkeys(partitions, config.max_partition_fetch_bytes)
         again: list[TopicPartition] = []
-        for tp, (offset, _) in partitions.items():
-            refetch = self.buffer.refetch.get(tp)
-            if refetch is not None and refetch.offset == offset:
-                asks[tp] = refetch.max_bytes
-                again.append(tp)
-            else:
-                asks[tp] = config.max_partition_fetch_bytes
+        refetches = self.buffer.refetch
+        if refetches:
+            for tp, (offset, _) in partitions.items():
+                refetch = refetches.get(tp)
+                if refetch is not None and refetch.offset == offset:
+                    asks[tp] = refetch.max_bytes
+                    again.append(tp)
         # a re-fetch of an incomplete batch goes first (brokers fill a response in request
         # order) and the response may hold all of them
         order = again + [tp for tp in partitions if tp not in again]
