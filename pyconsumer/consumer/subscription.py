@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Set
 from typing import NamedTuple
 
 from pyconsumer.config import OffsetResetStrategy
@@ -219,6 +219,11 @@ class SubscriptionState:
         fetching, validating = FetchState.FETCHING, FetchState.AWAIT_VALIDATION
         return [tp for tp, st in self._assignment.items()
                 if st.fetch_state is fetching or st.fetch_state is validating]
+
+    def states(self) -> Mapping[TopicPartition, PartitionState]:
+        """Each assigned partition's state (read-only, live): for walks over thousands of
+        partitions, one lookup each instead of a call to :meth:`state`."""
+        return self._assignment
 
     def is_assigned(self, tp: TopicPartition) -> bool:
         return tp in self._assignment

@@ -216,7 +216,7 @@ class FetchRequests:
         subs = self.subscriptions
         now = self._clock()
         per_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
-        caught_up: dict[int, bool] = {}
+        behind: set[int] = set()             # nodes with a partition not caught up
         self.retry_in_ms = float("inf")
         self.replicas.keep(subs.is_assigned)
         ahead = self._prefetchable(buffered) if buffered and self.prefetch else {}
@@ -243,6 +243,7 @@ class FetchRequests:
         replicas = self.replicas if self.replicas else None
         in_flight = self._nodes_in_flight
         topics = metadata.topics
+        states = subs.states()
         delays: dict[int, float] = {}
         for tp in fetchable:
             if tp in buffered:
@@ -261,16 +262,19 @@ class FetchRequests:
             if delay > 0:
                 self.retry_in_ms = min(self.retry_in_ms, delay)
                 continue
-            st = subs.state(tp)
+            st = states[tp]
             offset = ahead.get(tp)
             if offset is None:
                 position = st.position
                 assert position is not None
                 offset = position.offset
-            epoch = -1 if info.leader_epoch is None else info.leader_epoch
-            per_node.setdefault(node, {})[tp] = (offset, epoch)
+            wants = per_node.get(node)
+            if wants is None:
+                wants = per_node[node] = {}
+            wants[tp] = (offset, -1 if info.leader_epoch is None else info.leader_epoch)
             hw = st.high_watermark
-            caught_up[node] = caught_up.get(node, True) and hw is not None and offset >= hw
+            if hw is None or offset < hw:
+                behind.add(node)
         busy = self._nodes_with_buffered(buffered, now) if buffered and per_node else set()
         for node in [n for n in per_node if n in busy]:
             handler = self.sessions.get(node)
@@ -278,7 +282,7 @@ class FetchRequests:
                 # an incremental fetch without the buffered partitions would forget them in
                 # the session, one with them would bring their data again: wait (KAFKA-17182)
                 del per_node[node]
-            elif caught_up.get(node):
+            elif node not in behind:
                 # Hold back a fetch that would only long-poll caught-up partitions while other
                 # partitions of the same node still have data buffered: it would sit at the
                 # broker for fetch.max.wait.ms and, one fetch per node, keep those partitions
