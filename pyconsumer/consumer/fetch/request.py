@@ -61,7 +61,7 @@ from pyconsumer.consumer.fetch.session import (
     PartitionData,
 )
 from pyconsumer.consumer.metrics import ConsumerMetrics
-from pyconsumer.consumer.subscription import PartitionState, SubscriptionState
+from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import ErrorCode, IllegalStateError, KafkaError, error_for_code
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.connection import Response
@@ -360,16 +360,6 @@ class FetchRequests:
             plan.setdefault(node, {})[tp] = (topic_id, epoch)
             node_of[tp] = node
         self._plan, self._node_of = plan, node_of
-
-    def _note_lag(self, tp: TopicPartition, st: PartitionState) -> None:
-        """After an empty answer applied to ``st`` (``tp``'s state): ``tp`` may lag now, or
-        be caught up (then dropped from ``_lagging`` unless touched: data it holds may still
-        move it)."""
-        hw, position = st.high_watermark, st.position
-        if hw is None or hw < 0 or position is None or position.offset < hw:
-            self._lagging[tp] = None
-        elif tp not in self._touched:
-            self._lagging.pop(tp, None)
 
     def positions_moved(self, partitions: Iterable[TopicPartition]) -> None:
         """Positions set other than by a drain or a SubscriptionState move (a poll's rollback):
@@ -695,6 +685,8 @@ class FetchRequests:
         # (protocol.decode_response; a body from elsewhere has none: indexed here)
         indexes: list[RecordSetIndex] | None = getattr(body, "indexes", None)
         k = 0
+        session_partitions = data.session_partitions
+        asks: list[PartitionData | None] = []          # what was asked of each of parts
         for t in body["responses"]:
             name = t["topic"] if by_name else data.topic_names.get(t["topic_id"])
             known = None if name is None else self._partitions_of(name)
@@ -709,7 +701,7 @@ class FetchRequests:
                     if named is None:                 # not assigned: made once and kept
                         assert name is not None
                         named = known[i] = TopicPartition(name, i)
-                asked = None if named is None else data.session_partitions.get(named)
+                asked = None if named is None else session_partitions.get(named)
                 offset = 0 if asked is None else asked.fetch_offset
                 if indexes is None:
                     index = RecordSetIndex(p.get("records"), offset)
@@ -721,6 +713,7 @@ class FetchRequests:
                 size += index.size
                 if named is not None:
                     parts.append((named, p, index))
+                    asks.append(asked)
             topic_bytes.append((name, size))
             if name is None:
                 unknown_ids += 1
@@ -733,24 +726,31 @@ class FetchRequests:
                 self.client.metadata.request_update()
             return
         self._check_ahead(parts)
-        for tp, p, index in parts:
-            asked = data.session_partitions.get(tp)
+        apply_answer = self.buffer.apply_answer
+        empty_at, lagging, touched = self._empty_at, self._lagging, self._touched
+        for (tp, p, index), asked in zip(parts, asks):
             if asked is not None:     # an incremental answer leaves out what did not change
                 if not p["error_code"] and not p.get("records"):
                     # nothing to hand out: take its news now rather than queue it behind
                     # other partitions' data, where it would keep its partition from being
                     # fetched again until that data drained (brokers that cap a response
                     # answer the partitions past the cap this way)
-                    st = self.buffer.apply_answer(tp, asked.fetch_offset, p)
-                    self._empty_at[tp] = asked.fetch_offset
+                    st = apply_answer(tp, asked.fetch_offset, p)
+                    empty_at[tp] = asked.fetch_offset
                     if st is None:               # stale: judged from its state as it is
                         st = self.subscriptions.state_or_none(tp)
                     if st is not None:           # its high watermark may have moved
-                        self._note_lag(tp, st)
+                        # it may lag now, or be caught up (then dropped from _lagging
+                        # unless touched: data it holds may still move it)
+                        hw, position = st.high_watermark, st.position
+                        if hw is None or hw < 0 or position is None or position.offset < hw:
+                            lagging[tp] = None
+                        elif tp not in touched:
+                            lagging.pop(tp, None)
                     continue
                 # its position moves as it drains, its high watermark when it is read
-                self._touched[tp] = None
-                self._lagging[tp] = None
+                touched[tp] = None
+                lagging[tp] = None
                 fetched = Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
                 if not p["error_code"]:
                     fetched.index = index
