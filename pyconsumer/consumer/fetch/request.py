@@ -514,12 +514,13 @@ class FetchRequests:
         if planned:
             node_of = self._node_of
             lagging = self._lagging
+            states = subs.states()
             for tp in list(lagging):
                 node = node_of.get(tp)
                 if node is None:
                     del lagging[tp]                  # not fetchable: back with a new plan
                     continue
-                st = subs.state(tp)                  # one lookup for position and hw
+                st = states[tp]                      # one lookup for position and hw
                 position = st.position
                 hw = seen_hw[tp] if tp in seen_hw else st.high_watermark
                 if hw is None or hw < 0 or position is None or position.offset < hw:
@@ -638,7 +639,10 @@ class FetchRequests:
                 if codec is not None:
                     entry = encode_struct(codec, entry)
                     encoded[tp] = (key, entry)
-            topics.setdefault(tp.topic, (p.topic_id, []))[1].append(entry)
+            listed = topics.get(tp.topic)
+            if listed is None:             # (not setdefault: its default is made every time)
+                listed = topics[tp.topic] = (p.topic_id, [])
+            listed[1].append(entry)
         forgotten: dict[tuple[str, uuid.UUID], list[int]] = {}
         if version >= 7:
             for tp, topic_id in data.forgotten(version):
