@@ -7,10 +7,12 @@ flight to the one broker. A loop over the assignment shows up as thousands of li
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -166,39 +168,51 @@ def test_fetch_template_encodes_the_codec_bytes() -> None:
                     assert frames[0] == frames[1] == frames[2], version
 
 
+@contextlib.contextmanager
+def _latest_on_filled(n: int) -> Iterator[tuple[FakeCluster, list[TopicPartition], KafkaConsumer]]:
+    """A consumer (auto.offset.reset=latest) assigned t-0..t-(n-1) of a two-broker fake whose
+    partition p holds p + 1 records; the fake saw no error when it is done."""
+    with FakeCluster(2, topics={"t": n}) as cluster:
+        for p in range(n):
+            cluster.produce(TopicPartition("t", p), [(None, b"v")] * (p + 1))
+        tps = [TopicPartition("t", p) for p in range(n)]
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="latest",
+                           fetch_max_wait_ms=10) as c:
+            c.assign(tps)
+            yield cluster, tps, c
+        assert cluster.errors == []
+
+
+def _settle(c: KafkaConsumer) -> None:
+    deadline = time.monotonic() + 10
+    while not c._subscriptions.all_fetching():
+        assert time.monotonic() < deadline
+        assert c.poll(timeout_ms=20) == {}
+
+
 def test_a_reset_position_carries_its_leader_and_needs_no_leader_check() -> None:
     """Java's reset: the position a ListOffsets answer gives is taken as checked against the
     partition's current leader (FetchPosition with metadata.currentLeader), so no validation
     follows and the next leader check changes nothing (it rewrote every position once, each
     a move, after the first answers on 1,000s of partitions)."""
-    with FakeCluster(2, topics={"t": 4}) as cluster:
-        for p in range(4):
-            cluster.produce(TopicPartition("t", p), [(None, b"v")] * (p + 1))
-        tps = [TopicPartition("t", p) for p in range(4)]
-        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="latest",
-                           fetch_max_wait_ms=10) as c:
-            c.assign(tps)
-            start = c._subscriptions.moves
-            deadline = time.monotonic() + 10
-            while not c._subscriptions.all_fetching():
-                assert time.monotonic() < deadline
-                assert c.poll(timeout_ms=20) == {}
-            subs, loop = c._subscriptions, c._poll_loop
-            assert loop is not None and c._fetcher is not None
-            metadata = c._fetcher.requests.client.metadata
-            for tp in tps:
-                info = metadata.partition(tp)
-                assert info is not None
-                st = subs.state(tp)
-                assert st.fetch_state is FetchState.FETCHING
-                assert st.position == (tp.partition + 1, None, info.leader, info.leader_epoch)
-            # a reset request and a seek per partition: no third move to set its leader
-            assert subs.moves == start + 2 * len(tps)
-            moves = subs.moves
-            loop._leaders_checked = None              # a leader check over every partition
-            loop._validate_leaders(c._fetcher.requests.client)
-            assert subs.moves == moves
-        assert cluster.errors == []
+    with _latest_on_filled(4) as (_cluster, tps, c):
+        start = c._subscriptions.moves
+        _settle(c)
+        subs, loop = c._subscriptions, c._poll_loop
+        assert loop is not None and c._fetcher is not None
+        metadata = c._fetcher.requests.client.metadata
+        for tp in tps:
+            info = metadata.partition(tp)
+            assert info is not None
+            st = subs.state(tp)
+            assert st.fetch_state is FetchState.FETCHING
+            assert st.position == (tp.partition + 1, None, info.leader, info.leader_epoch)
+        # a reset request and a seek per partition: no third move to set its leader
+        assert subs.moves == start + 2 * len(tps)
+        moves = subs.moves
+        loop._leaders_checked = None              # a leader check over every partition
+        loop._validate_leaders(c._fetcher.requests.client)
+        assert subs.moves == moves
 
 
 def test_a_reset_pass_before_any_metadata_asks_for_it_and_marks_nothing() -> None:
@@ -206,36 +220,26 @@ def test_a_reset_pass_before_any_metadata_asks_for_it_and_marks_nothing() -> Non
     metadata and leaves every partition as it was (it walked all of them into a round that
     could send nothing and marked each one to retry). Once the metadata is in, one ListOffsets
     per leader finds every position, and auto.offset.reset=none still raises at once."""
-    with FakeCluster(2, topics={"t": 6}) as cluster:
-        for p in range(6):
-            cluster.produce(TopicPartition("t", p), [(None, b"v")] * (p + 1))
-        tps = [TopicPartition("t", p) for p in range(6)]
-        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="latest",
-                           fetch_max_wait_ms=10) as c:
-            c.assign(tps)
-            subs = c._subscriptions
-            for tp in tps:
-                subs.request_reset(tp)
-            offsets = c._poll_loop._parts()[2] if c._poll_loop is not None else None
-            assert offsets is not None
-            metadata = c._fetcher.requests.client.metadata if c._fetcher is not None else None
-            assert metadata is not None and metadata.topics == {}
-            moves, version = subs.moves, metadata.update_version
-            offsets.reset_positions_if_needed()
-            assert subs.moves == moves and offsets.resets_completed == 0
-            assert all(subs.state(tp).fetch_state is FetchState.AWAIT_RESET
-                       and subs.state(tp).next_retry_time is None for tp in tps)
-            assert metadata.update_requested()
-            deadline = time.monotonic() + 10
-            while not subs.all_fetching():
-                assert time.monotonic() < deadline
-                assert c.poll(timeout_ms=20) == {}
-            assert metadata.update_version > version
-            leaders = {metadata.partition(tp).leader for tp in tps}     # type: ignore[union-attr]
-            assert len(cluster.requests_of(ApiKey.LIST_OFFSETS)) == len(leaders) == 2
-            assert {tp: subs.position(tp).offset for tp in tps} == {  # type: ignore[union-attr]
-                tp: tp.partition + 1 for tp in tps}
-        assert cluster.errors == []
+    with _latest_on_filled(6) as (cluster, tps, c):
+        subs = c._subscriptions
+        for tp in tps:
+            subs.request_reset(tp)
+        assert c._poll_loop is not None and c._fetcher is not None
+        offsets = c._poll_loop._parts()[2]
+        metadata = c._fetcher.requests.client.metadata
+        assert metadata.topics == {}
+        moves, version = subs.moves, metadata.update_version
+        offsets.reset_positions_if_needed()
+        assert subs.moves == moves and offsets.resets_completed == 0
+        assert all(subs.state(tp).fetch_state is FetchState.AWAIT_RESET
+                   and subs.state(tp).next_retry_time is None for tp in tps)
+        assert metadata.update_requested()
+        _settle(c)
+        assert metadata.update_version > version
+        leaders = {metadata.partition(tp).leader for tp in tps}     # type: ignore[union-attr]
+        assert len(cluster.requests_of(ApiKey.LIST_OFFSETS)) == len(leaders) == 2
+        assert {tp: subs.position(tp).offset for tp in tps} == {  # type: ignore[union-attr]
+            tp: tp.partition + 1 for tp in tps}
     with FakeCluster(1, topics={"t": 2}) as cluster:
         with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="none") as c:
             c.assign([TopicPartition("t", 0)])
