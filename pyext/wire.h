@@ -89,8 +89,42 @@ static inline uint32_t pyx_crc32(const uint8_t *p, size_t len) {
 static uint32_t pyx_crc32c_tab[8][256];
 static int pyx_crc32c_hw = 0;
 
+/* The instruction's latency is 3 cycles and it can start one each cycle: one running CRC
+ * waits on itself, three over three blocks side by side go ~3x faster. A block's CRC is
+ * joined to the one before by moving that one past the block's length in zero bytes, a
+ * linear map of the 32-bit register, kept as four byte tables per block length. Long blocks
+ * (8 KB: each stream stays sequential long enough for the prefetcher, on data out of cache)
+ * first, then short ones for the rest of a batch (Kafka's default batch is 16 KB). */
+#define PYX_CRC_LONG 8192                    /* bytes per stream per round (multiples of 8) */
+#define PYX_CRC_SHORT 256
+static uint32_t pyx_crc32c_skip_long[4][256];
+static uint32_t pyx_crc32c_skip_short[4][256];
+
+static uint32_t pyx_crc32c_skip(uint32_t skip[4][256], uint32_t c) {
+    return skip[0][c & 0xFF] ^ skip[1][(c >> 8) & 0xFF] ^ skip[2][(c >> 16) & 0xFF]
+         ^ skip[3][c >> 24];
+}
+
+static void pyx_crc32c_skip_tables(uint32_t skip[4][256], size_t block) {
+    static const uint8_t zeros[PYX_CRC_LONG];
+    uint32_t bit[32];
+    /* the register moved past a block of zeros, for each of its bits alone; a byte's
+     * table entry is the sum (xor) of its bits' */
+    for (int i = 0; i < 32; i++)
+        bit[i] = pyx_crc_slice8(pyx_crc32c_tab, 1u << i, zeros, block);
+    for (int k = 0; k < 4; k++)
+        for (int v = 0; v < 256; v++) {
+            uint32_t t = 0;
+            for (int b = 0; b < 8; b++)
+                if (v & (1 << b)) t ^= bit[8 * k + b];
+            skip[k][v] = t;
+        }
+}
+
 static void pyx_crc32c_init(void) {
     pyx_crc_tables(pyx_crc32c_tab, 0x82F63B78u);
+    pyx_crc32c_skip_tables(pyx_crc32c_skip_long, PYX_CRC_LONG);
+    pyx_crc32c_skip_tables(pyx_crc32c_skip_short, PYX_CRC_SHORT);
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     pyx_crc32c_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
@@ -110,6 +144,26 @@ static void pyx_crc32c_use_hw(int on) {
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("sse4.2")))
 static uint32_t pyx_crc32c_sse42(uint32_t c, const uint8_t *p, size_t len) {
+    /* three streams over blocks of `block` bytes, joined after each round */
+#define PYX_CRC_ROUNDS(block, skip)                                                    \
+    while (len >= 3 * (block)) {                                                       \
+        uint64_t a = c, b = 0, d = 0, va, vb, vd;                                      \
+        for (size_t i = 0; i < (block); i += 8) {                                      \
+            memcpy(&va, p + i, 8);                                                     \
+            memcpy(&vb, p + (block) + i, 8);                                           \
+            memcpy(&vd, p + 2 * (block) + i, 8);                                       \
+            a = __builtin_ia32_crc32di(a, va);                                         \
+            b = __builtin_ia32_crc32di(b, vb);                                         \
+            d = __builtin_ia32_crc32di(d, vd);                                         \
+        }                                                                              \
+        c = pyx_crc32c_skip(skip, pyx_crc32c_skip(skip, (uint32_t)a) ^ (uint32_t)b)    \
+            ^ (uint32_t)d;                                                             \
+        p += 3 * (block);                                                              \
+        len -= 3 * (block);                                                            \
+    }
+    PYX_CRC_ROUNDS(PYX_CRC_LONG, pyx_crc32c_skip_long)
+    PYX_CRC_ROUNDS(PYX_CRC_SHORT, pyx_crc32c_skip_short)
+#undef PYX_CRC_ROUNDS
     uint64_t c64 = c;
     while (len >= 8) {
         uint64_t v; memcpy(&v, p, 8);
