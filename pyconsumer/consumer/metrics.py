@@ -495,7 +495,7 @@ class ConsumerMetrics:
         sums: dict[str, list[int]] = {}     # topic -> [records, bytes, bytes recorded (0/1)]
         max_lag = min_lead = None
         partitions = self._partitions
-        committed = self._read_committed
+        lag_lead_of, state_or_none = self._lag_lead_of, subscriptions.state_or_none
         for tp, count, cursor, records in drained:
             topic_sums = sums.get(tp.topic)
             if topic_sums is None:
@@ -505,19 +505,9 @@ class ConsumerMetrics:
                 cut = cursor.incomplete_batch
                 topic_sums[1] += len(records) - (cut[2] if cut is not None else 0)
                 topic_sums[2] = 1
-            # _lag_lead and _partition inlined: this runs for every partition of a chunk
-            st = subscriptions.state_or_none(tp)
-            if st is None or not st.has_valid_position:
-                continue
-            position = st.position
-            if position is None:
-                continue
-            end = st.last_stable_offset if committed else st.high_watermark
-            start = st.log_start_offset
-            lag = None if end is None else end - position.offset
-            lead = None if start is None else position.offset - start
+            lag, lead = lag_lead_of(state_or_none(tp))
             if lag is not None or lead is not None:
-                stats = partitions.get(tp)
+                stats = partitions.get(tp)            # _partition inlined: per partition
                 if stats is None:
                     stats = partitions[tp] = _PartitionStats()
                 if lag is not None:
@@ -545,9 +535,12 @@ class ConsumerMetrics:
 
     def _lag_lead(self, subs: AssignmentView, tp: TopicPartition
                   ) -> tuple[int | None, int | None]:
-        if not subs.is_assigned(tp):
+        return self._lag_lead_of(subs.state_or_none(tp))
+
+    def _lag_lead_of(self, st: PartitionView | None) -> tuple[int | None, int | None]:
+        """A partition's lag and lead from its state (None: not assigned)."""
+        if st is None:
             return None, None
-        st = subs.state(tp)
         position = st.position if st.has_valid_position else None
         if position is None:
             return None, None

@@ -288,9 +288,7 @@ class SubscriptionState:
 
     def advance(self, tp: TopicPartition, offset: int, offset_epoch: int | None) -> None:
         """Move the position after records were handed out (FETCHING only)."""
-        st = self._assignment.get(tp)
-        if st is None:
-            raise IllegalStateError(f"No current assignment for partition {tp}")
+        st = self.state(tp)
         position = st.position
         if st.fetch_state is not FetchState.FETCHING or position is None:
             raise IllegalStateError("Cannot set a new position without a valid current position")
