@@ -8,6 +8,11 @@ interleaved rounds:
                     (earliest) request as every client makes first, then one Fetch at a time
                     for every partition (the consumer's default fetch sizes), records counted
                     from the batch headers; no decoding, no Python object per record
+* ``raw_arrow``     the same loop doing the least a consumer handing out the same Arrow must
+                    do: each answer's record sets decoded (CRCs checked) by pyconsumer's
+                    compiled take into batches of at most 100,000 rows, all of them before the
+                    next Fetch: no pipelining, no consumer state (what poll_arrow's
+                    machinery and overlap are judged against; issue 26)
 * ``pc_arrow``      pyconsumer ``poll_arrow(max_records=100_000)`` (rows counted)
 * ``pc_arrow_1t``   the same with ``decode.threads=1`` (decoding in the polling thread only)
 * ``pc_poll``       pyconsumer ``poll()`` with max.poll.records 500 (ConsumerRecords; key,
@@ -42,6 +47,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer._records import CompletedFetch, take_arrow_many
 from pyconsumer.protocol import ApiKey, decode_response, encode_request
 
 #: a contender reads ``n`` records of ``partitions`` partitions of a topic, returns how many
@@ -205,8 +211,11 @@ class RawFetcher:
                 raise ConnectionError(f"broker closed the connection after {got} of {len(view)} bytes")
             got += k
 
-    def fetch(self, positions: dict[tuple[str, int], int]) -> dict[tuple[str, int], tuple[int, int, int]]:
-        """{(topic, partition): (records, next position, high watermark)} of one Fetch."""
+    def fetch(self, positions: dict[tuple[str, int], int], decode: bool = False
+              ) -> dict[tuple[str, int], tuple[int, int, int]]:
+        """{(topic, partition): (records, next position, high watermark)} of one Fetch.
+        ``decode``: every record set is also decoded into Arrow (:func:`take_arrow`) and the
+        rows must be the records counted."""
         self.cid += 1
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for (t, p), off in positions.items():
@@ -231,6 +240,9 @@ class RawFetcher:
             raise RuntimeError(f"Fetch of {', '.join(by_topic)}: correlation id {cid} (sent {self.cid}), "
                                f"error {response['error_code']}")
         out: dict[tuple[str, int], tuple[int, int, int]] = {}
+        indexes = response.indexes if decode else None
+        cursors: list[tuple[CompletedFetch, int]] = []
+        k = 0
         for t in response["responses"]:
             for part in t["partitions"]:
                 tp = (t["topic"], part["partition_index"])
@@ -239,7 +251,49 @@ class RawFetcher:
                                        f"error {part['error_code']}")
                 n, nxt = count_batches(part["records"], positions[tp])
                 out[tp] = (n, nxt, part["high_watermark"])
+                if indexes is not None:
+                    index = indexes[k]
+                    k += 1
+                    index.set_fetch_offset(positions[tp])
+                    if index.bound:
+                        cursors.append((CompletedFetch(part["records"], tp[0], tp[1], positions[tp],
+                                                       index=index), index.bound))
+        if indexes is not None:
+            rows, counted = take_arrow(cursors), sum(n for n, _, _ in out.values())
+            if rows != counted:
+                raise RuntimeError(f"Fetch of {', '.join(by_topic)}: {rows} rows decoded, {counted} counted")
         return out
+
+
+#: the rows of one Arrow batch (poll_arrow's max_records in the pc_arrow contender)
+ARROW_ROWS = 100_000
+
+
+def take_arrow(cursors: list[tuple[CompletedFetch, int]]) -> int:
+    """Every record of ``cursors`` (each with its index's bound) decoded into Arrow batches of
+    at most ARROW_ROWS rows, as poll_arrow's drain groups them (take_arrow_many over the
+    cursors whose bounds fit, the last one taken in part); the rows decoded."""
+    rows, i = 0, 0
+    while i < len(cursors):
+        group, budgets, left = [], [], ARROW_ROWS
+        for cursor, bound in cursors[i:]:
+            group.append(cursor)
+            budgets.append(min(bound, left))
+            left -= budgets[-1]
+            if left <= 0:
+                break
+        batch, _ = take_arrow_many(group, budgets)
+        rows += batch.num_rows
+        before = i
+        for cursor in group:
+            if not cursor.is_drained:
+                if cursor.pending_error is not None:
+                    raise cursor.pending_error
+                break
+            i += 1
+        if i == before and not batch.num_rows:
+            raise RuntimeError(f"take_arrow: {group[0]!r} gives no rows and is not drained")
+    return rows
 
 
 def count_batches(records: Any, position: int) -> tuple[int, int]:
@@ -274,6 +328,21 @@ def raw_fetch(bootstrap: str, topic: str, partitions: int, n: int) -> int:
         got, progress = 0, _Progress("raw_fetch", n)
         while got < n:
             for tp, (k, nxt, _hw) in f.fetch(positions).items():
+                got += k
+                positions[tp] = nxt
+            progress.check(got)
+        return got
+    finally:
+        f.close()
+
+
+def raw_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    f = RawFetcher(bootstrap)
+    try:
+        positions = f.start_offsets(topic, partitions)
+        got, progress = 0, _Progress("raw_arrow", n)
+        while got < n:
+            for tp, (k, nxt, _hw) in f.fetch(positions, decode=True).items():
                 got += k
                 positions[tp] = nxt
             progress.check(got)
@@ -502,14 +571,15 @@ def kp(bootstrap: str, topic: str, partitions: int, n: int) -> int:
 
 
 CONTENDERS: dict[str, Contender] = {
-    "raw_fetch": raw_fetch, "ck_consume": ck_consume, "pc_arrow": pc_arrow, "pc_arrow_1t": pc_arrow_1t,
-    "pc_poll": pc_poll,
+    "raw_fetch": raw_fetch, "raw_arrow": raw_arrow, "ck_consume": ck_consume, "pc_arrow": pc_arrow,
+    "pc_arrow_1t": pc_arrow_1t, "pc_poll": pc_poll,
     "pc_poll_large": pc_poll_large, "aio": aio, "kp": kp, "ck_consume500": ck_consume500,
     "kr_arrow": kr_arrow,
 }
 #: what each reads, for tables
 DESCRIPTIONS: dict[str, str] = {
     "raw_fetch": "Metadata, ListOffsets, then a sequential raw Fetch loop counting batch headers (the broker ceiling)",
+    "raw_arrow": "the same loop, each answer decoded into 100k-row Arrow batches (CRCs checked) before the next Fetch",
     "ck_consume": "confluent-kafka consume(10000), fields touched",
     "ck_consume500": "confluent-kafka consume(500), fields touched",
     "pc_arrow": "pyconsumer poll_arrow(max_records=100000)",

@@ -338,3 +338,54 @@ def test_a_merge_of_a_merge_names_every_earlier_run(suite: ModuleType, tmp_path:
     old_format = merged.replace(first, "Merged (--merge): the cases this command ran replace theirs; every other "
                                        "section and target row is from the earlier run `full run` (then, commit abc).")
     assert suite.merge_note(old_format).endswith("; `full run` (then, commit abc).")
+
+
+def test_raw_arrows_take_decodes_every_record_once_in_batches_of_at_most_arrow_rows(
+        bench_consume: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """raw_arrow's decode (issue 26): the cursors of an answer taken into batches of at most
+    ARROW_ROWS rows, partitions one after another, a partition cut across batches where its
+    rows do not fit; every record once, in order (offsets and values exact); a fetch offset
+    inside a batch skips the records before it; a corrupt batch raises, naming the offset."""
+    from pyconsumer.errors import CorruptRecordError
+    from pyconsumer.records import CompletedFetch, RecordSetIndex
+    from tests import recordsets as rs
+
+    monkeypatch.setattr(bench_consume, "ARROW_ROWS", 7)
+    taken: list[Any] = []
+    real = bench_consume.take_arrow_many
+
+    def spy(cursors: list[Any], budgets: list[int]) -> Any:
+        batch, rows = real(cursors, budgets)
+        taken.append(batch)
+        return batch, rows
+    monkeypatch.setattr(bench_consume, "take_arrow_many", spy)
+
+    sets = {0: rs.aio_v2(rs.sample_records(5), "none", 0) + rs.aio_v2(rs.sample_records(6, 5), "lz4", 5),
+            1: rs.aio_v2(rs.sample_records(3, 40), "none", 40),
+            2: rs.aio_v2(rs.sample_records(9, 70), "zstd", 70)}
+    start = {0: 0, 1: 41, 2: 70}          # partition 1 from inside its batch
+
+    def cursors(data: dict[int, bytes]) -> list[tuple[Any, int]]:
+        out = []
+        for p, d in data.items():
+            index = RecordSetIndex(d, start[p])
+            out.append((CompletedFetch(d, "t", p, start[p], index=index), index.bound))
+        return out
+
+    assert bench_consume.take_arrow(cursors(sets)) == 11 + 2 + 9
+    assert all(0 < b.num_rows <= 7 for b in taken) and len(taken) == 4
+    got: dict[int, list[tuple[int, bytes | None]]] = {}
+    for b in taken:
+        for p, o, v in zip(b.column("partition").to_pylist(), b.column("offset").to_pylist(),
+                           b.column("value").to_pylist()):
+            got.setdefault(p, []).append((o, v))
+    expected = {0: [(i, r[3]) for i, r in enumerate(rs.sample_records(5) + rs.sample_records(6, 5))],
+                1: [(40 + i, r[3]) for i, r in enumerate(rs.sample_records(3, 40))][1:],
+                2: [(70 + i, r[3]) for i, r in enumerate(rs.sample_records(9, 70))]}
+    assert got == expected
+
+    bad = bytearray(sets[2])
+    bad[-3] ^= 0x40                                   # inside the CRC-covered bytes
+    with pytest.raises(CorruptRecordError, match="CRC32C mismatch") as info:
+        bench_consume.take_arrow(cursors({**sets, 2: bytes(bad)}))
+    assert info.value.offset == 70
