@@ -341,10 +341,12 @@ class ConsumerConfig:
         "decode.threads",
         0,
         int32(0, 64),
-        "Threads poll_arrow() decodes buffered partitions on side by side (the GIL is released "
-        "while a batch is filled): 1 decodes in the polling thread only; 0 picks one per core, "
-        "at most 4. Partitions are taken side by side only when all their records fit in the "
-        "call's max_records, so the result is the same as one by one",
+        "Threads poll_arrow() decodes on besides the polling thread (the GIL is released "
+        "while a batch is filled): a large answer's CRCs checked as it arrives, one large "
+        "response's compressed batches decompressed in runs, typed values (value.format) of "
+        "buffered partitions side by side when all their records fit in the call's "
+        "max_records; the result is the same as one thread's. 1 decodes in the polling thread "
+        "only; 0 picks one per core, at most 4",
         java=False,
     )
     exclude_internal_topics = Setting(
