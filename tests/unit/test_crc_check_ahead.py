@@ -164,3 +164,40 @@ def test_a_consumer_checking_ahead_hands_out_the_same_records_and_error(
         assert errors == [("t", 2, 30, True)]
         assert (len(submitted) > 0) == ahead and set(submitted) <= {2}
         assert cluster.errors == []
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_the_first_partition_of_an_answer_is_left_to_the_walker(
+        partitions: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever its size (CHECK_AHEAD_BYTES 0), an answer's first partition with data is not
+    handed to the checker: the walker starts on it at once and the two would check the same
+    batches. A one-partition answer is never checked ahead; with 3 partitions every answer
+    hands the other two over. The records come out exact either way."""
+    monkeypatch.setattr(request, "CHECK_AHEAD_BYTES", 0)
+    handed: list[int] = []
+    real_submit = request.decode.submit
+
+    def counting(call: Callable[[], object], threads: int) -> object:
+        cells = dict(zip(call.__code__.co_freevars, call.__closure__ or ()))
+        handed.append(len(cells["work"].cell_contents))
+        return real_submit(call, threads)
+    monkeypatch.setattr(request.decode, "submit", counting)
+    tps = [TopicPartition("t", p) for p in range(partitions)]
+    with FakeCluster(topics={"t": partitions}) as cluster:
+        for tp in tps:
+            cluster.produce(tp, [(None, b"v-%d-%d" % (tp.partition, i)) for i in range(50)])
+        got: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                           decode_threads=2, fetch_max_wait_ms=10) as c:
+            c.assign(tps)
+            for _ in range(100):
+                batch = c.poll_arrow(timeout_ms=50)
+                for p, o, v in zip(batch.column("partition").to_pylist(),
+                                   batch.column("offset").to_pylist(),
+                                   batch.column("value").to_pylist()):
+                    got[p].append((o, v))
+                if sum(map(len, got.values())) == 50 * partitions:
+                    break
+        assert got == {p: [(i, b"v-%d-%d" % (p, i)) for i in range(50)] for p in range(partitions)}
+        assert handed == ([] if partitions == 1 else [2])
+        assert cluster.errors == []

@@ -768,12 +768,17 @@ class FetchRequests:
         """A large answer's batch CRCs checked on a decode thread as it arrives
         (RecordSetIndex.verify_crcs): the polling thread then reads each batch's bytes once,
         when it decodes it, instead of twice (check.crcs reads them all first). A batch not
-        checked yet when its turn comes is checked there, as always."""
+        checked yet when its turn comes is checked there, as always; so is every batch of the
+        answer's first partition with data (a one-partition answer is not checked ahead)."""
         if not self.config.check_crcs or self._decode_threads < 2:
             return
         work = [(index, records) for _, p, index in parts
                 if index.size and not p["error_code"] and (records := p.get("records")) is not None]
-        if sum(index.size for index, _ in work) < CHECK_AHEAD_BYTES:
+        # the first partition with data is left to the walker, which starts on it at once:
+        # checked ahead too, the two would race over the same batches (one partition, 1 MB
+        # answers: 156 -> 137 ms a 1M-record read; 6 partitions unchanged, 115 ms)
+        work = work[1:]
+        if not work or sum(index.size for index, _ in work) < CHECK_AHEAD_BYTES:
             return
 
         def check() -> None:
