@@ -318,37 +318,30 @@ def count_batches(records: Any, position: int) -> tuple[int, int]:
     return n, position
 
 
-def raw_fetch(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+def _raw_loop(bootstrap: str, topic: str, partitions: int, n: int, decode: bool) -> int:
     f = RawFetcher(bootstrap)
     try:
         # the two round trips every client makes before it can fetch (leader, then start
         # offsets), timed as the clients' are: without them the ceiling skipped ~25-40 ms of
         # a 1,000-partition read that every contender pays
         positions = f.start_offsets(topic, partitions)
-        got, progress = 0, _Progress("raw_fetch", n)
+        got, progress = 0, _Progress("raw_arrow" if decode else "raw_fetch", n)
         while got < n:
-            for tp, (k, nxt, _hw) in f.fetch(positions).items():
+            for tp, (k, nxt, _hw) in f.fetch(positions, decode=decode).items():
                 got += k
                 positions[tp] = nxt
             progress.check(got)
         return got
     finally:
         f.close()
+
+
+def raw_fetch(bootstrap: str, topic: str, partitions: int, n: int) -> int:
+    return _raw_loop(bootstrap, topic, partitions, n, False)
 
 
 def raw_arrow(bootstrap: str, topic: str, partitions: int, n: int) -> int:
-    f = RawFetcher(bootstrap)
-    try:
-        positions = f.start_offsets(topic, partitions)
-        got, progress = 0, _Progress("raw_arrow", n)
-        while got < n:
-            for tp, (k, nxt, _hw) in f.fetch(positions, decode=True).items():
-                got += k
-                positions[tp] = nxt
-            progress.check(got)
-        return got
-    finally:
-        f.close()
+    return _raw_loop(bootstrap, topic, partitions, n, True)
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
