@@ -341,7 +341,7 @@ class ConsumerConfig:
         "decode.threads",
         0,
         int32(0, 64),
-        "Threads poll_arrow() decodes on besides the polling thread (the GIL is released "
+        "Threads poll_arrow() decodes on, besides the polling thread (the GIL is released "
         "while a batch is filled): a large answer's CRCs checked as it arrives, one large "
         "response's compressed batches decompressed in runs, typed values (value.format) of "
         "buffered partitions side by side when all their records fit in the call's "
