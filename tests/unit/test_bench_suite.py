@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -389,3 +389,32 @@ def test_raw_arrows_take_decodes_every_record_once_in_batches_of_at_most_arrow_r
     with pytest.raises(CorruptRecordError, match="CRC32C mismatch") as info:
         bench_consume.take_arrow(cursors({**sets, 2: bytes(bad)}))
     assert info.value.offset == 70
+
+
+def test_the_scale_case_runs_more_rounds_where_its_targets_are_judged(
+        suite: ModuleType, bench_consume: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """1,000 partitions of one topic (where issue 26's ratios are read) get at least
+    SCALE_TARGET_ROUNDS interleaved rounds; every other size, and --quick, --rounds as given;
+    raw_arrow runs beside raw_fetch and both are references."""
+    calls = _fake_e2e(bench_consume, monkeypatch)
+    rounds_of: dict[str, int] = {}
+    real = bench_consume.measure
+
+    def measure(bootstrap: str, topic: str, partitions: int, n: int, contenders: dict[str, Any],
+                rounds: int, **kw: Any) -> dict[str, list[float]]:
+        rounds_of[topic] = rounds
+        return cast(dict[str, list[float]], real(bootstrap, topic, partitions, n, contenders, rounds, **kw))
+    monkeypatch.setattr(bench_consume, "measure", measure)
+    monkeypatch.setattr(bench_consume, "idle_poll", lambda bootstrap, topic, partitions: (10.0, 1000 * partitions, 0))
+    monkeypatch.setattr(suite, "have_kafkarrow", lambda: False)
+    broker, _ = _fake_broker(suite)
+    cases = suite.run_scale(broker, False, 3, None, 100)
+    assert rounds_of == {"scale-6p-1t-0": 3, "scale-100p-1t-0": 3, "scale-1000p-1t-0": suite.SCALE_TARGET_ROUNDS,
+                         "scale-1000p-3t-0,scale-1000p-3t-1,scale-1000p-3t-2": 3, "scale-5000p-1t-0": 3}
+    assert suite.SCALE_TARGET_ROUNDS > 3
+    assert [len(c.rates["pc_arrow"]) for c in cases] == [3, 3, suite.SCALE_TARGET_ROUNDS, 3, 3]
+    assert all(c.references == ["raw_fetch", "raw_arrow", "ck_consume"] for c in cases)
+    assert calls["measured"][2][3] == ["raw_fetch", "raw_arrow", "pc_arrow", "pc_poll", "ck_consume"]
+    rounds_of.clear()
+    suite.run_scale(broker, True, 3, None, 100)
+    assert set(rounds_of.values()) == {3}
