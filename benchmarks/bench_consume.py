@@ -273,16 +273,19 @@ def take_arrow(cursors: list[tuple[CompletedFetch, int]]) -> int:
     """Every record of ``cursors`` (each with its index's bound) decoded into Arrow batches of
     at most ARROW_ROWS rows, as poll_arrow's drain groups them (take_arrow_many over the
     cursors whose bounds fit, the last one taken in part); the rows decoded."""
+    bounds = [bound for _, bound in cursors]      # what each may still give, as rows are taken
     rows, i = 0, 0
     while i < len(cursors):
         group, budgets, left = [], [], ARROW_ROWS
-        for cursor, bound in cursors[i:]:
+        for (cursor, _), bound in zip(cursors[i:], bounds[i:]):
             group.append(cursor)
-            budgets.append(min(bound, left))
+            budgets.append(min(max(bound, 1), left))    # 1: a look past the last whole batch
             left -= budgets[-1]
             if left <= 0:
                 break
-        batch, _ = take_arrow_many(group, budgets)
+        batch, taken = take_arrow_many(group, budgets)
+        for j, k in enumerate(taken):
+            bounds[i + j] -= k
         rows += batch.num_rows
         before = i
         for cursor in group:
