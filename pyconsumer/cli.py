@@ -159,7 +159,7 @@ def _ingest(args: argparse.Namespace) -> int:
         level = options_log.level
         options_log.setLevel(logging.ERROR)
         try:
-            parse_options(checked, streaming=streaming)
+            source = parse_options(checked, streaming=streaming)
         finally:
             options_log.setLevel(level)
     except (IngestError, ConfigurationError) as exc:
@@ -168,7 +168,7 @@ def _ingest(args: argparse.Namespace) -> int:
     _require("ingest", ["pyspark"], "spark")
     _require_java("ingest")
 
-    from pyconsumer.ingest import check_source, claim_folders, format_summary, \
+    from pyconsumer.ingest import check_offsets, check_source, claim_folders, format_summary, \
         release_folders, run_ingest, spark_error_message, unknown_source_options
     from pyconsumer.spark.session import temporary_session
 
@@ -179,6 +179,7 @@ def _ingest(args: argparse.Namespace) -> int:
     try:
         # the brokers, the topics, the registry and the folders, before ~10 s of Spark start-up
         read_topics = check_source(opts)
+        check_offsets(source, args.checkpoint)
         if typed is not None:
             check_registry(typed, read_topics)
         created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pyconsumer.ingest.job import run_ingest, spark_error_message
 from pyconsumer.ingest.options import (
     IngestError,
+    check_apart,
+    check_offsets,
     check_source,
     claim_folders,
     local_path,
@@ -32,6 +34,8 @@ __all__ = [
     "local_path",
     "claim_folders",
     "release_folders",
+    "check_apart",
+    "check_offsets",
     "check_source",
     "unknown_source_options",
 ]

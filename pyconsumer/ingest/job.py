@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pyconsumer.console import StatusLine, bar
-from pyconsumer.ingest.options import IngestError, parse_trigger_ms, source_options
+from pyconsumer.ingest.options import IngestError, check_apart, parse_trigger_ms, source_options
 from pyconsumer.ingest.progress import OBSERVATION, StreamProgress, tasks_done
 from pyconsumer.ingest.summary import IngestSummary, PartitionSummary
 from pyconsumer.ingest.values import Rejects, rejects, with_rejects
@@ -213,7 +213,7 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
     if bad_records is not None:
         opts = with_rejects(opts)
         split = rejects(opts)
-        _check_apart(output, bad_records)
+        check_apart(output, bad_records)
     trigger_ms = (0 if once else _trigger_ms(trigger)) if streaming else 0
     for flag, path in (("--output", output), ("--bad-records", bad_records)):
         if path is not None:
@@ -252,17 +252,6 @@ def _check_dataset(spark: Any, flag: str, path: str, streaming: bool) -> None:
         what = "--output" if flag == "--output" else f"another {flag}"
         raise IngestError(f"{path} is a streaming (file sink) dataset: ingest into it with "
                           f"--checkpoint, or choose {what} for batch runs")
-
-
-def _check_apart(output: str, bad_records: str) -> None:
-    """The two datasets in folders of their own: one inside the other would be read as part
-    of it (or refused by Spark's partition discovery)."""
-    a, b = output.rstrip("/") + "/", bad_records.rstrip("/") + "/"
-    if a == b:
-        raise IngestError("--bad-records must be another folder than --output")
-    if b.startswith(a) or a.startswith(b):
-        raise IngestError(f"--bad-records {bad_records} and --output {output}: neither folder "
-                          "may hold the other (its files would be read as part of it)")
 
 
 def _trigger_ms(trigger: str) -> int:

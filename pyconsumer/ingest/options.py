@@ -3,11 +3,15 @@ interval, the output and checkpoint folders, the brokers and topics, unknown ``-
 and :class:`IngestError`, the one-line failure every part of the ingest raises."""
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyconsumer.spark.options import SourceOptions
 
 
 class IngestError(RuntimeError):
@@ -89,32 +93,72 @@ def local_path(path: str) -> str | None:
 def claim_folders(folders: Mapping[str, str | None]) -> list[str]:
     """Create the local ``{flag: path}`` folders that do not exist yet, so a path Spark could
     not write fails now, naming its flag; returns the folders created (the top-most of each),
-    for :func:`release_folders` after a failed run."""
-    created: list[str] = []
+    for :func:`release_folders` after a failed run. Every path is checked before any folder is
+    made, and a refusal removes what was made: a refused run leaves the file system as it was."""
+    todo: list[tuple[str, str, str]] = []
     for flag, path in folders.items():
         local = None if path is None else local_path(path)
-        if local is None:
+        if path is None or local is None:
             continue
-        if "\x00" in local:
-            raise IngestError(f"{flag} {path!r}: a path cannot hold a NUL character")
-        target = os.path.abspath(local)
-        if os.path.isdir(target):
-            if not os.access(target, os.W_OK | os.X_OK):
-                raise IngestError(f"{flag} {path}: the folder is not writable")
+        target = _check_folder(flag, path, local)
+        if target is not None:
+            todo.append((flag, path, target))
+    output, bad_records = folders.get("--output"), folders.get("--bad-records")
+    if output is not None and bad_records is not None:
+        check_apart(output, bad_records)
+    created: list[str] = []
+    for flag, path, target in todo:
+        if os.path.isdir(target):       # made above as a parent of another flag's folder
             continue
-        if os.path.exists(target):
-            raise IngestError(f"{flag} {path} is a file; give a folder (it will hold "
-                              f"{'the Parquet files' if flag == '--output' else 'offsets'})")
         top = target
         while not os.path.exists(os.path.dirname(top)):
             top = os.path.dirname(top)
         try:
             os.makedirs(target)
         except OSError as exc:
+            release_folders(created)
             raise IngestError(f"{flag} {path}: cannot create the folder: "
                               f"{exc.strerror or exc}") from None
         created.append(top)
     return created
+
+
+def check_apart(output: str, bad_records: str) -> None:
+    """The two datasets in folders of their own: one inside the other would be read as part
+    of it (or refused by Spark's partition discovery)."""
+    a, b = output.rstrip("/") + "/", bad_records.rstrip("/") + "/"
+    if a == b:
+        raise IngestError("--bad-records must be another folder than --output")
+    if b.startswith(a) or a.startswith(b):
+        raise IngestError(f"--bad-records {bad_records} and --output {output}: neither folder "
+                          "may hold the other (its files would be read as part of it)")
+
+
+def _check_folder(flag: str, path: str, local: str) -> str | None:
+    """The absolute folder ``local`` to create, None when it exists (writable); IngestError
+    when it cannot be a folder this run writes (what makedirs would say, said before any
+    folder of the run is made)."""
+    if "\x00" in local:
+        raise IngestError(f"{flag} {path!r}: a path cannot hold a NUL character")
+    target = os.path.abspath(local)
+    if os.path.isdir(target):
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise IngestError(f"{flag} {path}: the folder is not writable")
+        return None
+    if os.path.lexists(target):
+        holds = {"--output": "the Parquet files", "--bad-records": "the rejected records"}
+        raise IngestError(f"{flag} {path} is a file; give a folder (it will hold "
+                          f"{holds.get(flag, 'offsets')})")
+    parent = os.path.dirname(target)
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        why = os.strerror(errno.ENOTDIR)
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        why = os.strerror(errno.EACCES)
+    else:
+        return target
+    raise IngestError(f"{flag} {path}: cannot create the folder: {why}")
 
 
 def release_folders(created: Sequence[str]) -> list[str]:
@@ -171,6 +215,72 @@ def check_source(opts: Mapping[str, str], timeout_ms: int = 10_000) -> list[str]
             raise IngestError(f"no topic matches --pattern {lowered['subscribepattern']!r}")
         return topics
     return []
+
+
+def check_offsets(source: SourceOptions, checkpoint: str | None = None) -> None:
+    """What the source's planning refuses once Spark runs, asked of the brokers now: offsets or
+    timestamps given per partition (--starting-offsets / --ending-offsets JSON) name exactly
+    the partitions the read has, and assigned partitions exist (batch). A streaming run
+    resuming a checkpoint starts from it, not from --starting-offsets: that is not checked
+    then. IngestError naming the flag, with what to give instead."""
+    from pyconsumer.errors import ConfigurationError, KafkaError, UnknownTopicOrPartitionError
+    from pyconsumer.spark.offsets import OffsetReader, check_named_partitions
+    from pyconsumer.spark.options import Assign, SpecificOffsets, SpecificTimestamps
+
+    specs = [(source.starting, True)]
+    if not source.streaming:
+        specs.append((source.ending, False))
+    elif _resumes(checkpoint):
+        specs = []
+    specs = [(spec, start) for spec, start in specs
+             if isinstance(spec, (SpecificOffsets, SpecificTimestamps))]
+    if not specs and (source.streaming or not isinstance(source.strategy, Assign)):
+        return
+    reader = OffsetReader(source, role="ingest-check")
+    try:
+        partitions = reader.partitions()
+        for spec, start in specs:
+            flag = _offsets_flag(spec, start)
+            try:
+                check_named_partitions(spec, partitions, flag)
+            except ConfigurationError as exc:
+                if isinstance(spec, SpecificTimestamps):
+                    hint = "give a timestamp for each partition of the topics read"
+                elif start:
+                    hint = ("give each partition of the topics read an offset, -2 for earliest"
+                            + (" or -1 for latest" if source.streaming else ""))
+                else:
+                    hint = "give each partition of the topics read an offset, -1 for latest"
+                raise IngestError(f"{exc}: {hint}") from None
+    except UnknownTopicOrPartitionError as exc:
+        # an assigned partition that does not exist ("Option 'assign': t-7 does not exist")
+        text = str(exc.args[0]) if exc.args else str(exc)
+        raise IngestError(text.replace("Option 'assign':", "-o assign:")) from None
+    except KafkaError as exc:
+        raise IngestError(f"the brokers {source.kafka_params.get('bootstrap.servers')} did not "
+                          f"answer: {exc}") from None
+    finally:
+        reader.close()
+
+
+def _offsets_flag(spec: object, start: bool) -> str:
+    from pyconsumer.spark.options import SpecificTimestamps
+
+    if isinstance(spec, SpecificTimestamps):
+        return "-o startingOffsetsByTimestamp" if start else "-o endingOffsetsByTimestamp"
+    return "--starting-offsets" if start else "--ending-offsets"
+
+
+def _resumes(checkpoint: str | None) -> bool:
+    """A checkpoint with committed offsets (the query goes on from them). A remote one (hdfs://,
+    s3a://) is taken as resumed: only Spark can look into it."""
+    if checkpoint is None:
+        return False
+    local = local_path(checkpoint)
+    if local is None:
+        return True
+    offsets = os.path.join(local, "offsets")
+    return os.path.isdir(offsets) and any(not n.startswith(("_", ".")) for n in os.listdir(offsets))
 
 
 def unknown_source_options(options: Mapping[str, str]) -> list[str]:

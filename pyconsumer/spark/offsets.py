@@ -37,7 +37,7 @@ from pyconsumer.spark.options import (
 )
 from pyconsumer.structs import TopicPartition
 
-__all__ = ["OffsetReader", "DataLossError"]
+__all__ = ["OffsetReader", "DataLossError", "check_named_partitions"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,29 @@ def report_data_loss(options: SourceOptions, message: str) -> None:
     if options.fail_on_data_loss:
         raise DataLossError(f"{message}. {DATA_LOSS_HINT}")
     log.warning("%s. Skipping it because failOnDataLoss is false.", message)
+
+
+def check_named_partitions(spec: OffsetSpec, partitions: Iterable[TopicPartition],
+                           option: str) -> None:
+    """Offsets or timestamps given per partition (JSON) name exactly the topic-partitions the
+    query reads, as Spark requires (its "Partitions specified for Kafka start offsets don't
+    match what are assigned"): a :class:`ConfigurationError` naming ``option``, the partitions
+    missing and those not read. Other specs (earliest, latest, one timestamp) always fit."""
+    if not isinstance(spec, (SpecificOffsets, SpecificTimestamps)):
+        return
+    given = set(spec.offsets if isinstance(spec, SpecificOffsets) else spec.timestamps)
+    parts = set(partitions)
+    if given == parts:
+        return
+    missing = sorted(parts - given)
+    extra = sorted(given - parts)
+    detail = []
+    if missing:
+        detail.append("missing " + ", ".join(f"{t}-{p}" for t, p in missing))
+    if extra:
+        detail.append("not read by this query " + ", ".join(f"{t}-{p}" for t, p in extra))
+    raise ConfigurationError(f"{option} must name exactly the topic-partitions the query reads "
+                             f"({'; '.join(detail)})")
 
 
 class OffsetReader:
@@ -196,18 +219,8 @@ class OffsetReader:
         if isinstance(spec, GlobalTimestamp):
             return self.by_timestamp({tp: spec.timestamp for tp in parts}, is_start=is_start)
         if isinstance(spec, (SpecificOffsets, SpecificTimestamps)):
+            check_named_partitions(spec, parts, option)
             given = spec.offsets if isinstance(spec, SpecificOffsets) else spec.timestamps
-            if set(given) != parts:
-                missing = sorted(parts - set(given))
-                extra = sorted(set(given) - parts)
-                detail = []
-                if missing:
-                    detail.append("missing " + ", ".join(f"{t}-{p}" for t, p in missing))
-                if extra:
-                    detail.append("not read by this query " + ", ".join(f"{t}-{p}" for t, p in extra))
-                raise ConfigurationError(
-                    f"{option} must name exactly the topic-partitions the query reads "
-                    f"({'; '.join(detail)})")
             if isinstance(spec, SpecificTimestamps):
                 return self.by_timestamp(given, is_start=is_start)
             out = {tp: off for tp, off in given.items() if off >= 0}

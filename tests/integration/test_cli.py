@@ -609,3 +609,108 @@ def test_the_jvms_incubator_warning_is_filtered(capfd: pytest.CaptureFixture[str
         time.sleep(0.05)
         err += capfd.readouterr().err
     assert err.splitlines() == ["ours", "a real error"]
+
+
+def test_partial_offsets_fail_before_spark_starts(capsys: pytest.CaptureFixture[str],
+                                                  tansu: TansuBroker,
+                                                  make_tansu_topic: Callable[..., str],
+                                                  tmp_path: Any) -> None:
+    """Offsets given per partition must name every partition read, and only those (Spark's
+    own rule, which the source applies when it plans): a JSON spec that misses partitions of
+    its topic, or names a partition or topic the read does not have, fails in well under
+    Spark's start-up, exit 1, one line naming the flag and the partitions, with what to give;
+    nothing is created."""
+    topic = make_tansu_topic(3)
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    need = "must name exactly the topic-partitions the query reads"
+    cases = [
+        (["--starting-offsets", json.dumps({topic: {"0": 5}})],
+         f"--starting-offsets {need} (missing {topic}-1, {topic}-2): give each partition of "
+         "the topics read an offset, -2 for earliest"),
+        (["--ending-offsets", json.dumps({topic: {"0": 5, "1": -1, "2": 9, "3": 1}})],
+         f"--ending-offsets {need} (not read by this query {topic}-3): give each partition "
+         "of the topics read an offset, -1 for latest"),
+        (["--starting-offsets", json.dumps({topic: {"0": 0, "1": 0}, "elsewhere": {"0": 1}})],
+         f"--starting-offsets {need} (missing {topic}-2; not read by this query elsewhere-0): "
+         "give each partition of the topics read an offset, -2 for earliest"),
+        (["--checkpoint", str(ck), "--starting-offsets", json.dumps({topic: {"2": -1}})],
+         f"--starting-offsets {need} (missing {topic}-0, {topic}-1): give each partition of "
+         "the topics read an offset, -2 for earliest or -1 for latest"),
+        (["-o", "startingOffsetsByTimestamp=" + json.dumps({topic: {"1": 1_700_000_000_000}})],
+         f"-o startingOffsetsByTimestamp {need} (missing {topic}-0, {topic}-2): give a "
+         "timestamp for each partition of the topics read"),
+    ]
+    for args, message in cases:
+        start = time.monotonic()
+        code = main(["ingest", "-b", tansu.bootstrap, "-t", topic, "--output", str(out), *args])
+        err = capsys.readouterr().err
+        assert (code, err) == (1, f"pyconsumer ingest: {message}\n"), args
+        assert time.monotonic() - start < 8, args          # no JVM was started
+        assert sorted(os.listdir(tmp_path)) == [], args
+    # assigned partitions that do not exist (a batch read fails on them)
+    code = main(["ingest", "-b", tansu.bootstrap, "-o", "assign=" + json.dumps({topic: [2, 7]}),
+                 "--output", str(out)])
+    assert (code, capsys.readouterr().err) == (
+        1, f"pyconsumer ingest: -o assign: {topic}-7 does not exist\n")
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_a_resumed_checkpoint_does_not_check_starting_offsets(
+        tansu: TansuBroker, make_tansu_topic: Callable[..., str], tmp_path: Any) -> None:
+    """A stream with committed offsets goes on from them: its --starting-offsets is unused."""
+    from pyconsumer.ingest import IngestError, check_offsets
+    from pyconsumer.spark.options import parse_options
+
+    topic = make_tansu_topic(2)
+    source = parse_options({"kafka.bootstrap.servers": tansu.bootstrap, "subscribe": topic,
+                            "startingOffsets": json.dumps({topic: {"0": 1}})}, streaming=True)
+    ck = tmp_path / "ck"
+    with pytest.raises(IngestError, match=rf"\(missing {topic}-1\)"):
+        check_offsets(source, str(ck))
+    (ck / "offsets").mkdir(parents=True)
+    with pytest.raises(IngestError, match=rf"\(missing {topic}-1\)"):
+        check_offsets(source, str(ck))            # an empty offsets log: a new query
+    (ck / "offsets" / "0").write_text("v1\n{}\n{}\n")
+    check_offsets(source, str(ck))
+
+
+def test_a_refused_run_creates_nothing(capsys: pytest.CaptureFixture[str], tansu: TansuBroker,
+                                       make_tansu_topic: Callable[..., str],
+                                       tmp_path: Any) -> None:
+    """Any folder argument refused: no folder of the run is left, whichever flag comes first,
+    and refused before Spark starts."""
+    topic = make_tansu_topic(1)
+    a_file = tmp_path / "afile"
+    a_file.write_text("x")
+    typed = ["--value-format", "string"]
+    cases = [
+        (["--output", str(tmp_path / "new/out"), "--checkpoint", f"{a_file}/ck"],
+         f"--checkpoint {a_file}/ck: cannot create the folder: Not a directory"),
+        (["--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"),
+          "--bad-records", str(a_file), *typed],
+         f"--bad-records {a_file} is a file; give a folder (it will hold the rejected records)"),
+        (["--output", f"{a_file}/x/out", "--checkpoint", str(tmp_path / "ck")],
+         f"--output {a_file}/x/out: cannot create the folder: Not a directory"),
+        (["--output", str(tmp_path / "out"), "--bad-records", str(tmp_path / "out/bad"), *typed],
+         f"--bad-records {tmp_path / 'out/bad'} and --output {tmp_path / 'out'}: neither folder "
+         "may hold the other (its files would be read as part of it)"),
+    ]
+    for args, message in cases:
+        start = time.monotonic()
+        code = main(["ingest", "-b", tansu.bootstrap, "-t", topic, *args])
+        err = capsys.readouterr().err
+        assert (code, err) == (1, f"pyconsumer ingest: {message}\n"), args
+        assert time.monotonic() - start < 8, args
+        assert os.listdir(tmp_path) == ["afile"] and a_file.read_text() == "x", args
+
+
+def test_claim_folders_checks_every_path_before_making_any(tmp_path: Any) -> None:
+    from pyconsumer.ingest import IngestError, claim_folders
+
+    a_file = tmp_path / "afile"
+    a_file.write_text("x")
+    with pytest.raises(IngestError) as info:
+        claim_folders({"--output": str(tmp_path / "a/b/out"), "--checkpoint": f"{a_file}/ck",
+                       "--bad-records": str(tmp_path / "bad")})
+    assert str(info.value) == f"--checkpoint {a_file}/ck: cannot create the folder: Not a directory"
+    assert os.listdir(tmp_path) == ["afile"]
