@@ -17,6 +17,9 @@ Typed keys and values (``-X value.format=string|json|avro``, ``-X key.format=...
     {"topic": "orders", ..., "key": "k-2", "value": null, "headers": [],
      "_corrupt_record": "{not json"}
 
+``--pattern`` finds its regular expression anywhere in a topic's name, as ``ingest`` and
+Spark's ``subscribePattern`` do, with and without ``--group``.
+
 The helpers at the end (:func:`format_table`, :class:`StatusLine`) are shared with
 ``pyconsumer ingest``.
 """
@@ -282,13 +285,22 @@ def _check_topics(consumer: Any, topics: Sequence[str]) -> None:
             raise LookupError(missing_topic_message(topic, sorted(known)))
 
 
+def whole_name_pattern(pattern: str) -> str:
+    """``--pattern``, which matches anywhere in a name (Spark's subscribePattern, ingest's
+    --pattern), as the whole-name expression subscribe(pattern=) takes (Java's
+    Pattern.matches): ``.*(?:REGEX).*``. Topic names hold no newline, so ``.`` spans them."""
+    return f".*(?:{pattern}).*"
+
+
 def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
     """The partitions to read without a group: the given ones, or all of the topics'."""
     from pyconsumer.structs import TopicPartition
 
     if opts.pattern is not None:
         regex = re.compile(opts.pattern)
-        topics = sorted(t for t in consumer.topics() if regex.fullmatch(t))
+        # anywhere in the name; internal topics (__consumer_offsets...) left out, as
+        # subscribe(pattern=) and the Spark source leave them
+        topics = sorted(t for t in consumer.topics() if regex.search(t) and not t.startswith("__"))
         if not topics:
             raise LookupError(f"no topic matches --pattern {opts.pattern!r}")
     else:
@@ -352,7 +364,8 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
         typed = consumer.config.value_format != "binary" or consumer.config.key_format != "binary"
         if opts.group:
             if opts.pattern is not None:
-                consumer.subscribe(pattern=opts.pattern)
+                consumer.topics()   # the pattern then matches at the first join, not a later one
+                consumer.subscribe(pattern=whole_name_pattern(opts.pattern))
             else:
                 _check_topics(consumer, opts.topics)
                 consumer.subscribe(opts.topics)
@@ -471,7 +484,9 @@ def add_consume_arguments(parser: Any) -> None:
     parser.add_argument("-t", "--topic", action="append", default=[], metavar="TOPIC",
                         help="topic to read (repeat it, or a comma-separated list)")
     parser.add_argument("--pattern", metavar="REGEX",
-                        help="read every topic whose whole name matches REGEX")
+                        help="read every topic whose name REGEX matches, anywhere in the "
+                             "name as Spark does (subscribePattern; ^...$ for the whole "
+                             "name), with or without --group")
     parser.add_argument("-p", "--partition", action="append", default=[], type=int,
                         metavar="N", help="with --topic: read only this partition (repeatable)")
     parser.add_argument("--from-beginning", action="store_true",
