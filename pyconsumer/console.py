@@ -18,7 +18,8 @@ Typed keys and values (``-X value.format=string|json|avro``, ``-X key.format=...
      "_corrupt_record": "{not json"}
 
 ``--pattern`` finds its regular expression anywhere in a topic's name, as ``ingest`` and
-Spark's ``subscribePattern`` do, with and without ``--group``.
+Spark's ``subscribePattern`` do, with and without ``--group``. ``--timeout-ms`` also bounds
+the wait for a broker to answer at the start.
 
 The helpers at the end (:func:`format_table`, :class:`StatusLine`) are shared with
 ``pyconsumer ingest``.
@@ -30,13 +31,15 @@ import datetime
 import decimal
 import difflib
 import json
+import logging
 import math
 import os
 import re
 import struct
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -277,9 +280,8 @@ def missing_topic_message(topic: str, known: Sequence[str]) -> str:
     return f"topic {topic!r} does not exist{hint}"
 
 
-def _check_topics(consumer: Any, topics: Sequence[str]) -> None:
+def _check_topics(known: Sequence[str], topics: Sequence[str]) -> None:
     """LookupError naming the first of ``topics`` the cluster does not have."""
-    known = consumer.topics()
     for topic in topics:
         if topic not in known:
             raise LookupError(missing_topic_message(topic, sorted(known)))
@@ -292,7 +294,48 @@ def whole_name_pattern(pattern: str) -> str:
     return f".*(?:{pattern}).*"
 
 
-def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
+class _Deadline:
+    """--timeout-ms as the bound of the calls that wait for a broker at the start (None:
+    each call's own default.api.timeout.ms)."""
+
+    def __init__(self, timeout_ms: int | None) -> None:
+        self.timeout_ms = timeout_ms
+        self.at = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000.0
+
+    def left_ms(self) -> float | None:
+        return None if self.at is None else max(0.0, (self.at - time.monotonic()) * 1000.0)
+
+    def passed(self) -> bool:
+        return self.at is not None and time.monotonic() >= self.at
+
+
+class _NoAnswer(Exception):
+    """No broker answered within --timeout-ms (the message names them and what was seen)."""
+
+
+#: the library's text for a metadata call that timed out: what the detail is inside
+_TIMEOUT_TEXT = re.compile(r"(?:metadata not received|no broker of .* could be reached) "
+                           r"within [0-9]+ ms \((?P<detail>.*)\)", re.S)
+
+
+def _known_topics(consumer: Any, opts: ConsumeOptions, deadline: _Deadline) -> list[str]:
+    """The cluster's topics: the first answer a broker gives, waited for up to
+    --timeout-ms when it is given."""
+    from pyconsumer.errors import KafkaTimeoutError, NoBrokersAvailable
+
+    try:
+        return list(consumer.topics(timeout_ms=deadline.left_ms()))
+    except (KafkaTimeoutError, NoBrokersAvailable) as exc:
+        if not deadline.passed():       # refused at once, or the library's own timeout
+            raise
+        match = _TIMEOUT_TEXT.fullmatch(str(exc))
+        servers = ", ".join(split_list([opts.bootstrap_server]))
+        raise _NoAnswer(f"no broker of {servers} answered within {deadline.timeout_ms} ms "
+                        f"(--timeout-ms): {match.group('detail') if match else exc}") from None
+
+
+def _assign(consumer: Any, opts: ConsumeOptions, known: Sequence[str], deadline: _Deadline
+            ) -> list[Any]:
     """The partitions to read without a group: the given ones, or all of the topics'."""
     from pyconsumer.structs import TopicPartition
 
@@ -300,15 +343,15 @@ def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
         regex = re.compile(opts.pattern)
         # anywhere in the name; internal topics (__consumer_offsets...) left out, as
         # subscribe(pattern=) and the Spark source leave them
-        topics = sorted(t for t in consumer.topics() if regex.search(t) and not t.startswith("__"))
+        topics = sorted(t for t in known if regex.search(t) and not t.startswith("__"))
         if not topics:
             raise LookupError(f"no topic matches --pattern {opts.pattern!r}")
     else:
         topics = opts.topics
-        _check_topics(consumer, topics)
+        _check_topics(known, topics)
     tps: list[TopicPartition] = []
     for topic in topics:
-        parts = consumer.partitions_for_topic(topic)
+        parts = consumer.partitions_for_topic(topic, timeout_ms=deadline.left_ms())
         if parts is None:
             raise LookupError(f"topic {topic!r} not found")
         if opts.partitions:
@@ -324,7 +367,8 @@ def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
         # of records short, which printed old records as new)
         from pyconsumer.consumer.log_end import confirm_end_offsets
 
-        ends = confirm_end_offsets(_consumer_settings(opts), consumer.end_offsets(tps))
+        ends = confirm_end_offsets(_consumer_settings(opts),
+                                   consumer.end_offsets(tps, timeout_ms=deadline.left_ms()))
         for tp in tps:
             consumer.seek(tp, ends[tp])
     elif opts.offset == "earliest":
@@ -333,6 +377,24 @@ def _assign(consumer: Any, opts: ConsumeOptions) -> list[Any]:
         for tp in tps:
             consumer.seek(tp, int(opts.offset))
     return tps
+
+
+@contextmanager
+def _warnings_to(err: IO[str]) -> Iterator[None]:
+    """The library's warnings (a broker that does not answer...) as ``pyconsumer consume:
+    warning: ...`` lines on ``err``, unless the application set up logging itself."""
+    log = logging.getLogger("pyconsumer")
+    if log.handlers or logging.getLogger().handlers:
+        yield
+        return
+    handler = logging.StreamHandler(err)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("pyconsumer consume: warning: %(message)s"))
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
 
 
 def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] | None = None
@@ -348,6 +410,11 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
     except UsageError as exc:
         print(f"pyconsumer consume: {exc}", file=err)
         return 2
+    with _warnings_to(err):
+        return _consume(opts, out, err)
+
+
+def _consume(opts: ConsumeOptions, out: IO[str], err: IO[str]) -> int:
     from pyconsumer import KafkaConsumer
     from pyconsumer.errors import KafkaError
 
@@ -358,19 +425,20 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
     consumer = None
     status = 0
     broken_pipe = False
+    deadline = _Deadline(opts.timeout_ms)
     try:
         consumer = KafkaConsumer(**_consumer_settings(opts))
         # typed keys or values come with poll_arrow(), whose batch keeps a bad one's bytes
         typed = consumer.config.value_format != "binary" or consumer.config.key_format != "binary"
+        known = _known_topics(consumer, opts, deadline)
         if opts.group:
             if opts.pattern is not None:
-                consumer.topics()   # the pattern then matches at the first join, not a later one
                 consumer.subscribe(pattern=whole_name_pattern(opts.pattern))
             else:
-                _check_topics(consumer, opts.topics)
+                _check_topics(known, opts.topics)
                 consumer.subscribe(opts.topics)
         else:
-            _assign(consumer, opts)
+            _assign(consumer, opts, known, deadline)
         last_record = time.monotonic()
         join = _JoinReport(opts.group, last_record) if opts.group else None
         while opts.max_messages is None or count < opts.max_messages:
@@ -404,7 +472,7 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
     except BrokenPipeError:
         _quiet_stdout(out)
         broken_pipe = True
-    except (KafkaError, LookupError) as exc:
+    except (KafkaError, LookupError, _NoAnswer) as exc:
         print(f"pyconsumer consume: {exc}", file=err)
         status = 1
     finally:
@@ -501,7 +569,9 @@ def add_consume_arguments(parser: Any) -> None:
                         help="join consumer group GROUP (subscribe; offsets are committed); "
                              "without it every partition of the topics is read directly")
     parser.add_argument("--timeout-ms", type=int, metavar="MS",
-                        help="exit after no record arrived for MS ms (default: run until Ctrl-C)")
+                        help="exit after no record arrived for MS ms, and with exit 1 when no "
+                             "broker answered within MS ms at the start (default: run until "
+                             "Ctrl-C; a broker is waited for default.api.timeout.ms)")
     parser.add_argument("-X", dest="settings", action="append", default=[],
                         metavar="KEY=VALUE",
                         help="consumer setting, Java name (e.g. -X fetch.max.bytes=1048576); "

@@ -15,7 +15,7 @@ import re
 import selectors
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyconsumer import _version
@@ -633,7 +633,7 @@ class NetworkClient:
                 unresolved = ([f"no bootstrap.servers entry resolved yet: {self._resolve_failed}"]
                               if self._unresolved is not None and self._resolve_failed else [])
                 detail = "; ".join([f"node {n}: {e}" for n, e in errors.items()]
-                                   + self._setups_in_progress() + unresolved) or "no answer"
+                                   + self._setups_in_progress(errors) + unresolved) or "no answer"
                 if not reached and errors:
                     raise NoBrokersAvailable(
                         f"no broker of {self._bootstrap_text()} could be reached within "
@@ -654,14 +654,19 @@ class NetworkClient:
                and c.refused_at >= since]
         return out if len(out) == len(conns) else []
 
-    def _setups_in_progress(self) -> list[str]:
-        """What the connections still being set up are waiting for (for a timeout's text)."""
+    def _setups_in_progress(self, errors: Mapping[int, KafkaError]) -> list[str]:
+        """What the connections still being set up are waiting for (for a timeout's text,
+        beside ``errors``, the last error of each node)."""
         out = []
         for n in self.metadata.nodes():
             conn = self._conns.get(n.node_id)
             if conn is None or conn.state in (ConnectionState.DISCONNECTED, ConnectionState.READY):
                 continue
             hint = NO_TLS_ANSWER if conn.tls_handshaking else ""
+            if conn.state is ConnectionState.NEGOTIATING:
+                hint = conn.no_api_versions_answer()
+                if hint in str(errors.get(n.node_id, "")):
+                    hint = ""                        # said once for this node is enough
             out.append(f"{conn.describe}: connection still {conn.state.value}{hint}")
         return out
 

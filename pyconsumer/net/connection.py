@@ -772,7 +772,9 @@ class BrokerConnection:
                 f"socket.connection.setup.timeout.ms="
                 f"{self.settings.connection_setup_timeout_ms} ({self.state.value})"
                 + self._setup_timeout_text()
-                + (NO_TLS_ANSWER if self._authenticating() else "")), now)
+                + (NO_TLS_ANSWER if self._authenticating() else "")
+                + (self.no_api_versions_answer()
+                   if self.state is ConnectionState.NEGOTIATING else "")), now)
             return
         for req in self._in_flight:
             if now >= req.deadline:
@@ -841,14 +843,27 @@ class BrokerConnection:
         self.setup_timeout_ms = self._setup_timeout.backoff_ms(0)
 
     def _setup_timeout_text(self) -> str:
-        """How long this attempt had, when that is not socket.connection.setup.timeout.ms."""
+        """How long this attempt had, when that is not socket.connection.setup.timeout.ms,
+        and what the next one gets: the timeout grows only after a failure before TCP and
+        TLS are up (see :meth:`_fail`), so the text says so only then."""
+        first = self.settings.connection_setup_timeout_ms
         top = self.settings.connection_setup_timeout_max_ms
-        if top < 0 or top == self.settings.connection_setup_timeout_ms:
+        if top < 0 or top == first:
             return ""
-        if top < self.settings.connection_setup_timeout_ms:
+        if top < first:
             return f"; capped at socket.connection.setup.timeout.max.ms={top}"
-        return (f"; this attempt had {self.setup_timeout_ms:.0f} ms (the timeout doubles per "
-                f"failed attempt up to socket.connection.setup.timeout.max.ms={top})")
+        had = f"; this attempt had {self.setup_timeout_ms:.0f} ms"
+        if self.state is ConnectionState.CONNECTING or self._authenticating():
+            return (f"{had} (the timeout doubles per failed attempt up to "
+                    f"socket.connection.setup.timeout.max.ms={top})")
+        # past TCP and TLS a failure does not lengthen the next attempt (Java resets it)
+        return f"{had} (the timeout grows only while attempts fail before TCP and TLS are up)"
+
+    def no_api_versions_answer(self) -> str:
+        """The hint for a setup that stopped at ApiVersions: TCP (and TLS) were up, so
+        something listens there, but it does not answer as a Kafka broker would."""
+        return (f"; {self.node.host}:{self.node.port} accepted the connection but did not "
+                f"answer ApiVersions (the first Kafka request): is it a Kafka listener?")
 
     def fail_pending(self, error: KafkaError) -> None:
         """Fail the requests not yet sent (the client gives up on a node)."""
