@@ -663,10 +663,10 @@ class NetworkClient:
             if conn is None or conn.state in (ConnectionState.DISCONNECTED, ConnectionState.READY):
                 continue
             hint = NO_TLS_ANSWER if conn.tls_handshaking else ""
-            if conn.state is ConnectionState.NEGOTIATING:
-                hint = conn.no_api_versions_answer()
-                if hint in str(errors.get(n.node_id, "")):
-                    hint = ""                        # said once for this node is enough
+            # a node whose last attempt already failed at ApiVersions has it said once
+            if conn.state is ConnectionState.NEGOTIATING and \
+                    conn.no_api_versions_answer() not in str(errors.get(n.node_id, "")):
+                hint = conn.no_api_versions_answer(waiting=True)
             out.append(f"{conn.describe}: connection still {conn.state.value}{hint}")
         return out
 

@@ -859,11 +859,17 @@ class BrokerConnection:
         # past TCP and TLS a failure does not lengthen the next attempt (Java resets it)
         return f"{had} (the timeout grows only while attempts fail before TCP and TLS are up)"
 
-    def no_api_versions_answer(self) -> str:
+    def no_api_versions_answer(self, *, waiting: bool = False) -> str:
         """The hint for a setup that stopped at ApiVersions: TCP (and TLS) were up, so
-        something listens there, but it does not answer as a Kafka broker would."""
-        return (f"; {self.node.host}:{self.node.port} accepted the connection but did not "
-                f"answer ApiVersions (the first Kafka request): is it a Kafka listener?")
+        something listens there, but it does not answer as a Kafka broker would.
+        ``waiting``: the attempt is still on (a caller's own timeout ended first), so it
+        only says what has not happened yet."""
+        where = f"{self.node.host}:{self.node.port}"
+        if waiting:
+            return (f"; {where} accepted the connection and has not answered ApiVersions "
+                    f"(the first Kafka request) yet")
+        return (f"; {where} accepted the connection but did not answer ApiVersions (the "
+                f"first Kafka request): is it a Kafka listener?")
 
     def fail_pending(self, error: KafkaError) -> None:
         """Fail the requests not yet sent (the client gives up on a node)."""
