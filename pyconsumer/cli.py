@@ -169,7 +169,8 @@ def _ingest(args: argparse.Namespace) -> int:
     _require_java("ingest")
 
     from pyconsumer.ingest import check_offsets, check_source, claim_folders, format_summary, \
-        release_folders, run_ingest, spark_error_message, unknown_source_options
+        release_folders, run_ingest, spark_error_message, summary_problems, \
+        unknown_source_options
     from pyconsumer.spark.session import temporary_session
 
     from pyconsumer.ingest.values import check_registry
@@ -223,7 +224,12 @@ def _ingest(args: argparse.Namespace) -> int:
         _err(f"ingest: {spark_error_message(exc)}")
         return 1
     print(format_summary(summary))
-    return 130 if summary.interrupted else 0
+    problems, failed = summary_problems(summary, allow_all_rejected=args.allow_all_rejected)
+    for line in problems:
+        _err(f"ingest: {line}")
+    if not streaming:
+        release_folders(created)     # a batch run that wrote nothing leaves no folder behind
+    return 130 if summary.interrupted else 1 if failed else 0
 
 
 def _left_behind(output: str, since: float) -> str:
@@ -396,6 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write records that do not decode to this Parquet dataset (topic, "
                             "partition, offset, timestamp, raw key and value, reason) and the "
                             "others to --output: each record to exactly one")
+    typed.add_argument("--allow-all-rejected", action="store_true",
+                       help="exit 0 when every record read was rejected (--mode DROPMALFORMED "
+                            "or --bad-records); by default such a run exits 1: a format or "
+                            "schema no record fits is most often a mistake")
     return parser
 
 

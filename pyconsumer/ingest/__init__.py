@@ -20,7 +20,12 @@ from pyconsumer.ingest.options import (
     source_options,
     unknown_source_options,
 )
-from pyconsumer.ingest.summary import IngestSummary, PartitionSummary, format_summary
+from pyconsumer.ingest.summary import (
+    IngestSummary,
+    PartitionSummary,
+    format_summary,
+    summary_problems,
+)
 
 __all__ = [
     "IngestSummary",
@@ -28,6 +33,7 @@ __all__ = [
     "IngestError",
     "run_ingest",
     "format_summary",
+    "summary_problems",
     "parse_trigger_ms",
     "source_options",
     "spark_error_message",

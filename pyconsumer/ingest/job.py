@@ -17,7 +17,11 @@ to exactly one (batch: one cached read written twice; streaming: two file-sink q
 The summary is computed exactly, with a Spark aggregation over the Parquet files this run
 added to the dataset (the committed files after the run minus those before it; for the file
 sink these are the files its ``_spark_metadata`` log lists): per partition the first and last
-offset, the record count and the key+value bytes.
+offset, the record count and the key+value bytes. A decoded key or value has no length of its
+own: typed reads carry each record's raw size (the source's internal ``columnNameOfRawSize``),
+and the bytes are summed as the read goes (``DataFrame.observe``), with the records rejected
+and the topics read. A batch write keeps no file without rows (Spark's first task writes one
+even when it has none); a file sink lists every file it writes in its log, so those stay.
 
 Progress goes to a :class:`~pyconsumer.console.StatusLine` (see
 :mod:`pyconsumer.ingest.progress`).
@@ -37,7 +41,7 @@ from pyconsumer.console import StatusLine, bar
 from pyconsumer.ingest.options import IngestError, check_apart, parse_trigger_ms, source_options
 from pyconsumer.ingest.progress import OBSERVATION, StreamProgress, tasks_done
 from pyconsumer.ingest.summary import IngestSummary, PartitionSummary
-from pyconsumer.ingest.values import Rejects, rejects, with_rejects
+from pyconsumer.ingest.values import SIZE_COLUMN, ReadPlan, plan_read
 
 
 # --------------------------------------------------------------------------- Spark helpers
@@ -92,28 +96,85 @@ def _size(df: Any) -> Any:
     return size
 
 
-def _summarize(spark: Any, files: Sequence[str]) -> list[PartitionSummary]:
-    if not files:
-        return []
-    from pyspark.sql import functions as F
+class _Written:
+    """What the files a run added hold: per partition, the files with rows, and the fields of
+    a decoded key or value that are null in every row."""
 
-    df = spark.read.parquet(*files)
+    def __init__(self, partitions: list[PartitionSummary], files_with_rows: set[str],
+                 null_fields: tuple[str, ...]) -> None:
+        self.partitions = partitions
+        self.files_with_rows = files_with_rows
+        self.null_fields = null_fields
+
+
+def _summarize(spark: Any, files: Sequence[str]) -> _Written:
+    """One aggregation over ``files``: per partition the offsets, records and key+value
+    bytes; which files have rows; the non-null count of each field of a struct key or value."""
+    if not files:
+        return _Written([], set(), ())
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    # the file of each row (a projection: an aggregate may not hold input_file_name itself)
+    df = spark.read.parquet(*files).withColumn("_file", F.input_file_name())
     size = _size(df)
+    fields = [(column, f.name) for column in ("key", "value")
+              if isinstance(df.schema[column].dataType, StructType)
+              for f in df.schema[column].dataType.fields]
+    present = [F.count(F.col(column).getField(name)).alias(f"present{i}")
+               for i, (column, name) in enumerate(fields)]
     rows = (df.groupBy("topic", "partition")
             .agg(F.min("offset").alias("first"), F.max("offset").alias("last"),
-                 F.count(F.lit(1)).alias("records"), F.sum(size.cast("long")).alias("bytes"))
+                 F.count(F.lit(1)).alias("records"), F.sum(size.cast("long")).alias("bytes"),
+                 F.collect_set("_file").alias("files"), *present)
             .collect())
-    return sorted((PartitionSummary(r["topic"], int(r["partition"]), int(r["first"]),
-                                    int(r["last"]), int(r["records"]), int(r["bytes"] or 0))
-                   for r in rows), key=lambda p: (p.topic, p.partition))
+    partitions = sorted((PartitionSummary(r["topic"], int(r["partition"]), int(r["first"]),
+                                          int(r["last"]), int(r["records"]), int(r["bytes"] or 0))
+                         for r in rows), key=lambda p: (p.topic, p.partition))
+    with_rows = {_file_key(f) for r in rows for f in r["files"]}
+    null = tuple(f"{column}.{name}" for i, (column, name) in enumerate(fields)
+                 if rows and not any(r[f"present{i}"] for r in rows))
+    return _Written(partitions, with_rows, null)
 
 
-def _observed(df: Any) -> Any:
+def _file_key(path: str) -> str:
+    """A data file's path as inputFiles() and input_file_name() both give it (either may
+    escape characters as a URI does, and write file:/x or file:///x)."""
+    from urllib.parse import unquote
+
+    return re.sub(r"^file:/+", "file:///", unquote(path))
+
+
+def _drop_empty(spark: Any, files: Sequence[str], with_rows: set[str]) -> list[str]:
+    """Delete the files of a batch write that hold no rows (Spark writes its first task's file
+    even when that task has none, so a write of no rows still adds one); the others stay."""
+    kept = []
+    for f in files:
+        if _file_key(f) in with_rows:
+            kept.append(f)
+            continue
+        fs, p = _hadoop_path(spark, f)
+        fs.delete(p, False)             # a local file's .crc goes with it
+    return kept
+
+
+def _metrics(df: Any, plan: ReadPlan) -> list[Any]:
+    """The observed metrics of a read: records and key+value bytes read (the raw size column
+    for typed values), with a split the rejected rows and the good rows' bytes, the topics."""
     from pyspark.sql import functions as F
 
-    size = _size(df)
-    return df.observe(OBSERVATION, F.count(F.lit(1)).alias("records"),
-                      F.coalesce(F.sum(size.cast("long")), F.lit(0)).alias("bytes"))
+    size = (F.col(SIZE_COLUMN) if plan.sized else _size(df)).cast("long")
+    good = F.lit(True) if plan.split is None else F.col(plan.split.reason).isNull()
+    out = [F.count(F.lit(1)).alias("records"),
+           F.coalesce(F.sum(size), F.lit(0)).alias("bytes"),
+           F.coalesce(F.sum(F.when(good, size)), F.lit(0)).alias("good_bytes"),
+           F.count(F.when(~good, F.lit(1))).alias("rejected"),
+           F.collect_set("topic").alias("topics")]
+    return out
+
+
+def _observed(df: Any, plan: ReadPlan) -> Any:
+    return df.observe(OBSERVATION, *_metrics(df, plan))
 
 
 def spark_error_message(exc: BaseException) -> str:
@@ -198,7 +259,8 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
     value, [headers], reason) go there and the others to ``output``, each record to exactly
     one. Batch: the read is cached and written twice, from one plan (the same offset ranges
     and reader schema for both). Streaming: two queries, each with Spark's file sink and its own
-    checkpoint (``<checkpoint>/rejected`` for the second), so both stay exactly-once."""
+    checkpoint (``<checkpoint>/rejected`` for the second), so both stay exactly-once.
+    DROPMALFORMED reads the same way and leaves the rejected rows out itself, counting them."""
     streaming = checkpoint is not None
     if not streaming and once:
         raise IngestError("--once needs --checkpoint DIR (it is a streaming run)")
@@ -209,11 +271,9 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
                           starting_offsets=starting_offsets,
                           ending_offsets=None if streaming else (ending_offsets or "latest"),
                           options=options, kafka=kafka)
-    split: Rejects | None = None
     if bad_records is not None:
-        opts = with_rejects(opts)
-        split = rejects(opts)
         check_apart(output, bad_records)
+    opts, plan = plan_read(opts, bad_records is not None)
     trigger_ms = (0 if once else _trigger_ms(trigger)) if streaming else 0
     for flag, path in (("--output", output), ("--bad-records", bad_records)):
         if path is not None:
@@ -223,20 +283,27 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
     if streaming:
         assert checkpoint is not None
         summary = _run_stream(spark, opts, output, checkpoint, once, trigger_ms, status,
-                              stop or threading.Event(), poll_interval, split, bad_records)
+                              stop or threading.Event(), poll_interval, plan, bad_records)
     else:
-        summary = _run_batch(spark, opts, output, status, poll_interval, split, bad_records)
+        summary = _run_batch(spark, opts, output, status, poll_interval, plan, bad_records)
     added = sorted(_committed_files(spark, output) - before)
+    written = _summarize(spark, added)
+    if not streaming:
+        # a file sink's log lists every file it wrote: only a batch write's may go
+        added = _drop_empty(spark, added, written.files_with_rows)
     summary.files = len(added)
-    summary.partitions = _summarize(spark, added)
-    lowered = {k.lower(): v for k, v in opts.items()}
-    summary.sized = tuple(c for c in ("key", "value")
-                          if (lowered.get(f"{c}format") or "binary").lower() in ("binary", "string"))
+    summary.partitions = written.partitions
+    summary.null_fields = written.null_fields
     if bad_records is not None:
         added_bad = sorted(_committed_files(spark, bad_records) - before_bad)
+        rejected = _summarize(spark, added_bad)
+        if not streaming:
+            added_bad = _drop_empty(spark, added_bad, rejected.files_with_rows)
         summary.bad_records = bad_records
         summary.rejected_files = len(added_bad)
-        summary.rejected = _summarize(spark, added_bad)
+        summary.rejected = rejected.partitions
+    if not summary.topics:
+        summary.topics = tuple(sorted({p.topic for p in summary.partitions + summary.rejected}))
     return summary
 
 
@@ -262,8 +329,8 @@ def _trigger_ms(trigger: str) -> int:
 
 
 def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusLine | None,
-               poll_interval: float, split: Rejects | None = None,
-               bad_records: str | None = None) -> IngestSummary:
+               poll_interval: float, plan: ReadPlan, bad_records: str | None = None
+               ) -> IngestSummary:
     sc = spark.sparkContext
     group = f"pyconsumer-ingest-{uuid.uuid4().hex[:8]}"
     tracker = sc.statusTracker()
@@ -294,13 +361,13 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
         watcher = threading.Thread(target=watch, name="pyconsumer-ingest-progress", daemon=True)
         watcher.start()
     sc.setJobGroup(group, "pyconsumer ingest (batch)")
+    metrics: Mapping[str, Any] | None = None
     try:
         df = spark.read.format("pyconsumer").options(**opts).load()
-        if split is None:
+        if not plan.sized:
             df.write.mode("append").parquet(output)
         else:
-            assert bad_records is not None
-            _write_split(df, split, output, bad_records)
+            metrics = _write_typed(df, plan, output, bad_records)
     finally:
         done_flag.set()
         if watcher is not None:
@@ -318,26 +385,46 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
         except Exception:
             what = "done"
         status.log(f"batch: read and wrote ({what}) in {seconds:.1f} s")
-    return IngestSummary(mode="batch", output=output, seconds=seconds, micro_batches=1)
+    summary = IngestSummary(mode="batch", output=output, seconds=seconds, micro_batches=1)
+    if metrics is not None:
+        summary.read_bytes = int(metrics["good_bytes"] or 0)
+        summary.dropped = int(metrics["rejected"] or 0) if plan.drops else None
+        summary.topics = tuple(sorted(metrics["topics"] or ()))
+    return summary
 
 
-def _write_split(df: Any, split: Rejects, output: str, bad_records: str) -> None:
-    """The good rows to ``output``, the rejected to ``bad_records``, from one cached plan: its
-    offset ranges and reader schema are fixed once for both writes (two plans could each take
-    a newer "latest"), and Kafka is read and decoded once."""
+def _write_typed(df: Any, plan: ReadPlan, output: str, bad_records: str | None
+                 ) -> Mapping[str, Any]:
+    """The good rows to ``output`` (the rejected ones, with --bad-records, to ``bad_records``,
+    when there are any), observing what was read; returns the observed metrics.
+
+    With --bad-records the read is cached first: its offset ranges and reader schema are fixed
+    once for both writes (two plans could each take a newer "latest"), and Kafka is read and
+    decoded once."""
     from pyspark import StorageLevel
+    from pyspark.sql import Observation
 
+    observation = Observation(f"{OBSERVATION}_{uuid.uuid4().hex[:8]}")
+    if bad_records is None:
+        plan.good(df.observe(observation, *_metrics(df, plan))).write.mode("append") \
+            .parquet(output)
+        return dict(observation.get)
+    assert plan.split is not None
     cached = df.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        split.good(cached).write.mode("append").parquet(output)
-        split.rejected(cached).write.mode("append").parquet(bad_records)
+        plan.good(cached.observe(observation, *_metrics(cached, plan))).write.mode("append") \
+            .parquet(output)
+        metrics = dict(observation.get)
+        if metrics["rejected"]:
+            plan.split.rejected(cached).write.mode("append").parquet(bad_records)
     finally:
         cached.unpersist()
+    return metrics
 
 
 def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: str, once: bool,
                 trigger_ms: int, status: StatusLine | None, stop: threading.Event,
-                poll_interval: float, split: Rejects | None = None,
+                poll_interval: float, plan: ReadPlan,
                 bad_records: str | None = None) -> IngestSummary:
     mode = "availableNow" if once else "continuous"
 
@@ -351,13 +438,11 @@ def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: st
         return spark.readStream.format("pyconsumer").options(**opts).load()
 
     # progress (records read, bytes) is observed on the first query, which sees every record
-    if split is None:
-        writers = [sink(_observed(read()), output, checkpoint)]
-    else:
-        assert bad_records is not None
-        writers = [sink(split.good(_observed(read())), output, checkpoint),
-                   sink(split.rejected(read()), bad_records,
-                        f"{checkpoint.rstrip('/')}/rejected")]
+    writers = [sink(plan.good(_observed(read(), plan)), output, checkpoint)]
+    if bad_records is not None:
+        assert plan.split is not None
+        writers.append(sink(plan.split.rejected(read()), bad_records,
+                            f"{checkpoint.rstrip('/')}/rejected"))
     progress = StreamProgress(status, mode)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
@@ -405,7 +490,12 @@ def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: st
         if error is not None:
             raise IngestError(f"the streaming query failed: {spark_error_message(error)}")
     seconds = time.monotonic() - started
-    return IngestSummary(mode=mode, output=output, seconds=seconds,
-                         micro_batches=progress.batches, interrupted=interrupted,
-                         busy_seconds=progress.busy_ms / 1000.0 if mode == "continuous"
-                         else None)
+    summary = IngestSummary(mode=mode, output=output, seconds=seconds,
+                            micro_batches=progress.batches, interrupted=interrupted,
+                            busy_seconds=progress.busy_ms / 1000.0 if mode == "continuous"
+                            else None)
+    if plan.sized:
+        summary.read_bytes = progress.good_bytes
+        summary.dropped = progress.rejected if plan.drops else None
+        summary.topics = tuple(sorted(progress.topics))
+    return summary

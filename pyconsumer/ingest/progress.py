@@ -54,6 +54,10 @@ class StreamProgress:
         self.counted: set[int] = set()
         self.records = 0
         self.bytes = 0
+        # the observed rows' split: bytes of the good rows, rows rejected, topics seen
+        self.good_bytes = 0
+        self.rejected = 0
+        self.topics: set[str] = set()
         self.batches = 0
         self.busy_ms = 0                        # the micro-batches with records, end to end
         self.lag: int | None = None
@@ -78,6 +82,10 @@ class StreamProgress:
         nbytes = int(metrics["bytes"]) if metrics is not None else 0
         self.records += rows
         self.bytes += nbytes
+        if metrics is not None:
+            self.good_bytes += int(metrics["good_bytes"] or 0)
+            self.rejected += int(metrics["rejected"] or 0)
+            self.topics.update(metrics["topics"] or ())
         self.batches += 1
         self.busy_ms += int(progress["batchDuration"] or 0)
         rate = float(progress["processedRowsPerSecond"] or 0.0)

@@ -17,7 +17,7 @@ class PartitionSummary:
     first_offset: int
     last_offset: int
     records: int
-    bytes: int          # sum of key and value lengths (null counts 0)
+    bytes: int          # sum of key and value lengths (null counts 0; typed values: 0)
 
 
 @dataclass
@@ -39,8 +39,15 @@ class IngestSummary:
     bad_records: str | None = None
     rejected: list[PartitionSummary] = field(default_factory=list)
     rejected_files: int = 0
-    #: the columns whose bytes ``bytes`` counts: typed (struct) keys and values have no length
-    sized: tuple[str, ...] = ("key", "value")
+    #: typed values: the raw key + value bytes of the records written, counted as the read
+    #: saw them (a decoded column has no length of its own); None: counted over the files
+    read_bytes: int | None = None
+    #: --mode DROPMALFORMED: the records rejected and left out (None in other runs)
+    dropped: int | None = None
+    #: the topics the run read records of (also those whose records were all rejected)
+    topics: tuple[str, ...] = ()
+    #: typed values: the fields of a decoded key or value null in every record written
+    null_fields: tuple[str, ...] = ()
 
     @property
     def records(self) -> int:
@@ -52,7 +59,14 @@ class IngestSummary:
 
     @property
     def bytes(self) -> int:
+        if self.read_bytes is not None:
+            return self.read_bytes
         return sum(p.bytes for p in self.partitions)
+
+    @property
+    def all_rejected(self) -> bool:
+        """Records were read and every one was rejected (none written to the output)."""
+        return self.records == 0 and self.rejected_records + (self.dropped or 0) > 0
 
     @property
     def rate_seconds(self) -> float:
@@ -72,13 +86,19 @@ class IngestSummary:
 
 
 def format_summary(summary: IngestSummary) -> str:
-    """The final table: per partition offsets, records and bytes, then totals and rates."""
+    """The final table: per partition offsets, records and bytes, then totals and rates (typed
+    values: bytes in total only, as read)."""
+    per_partition = summary.read_bytes is None
     rows: list[tuple[Any, ...]] = [
-        (p.topic, p.partition, f"{p.first_offset}-{p.last_offset}", f"{p.records:,}",
-         f"{p.bytes:,}") for p in summary.partitions]
-    rows.append(("total", "", "", f"{summary.records:,}", f"{summary.bytes:,}"))
-    table = format_table(rows, ("topic", "partition", "offsets", "records", "bytes"),
-                         right=(False, True, False, True, True))
+        (p.topic, p.partition, f"{p.first_offset}-{p.last_offset}", f"{p.records:,}")
+        + ((f"{p.bytes:,}",) if per_partition else ()) for p in summary.partitions]
+    rows.append(("total", "", "", f"{summary.records:,}")
+                + ((f"{summary.bytes:,}",) if per_partition else ()))
+    names: tuple[str, ...] = ("topic", "partition", "offsets", "records")
+    right: tuple[bool, ...] = (False, True, False, True)
+    if per_partition:
+        names, right = names + ("bytes",), right + (True,)
+    table = format_table(rows, names, right=right)
     what = {"batch": "batch", "availableNow": "streaming, available now",
             "continuous": "streaming"}.get(summary.mode, summary.mode)
     head = (f"ingest summary ({what}; {summary.files} Parquet file"
@@ -90,14 +110,46 @@ def format_summary(summary: IngestSummary) -> str:
     busy = ("" if summary.busy_seconds is None else
             f" ({summary.busy_seconds:.2f} s in micro-batches, the rest waiting for records)")
     rate_s = summary.rate_seconds
-    sized = " + ".join(summary.sized) if summary.sized else "typed key and value: not counted"
-    rates = (f"  {summary.records:,} records, {human_bytes(summary.bytes)} ({sized}) in "
+    rates = (f"  {summary.records:,} records, {human_bytes(summary.bytes)} (key + value) in "
              f"{summary.seconds:.2f} s{busy}: {summary.records_per_second:,.0f} records/s, "
              f"{human_bytes(summary.bytes / rate_s if rate_s > 0 else 0)}/s")
     lines = [head, table, rates]
     if summary.bad_records is not None:
         lines.append(_format_rejected(summary))
+    elif summary.dropped is not None:
+        bad = summary.dropped
+        lines.append(f"  {summary.records:,} good and {bad:,} rejected record"
+                     f"{'' if bad == 1 else 's'} (left out: --mode DROPMALFORMED)")
     return "\n".join(lines)
+
+
+def summary_problems(summary: IngestSummary, *, allow_all_rejected: bool = False
+                     ) -> tuple[list[str], bool]:
+    """What the run's records say about its flags, one line each (``warning: ...`` or an
+    error), and whether the run fails for it: every record rejected fails unless
+    ``allow_all_rejected`` (a format or schema that fits no record is a mistake far more often
+    than a wish); fields null in every record written are a warning."""
+    lines: list[str] = []
+    failed = False
+    topics = ", ".join(summary.topics or sorted({p.topic for p in summary.partitions}))
+    if summary.all_rejected:
+        n = summary.rejected_records + (summary.dropped or 0)
+        where = (f"the reason of each is in {summary.bad_records}"
+                 if summary.bad_records is not None else
+                 "--mode DROPMALFORMED left them out; --bad-records DIR keeps them with the "
+                 "reason of each")
+        text = (f"every record read was rejected ({n:,} record{'' if n == 1 else 's'} of "
+                f"{topics}; none written to {summary.output}): {where}")
+        failed = not allow_all_rejected
+        lines.append(f"{text} (--allow-all-rejected to exit 0)" if failed else f"warning: {text}")
+    if summary.null_fields and summary.records:
+        fields = list(summary.null_fields)
+        named = fields[0] if len(fields) == 1 else ", ".join(fields[:-1]) + " and " + fields[-1]
+        lines.append(f"warning: {named} {'was' if len(fields) == 1 else 'were'} null in "
+                     f"{'the' if summary.records == 1 else 'all'} {summary.records:,} record"
+                     f"{'' if summary.records == 1 else 's'} written from {topics}: does the "
+                     "schema name fields the records have?")
+    return lines, failed
 
 
 def _format_rejected(summary: IngestSummary) -> str:

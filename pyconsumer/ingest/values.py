@@ -6,6 +6,9 @@ Decoding itself is the source's (:class:`~pyconsumer.values.typed.TypedValues` i
 ``pyconsumer`` data source): this module only names it. With ``--bad-records`` the read is
 PERMISSIVE with the corrupt-record column(s) and a reason column; a row with a reason is
 rejected, every other row is good, so each record read lands in exactly one of the two.
+DROPMALFORMED is read the same way, the rejected rows left out by the ingest (which counts
+them: the source would drop them unseen). Typed reads carry each record's raw key + value
+size, the bytes the summary counts (:func:`plan_read`).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ValueFlags", "value_options", "typed_values", "check_registry", "Rejects",
            "rejects", "with_rejects", "read_flag_text", "redact", "describe_values", "REASON_OPTION", "REASON_COLUMN",
-           "REJECTED_COLUMNS"]
+           "REJECTED_COLUMNS", "SIZE_OPTION", "SIZE_COLUMN", "ReadPlan", "plan_read"]
 
 #: the source's option naming the (internal) column that says why a row was rejected
 REASON_OPTION = "columnNameOfCorruptReason"
@@ -30,6 +33,11 @@ REASON_COLUMN = "_corrupt_reason"
 #: the columns of the rejected-records dataset (``headers`` too when the read includes them)
 REJECTED_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestampType", "key", "value",
                     "reason")
+#: the source's (internal) option naming a long column with each record's raw key + value
+#: bytes: a decoded key or value has no length of its own, and the summary counts bytes read
+SIZE_OPTION = "columnNameOfRawSize"
+#: its name in the ingest's read; it is never written
+SIZE_COLUMN = "_raw_size"
 _DEFAULT_CORRUPT = "_corrupt_record"
 
 # the source's option -> the flag that sets it (an error names what the user typed)
@@ -269,7 +277,48 @@ def rejects(opts: Mapping[str, str]) -> Rejects | None:
     corrupt = lowered.get("columnnameofcorruptrecord") or _DEFAULT_CORRUPT
     value_typed = (lowered.get("valueformat") or "binary").lower() != "binary"
     key_typed = (lowered.get("keyformat") or "binary").lower() != "binary"
+    size = lowered.get(SIZE_OPTION.lower())
     added = tuple(([corrupt] if value_typed else []) + ([f"{corrupt}_key"] if key_typed else [])
-                  + [reason])
+                  + [reason] + ([size] if size else []))
     return Rejects(reason=reason, raw_value=corrupt if value_typed else "value",
                    raw_key=f"{corrupt}_key" if key_typed else "key", added=added)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How the ingest reads: typed values carry the raw size column (``sized``); ``split``
+    tells rejected rows from good ones (--bad-records, or DROPMALFORMED, which the ingest
+    applies itself so that it can count what it leaves out: ``drops``)."""
+
+    sized: bool = False
+    split: Rejects | None = None
+    drops: bool = False
+
+    def good(self, df: Any) -> Any:
+        """What goes to the output: the good rows, without the columns the read added."""
+        if self.split is not None:
+            return self.split.good(df)
+        return df.drop(SIZE_COLUMN) if self.sized else df
+
+
+def plan_read(opts: Mapping[str, str], bad_records: bool) -> tuple[dict[str, str], ReadPlan]:
+    """The source options of the ingest's read and how to split it. Typed values (a key or
+    value format other than binary) read the raw size column; --bad-records reads PERMISSIVE
+    with the reason column (:func:`with_rejects`); DROPMALFORMED reads the same way and drops
+    the rejected rows itself, counting them (the source would drop them unseen)."""
+    out = dict(opts)
+    lowered = {k.lower(): k for k in out}
+    formats = {(out.get(lowered.get(f"{c}format", ""), "") or "binary").lower()
+               for c in ("value", "key")}
+    if formats <= {"binary"}:
+        return (with_rejects(out) if bad_records else out), ReadPlan()
+    out[SIZE_OPTION] = SIZE_COLUMN
+    if bad_records:
+        out = with_rejects(out)
+        return out, ReadPlan(sized=True, split=rejects(out))
+    mode = out.get(lowered.get("mode", ""), "") or ""
+    if mode.strip().upper() != "DROPMALFORMED":
+        return out, ReadPlan(sized=True)
+    del out[lowered["mode"]]
+    out = with_rejects(out)
+    return out, ReadPlan(sized=True, split=rejects(out), drops=True)

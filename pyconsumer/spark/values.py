@@ -176,6 +176,9 @@ class ValueOptions:
     #: internal option columnNameOfCorruptReason (pyconsumer ingest --bad-records): PERMISSIVE's
     #: string column saying why each bad row failed
     reason_column: str | None = None
+    #: internal option columnNameOfRawSize (pyconsumer ingest): a long column with each
+    #: record's raw key + value bytes, the size it counts for decoded columns
+    size_column: str | None = None
 
     def columns(self) -> tuple[ColumnOptions, ColumnOptions]:
         return (self.key, self.value)
@@ -229,7 +232,8 @@ class ValueOptions:
         try:
             plan = TypedValues(self.value.spec(pins.get("value")), self.key.spec(pins.get("key")),
                                mode=self.mode, corrupt_column=self.corrupt_column,
-                               registry=self.registry_client(), reason_column=self.reason_column)
+                               registry=self.registry_client(), reason_column=self.reason_column,
+                               size_column=self.size_column)
         except ConfigurationError as e:
             raise _in_option_words(e) from None
         with _plans_lock:
@@ -373,7 +377,10 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
     if reason is not None and (mode is not Mode.PERMISSIVE or corrupt is None or not reason.strip()):
         raise _fail("columnNameOfCorruptReason", "is a non-empty name, with mode PERMISSIVE and a "
                                                  "columnNameOfCorruptRecord")
-    out = ValueOptions(value, key, mode, corrupt, registry, reason)
+    size = opts.get("columnnameofrawsize")
+    if size is not None and not size.strip():
+        raise _fail("columnNameOfRawSize", "is empty")
+    out = ValueOptions(value, key, mode, corrupt, registry, reason, size)
     if registry:
         out.registry_client()           # an unknown or ill-typed setting fails now
     elif any(c.format is Format.AVRO and c.framing == "confluent" for c in out.columns()):

@@ -211,7 +211,8 @@ class TypedValues:
                  registry: SchemaRegistryClient | None = None,
                  subject_strategy: SubjectNameStrategy | str | None = None,
                  reason_column: str | None = None,
-                 key_subject_strategy: SubjectNameStrategy | str | None = None) -> None:
+                 key_subject_strategy: SubjectNameStrategy | str | None = None,
+                 size_column: str | None = None) -> None:
         self.value = value or ColumnFormat()
         self.key = key or ColumnFormat()
         self.mode = parse_mode(mode)
@@ -221,6 +222,9 @@ class TypedValues:
         # PERMISSIVE only: a string column with why each bad row failed (key and value reasons
         # joined), for a job that writes rejected records apart (ingest --bad-records)
         self.reason_column = reason_column if self.mode is Mode.PERMISSIVE else None
+        # a long column with each record's raw key + value bytes as read (null counts 0): a
+        # decoded column has no length of its own (ingest counts the bytes it read with it)
+        self.size_column = size_column
         self.registry = registry
         self.value.check("value", registry is not None)
         self.key.check("key", registry is not None)
@@ -253,6 +257,8 @@ class TypedValues:
         added = [("corrupt record column (corrupt.record.column)", n) for n in self._corrupt_names()]
         if self.reason_column is not None:
             added.append(("reason column", self.reason_column))
+        if self.size_column is not None:
+            added.append(("size column", self.size_column))
         for what, name in added:
             if name in taken:
                 raise ConfigurationError(f"the {what} {name!r} is already a column of the batch: "
@@ -322,6 +328,8 @@ class TypedValues:
             out = out.append(pa.field(name, pa.binary(), nullable=True))
         if self.reason_column is not None:
             out = out.append(pa.field(self.reason_column, pa.string(), nullable=True))
+        if self.size_column is not None:
+            out = out.append(pa.field(self.size_column, pa.int64(), nullable=True))
         return out
 
     @property
@@ -415,6 +423,8 @@ class TypedValues:
         if self.reason_column is not None:
             arrays.append(pa.array([reasons.get(i) for i in range(n)], pa.string()) if reasons
                           else pa.nulls(n, pa.string()))
+        if self.size_column is not None:
+            arrays.append(_raw_sizes(batch))
         out = pa.RecordBatch.from_arrays(arrays, schema=out_schema)
         dropped = 0
         if keep is not None:
@@ -444,6 +454,15 @@ class TypedValues:
         with self._lock:
             return ValueCounts(self.counts.decoded, self.counts.malformed, self.counts.dropped,
                                set(self.counts.schema_ids))
+
+
+def _raw_sizes(batch: pa.RecordBatch) -> pa.Array:
+    """Each row's key + value length in bytes as read (a null counts 0)."""
+    total = pa.array([0] * batch.num_rows, pa.int64())
+    for column in ("key", "value"):
+        lengths = pc.binary_length(batch.column(column)).cast(pa.int64())
+        total = pc.add(total, pc.fill_null(lengths, 0))
+    return total
 
 
 def _corrupt_name(base: str | None, column: str) -> str | None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pyconsumer.cli import main
+from pyconsumer.console import human_bytes
 from pyconsumer.testing import (
     ApicurioRegistry,
     KafkaCluster,
@@ -141,7 +142,10 @@ def test_json_good_rows_to_the_output_and_rejected_ones_apart(
     assert "  5 good and 4 rejected records (" in stdout, stdout
     assert re.search(rf"{topic}\s+0\s+1-4\s+2\n", stdout), stdout      # rejected 1, 4
     assert re.search(rf"{topic}\s+1\s+0-2\s+2(\n|$)", stdout), stdout  # rejected 0, 2
-    assert "(key + value)" not in stdout and "(key) in" in stdout
+    # the bytes of the good records as read (the value decoded into a struct counts its JSON)
+    good_bytes = sum(len(k or b"") + len(v or b"") for _, k, v, want in JSON_RECORDS
+                     if not isinstance(want, str))
+    assert f"  5 records, {human_bytes(good_bytes)} (key + value) in " in stdout, stdout
 
     stream_out, stream_bad, ck = (str(tmp_path / n) for n in ("s-out", "s-bad", "ck"))
     args = ["ingest", "-b", kafka.bootstrap_servers, "-t", topic, "--output", stream_out,
@@ -181,6 +185,7 @@ def test_json_failfast_and_dropmalformed(spark: Any, kafka: KafkaCluster,
     assert code == 0, stderr
     assert output_rows(str(tmp_path / "drop")) == good
     assert re.search(r"total\s+5\s", stdout), stdout
+    assert "  5 good and 4 rejected records (left out: --mode DROPMALFORMED)" in stdout, stdout
 
 
 # ------------------------------------------------------------------------------------ Avro

@@ -5,6 +5,7 @@ reads every record it produced."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import threading
@@ -17,7 +18,7 @@ import pytest
 
 from pyconsumer.cli import main
 from pyconsumer.demo import run_demo
-from pyconsumer.console import StatusLine
+from pyconsumer.console import StatusLine, human_bytes
 from pyconsumer.ingest import IngestSummary, format_summary, run_ingest
 from pyconsumer.testing import TansuBroker, TestRecord, produce, sample_records
 
@@ -179,3 +180,139 @@ def test_demo_reads_every_record_and_cleans_up(spark: Any) -> None:
     assert port is not None
     left = set(os.listdir("/tmp")) - before
     assert not [name for name in left if name.startswith(f"tansu-{port.group(1)}-")]
+
+
+# ----------------------------------------------------------------- typed values: what is counted
+
+DDL = "id long, item string"
+
+
+def _typed_topic(tansu: TansuBroker, make_tansu_topic: Callable[..., str]
+                 ) -> tuple[str, list[TestRecord]]:
+    """Partition 0: 40 JSON values with DDL's fields; partition 1: 30 values that are not
+    JSON. Keys throughout (UTF-8, two bytes to a character in part)."""
+    topic = make_tansu_topic(2)
+    good = [TestRecord(key=f"κ{i}".encode(), value=json.dumps({"id": i, "item": "x" * i}).encode(),
+                       partition=0, timestamp_ms=1_700_000_000_000 + i) for i in range(40)]
+    bad = [TestRecord(key=f"b{i}".encode(), value=b"not json " + b"!" * i, partition=1,
+                      timestamp_ms=1_700_000_000_000 + i) for i in range(30)]
+    for batch in (good, bad):
+        assert {p for p, _ in produce(tansu.bootstrap, topic, batch)} == {batch[0].partition}
+    return topic, good + bad
+
+
+def _raw_bytes(records: list[TestRecord]) -> int:
+    return sum(len(r.key or b"") + len(r.value or b"") for r in records)
+
+
+def _parquet_files(path: Path) -> dict[str, int]:
+    """Each Parquet data file of a dataset folder and its row count."""
+    import pyarrow.parquet as pq
+
+    return {f.name: pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet"))}
+
+
+def test_typed_and_untyped_runs_count_the_same_bytes(spark: Any, tansu: TansuBroker,
+                                                     make_tansu_topic: Callable[..., str],
+                                                     tmp_path: Path) -> None:
+    """The bytes of a typed run are the records' raw key + value bytes as read, as an untyped
+    run of the same records counts them (not 0 for a decoded value), batch and streaming;
+    with --bad-records the output's bytes are those of the good records."""
+    topic, records = _typed_topic(tansu, make_tansu_topic)
+    typed = {"valueFormat": "json", "valueSchema": DDL, "keyFormat": "string"}
+    untyped = run_ingest(spark, output=str(tmp_path / "u"), bootstrap=tansu.bootstrap,
+                         topics=[topic])
+    assert (untyped.records, untyped.bytes) == (70, _raw_bytes(records))
+    batch = run_ingest(spark, output=str(tmp_path / "t"), bootstrap=tansu.bootstrap,
+                       topics=[topic], options=typed)
+    assert (batch.records, batch.bytes, batch.read_bytes) == (70, _raw_bytes(records),
+                                                              _raw_bytes(records))
+    assert batch.null_fields == ()
+    stream = run_ingest(spark, output=str(tmp_path / "s"), checkpoint=str(tmp_path / "ck"),
+                        once=True, bootstrap=tansu.bootstrap, topics=[topic], options=typed)
+    assert (stream.records, stream.bytes) == (70, _raw_bytes(records))
+    line = format_summary(stream).splitlines()[-1]
+    assert line.startswith(f"  70 records, {human_bytes(_raw_bytes(records))} (key + value) in ")
+    split = run_ingest(spark, output=str(tmp_path / "g"), bad_records=str(tmp_path / "b"),
+                       bootstrap=tansu.bootstrap, topics=[topic], options=typed)
+    assert (split.records, split.rejected_records) == (40, 30)
+    assert split.bytes == _raw_bytes(records[:40])
+
+
+def test_no_empty_parquet_file_in_a_batch_run(spark: Any, tansu: TansuBroker,
+                                              make_tansu_topic: Callable[..., str],
+                                              tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A batch write adds only files with rows, to --output and to --bad-records (Spark's
+    first task writes a file even with no row for it); a --bad-records folder this run made
+    and wrote nothing to is not left behind."""
+    topic, records = _typed_topic(tansu, make_tansu_topic)
+    flags = ["--value-format", "json", "--value-schema", DDL]
+    out, bad = tmp_path / "out", tmp_path / "bad"
+    code = main(["ingest", "-b", tansu.bootstrap, "-t", topic, "--output", str(out),
+                 "--bad-records", str(bad), *flags])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "  40 good and 30 rejected records (1 Parquet file added to " in captured.out
+    assert list(_parquet_files(out).values()) == [40]
+    assert list(_parquet_files(bad).values()) == [30]
+    # nothing rejected: no rejected-records file, and the folder made for it goes
+    only_good = json.dumps({topic: {"0": -2, "1": 30}})
+    code = main(["ingest", "-b", tansu.bootstrap, "-t", topic, "--output", str(out),
+                 "--bad-records", str(tmp_path / "none"), "--starting-offsets", only_good,
+                 *flags])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "  40 good and 0 rejected records (0 Parquet files added to " in captured.out
+    assert list(_parquet_files(out).values()) == [40, 40]
+    assert not (tmp_path / "none").exists()
+
+
+def test_every_record_rejected_exits_1(spark: Any, tansu: TansuBroker,
+                                       make_tansu_topic: Callable[..., str], tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A format no record fits: exit 1 with one line saying so (not "0 good and 30 rejected"
+    and exit 0), unless --allow-all-rejected (a warning then); no Parquet file and no folder in
+    --output either way."""
+    topic, _ = _typed_topic(tansu, make_tansu_topic)
+    bad_only = json.dumps({topic: {"0": 40, "1": -2}})
+    base = ["ingest", "-b", tansu.bootstrap, "-t", topic, "--starting-offsets", bad_only,
+            "--value-format", "json", "--value-schema", DDL]
+    out, bad = tmp_path / "out", tmp_path / "bad"
+    code = main([*base, "--output", str(out), "--bad-records", str(bad)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "  0 good and 30 rejected records (1 Parquet file added to " in captured.out
+    assert captured.err.splitlines()[-1] == (
+        f"pyconsumer ingest: every record read was rejected (30 records of {topic}; none "
+        f"written to {out}): the reason of each is in {bad} (--allow-all-rejected to exit 0)")
+    assert not out.exists() and list(_parquet_files(bad).values()) == [30]
+
+    code = main([*base, "--output", str(out), "--mode", "DROPMALFORMED", "--allow-all-rejected"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "  0 good and 30 rejected records (left out: --mode DROPMALFORMED)" in captured.out
+    assert captured.err.splitlines()[-1] == (
+        f"pyconsumer ingest: warning: every record read was rejected (30 records of {topic}; "
+        f"none written to {out}): --mode DROPMALFORMED left them out; --bad-records DIR keeps "
+        "them with the reason of each")
+    assert not out.exists()
+
+
+def test_fields_null_in_every_record_are_named(spark: Any, tansu: TansuBroker,
+                                              make_tansu_topic: Callable[..., str],
+                                              tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A JSON schema whose fields no record has (PERMISSIVE: every field null): exit 0, a
+    warning naming them; a field some record has is not named."""
+    topic, _ = _typed_topic(tansu, make_tansu_topic)
+    out = tmp_path / "out"
+    code = main(["ingest", "-b", tansu.bootstrap, "-t", topic, "--output", str(out),
+                 "--ending-offsets", json.dumps({topic: {"0": 40, "1": 0}}),
+                 "--value-format", "json", "--value-schema", "sku string, id long, qty int"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.err.splitlines()[-1] == (
+        f"pyconsumer ingest: warning: value.sku and value.qty were null in all 40 records "
+        f"written from {topic}: does the schema name fields the records have?")
+    assert list(_parquet_files(out).values()) == [40]

@@ -12,11 +12,22 @@ import pyarrow as pa
 import pytest
 
 from pyconsumer.cli import main
-from pyconsumer.ingest import IngestError, IngestSummary, PartitionSummary, format_summary
+from pyconsumer.errors import ConfigurationError
+from pyconsumer.ingest import (
+    IngestError,
+    IngestSummary,
+    PartitionSummary,
+    format_summary,
+    summary_problems,
+)
 from pyconsumer.ingest.values import (
     REASON_COLUMN,
     REASON_OPTION,
+    SIZE_COLUMN,
+    SIZE_OPTION,
+    ReadPlan,
     Rejects,
+    plan_read,
     ValueFlags,
     read_flag_text,
     redact,
@@ -163,30 +174,100 @@ def test_credentials_in_urls_are_redacted() -> None:
 
 
 def test_the_summary_counts_good_and_rejected_records() -> None:
+    """Typed values: the bytes are the raw key + value bytes the read counted (in total: a
+    decoded column has no length in the files)."""
     summary = IngestSummary(
         mode="batch", output="out", seconds=2.0, files=1,
-        partitions=[PartitionSummary("orders", 0, 0, 9, 8, 80)],
+        partitions=[PartitionSummary("orders", 0, 0, 9, 8, 0)],
         bad_records="bad", rejected_files=1,
-        rejected=[PartitionSummary("orders", 0, 3, 7, 2, 20)], sized=("key",))
-    assert summary.rejected_records == 2
+        rejected=[PartitionSummary("orders", 0, 3, 7, 2, 20)], read_bytes=80)
+    assert summary.rejected_records == 2 and summary.bytes == 80
     assert format_summary(summary).splitlines() == [
         "ingest summary (batch; 1 Parquet file added to out):",
-        "  topic   partition  offsets  records  bytes",
-        "  ------  ---------  -------  -------  -----",
-        "  orders          0  0-9            8     80",
-        "  total                             8     80",
-        "  8 records, 80 B (key) in 2.00 s: 4 records/s, 40 B/s",
+        "  topic   partition  offsets  records",
+        "  ------  ---------  -------  -------",
+        "  orders          0  0-9            8",
+        "  total                             8",
+        "  8 records, 80 B (key + value) in 2.00 s: 4 records/s, 40 B/s",
         "  8 good and 2 rejected records (1 Parquet file added to bad)",
         "rejected records:",
         "  topic   partition  offsets  rejected",
         "  ------  ---------  -------  --------",
         "  orders          0  3-7             2",
     ]
+    assert summary_problems(summary) == ([], False)
     clean = IngestSummary(mode="batch", output="out", seconds=1.0, bad_records="bad",
-                          sized=())
+                          read_bytes=0)
     assert format_summary(clean).splitlines()[-2:] == [
-        "  0 records, 0 B (typed key and value: not counted) in 1.00 s: 0 records/s, 0 B/s",
+        "  0 records, 0 B (key + value) in 1.00 s: 0 records/s, 0 B/s",
         "  0 good and 0 rejected records (0 Parquet files added to bad)"]
+    assert summary_problems(clean) == ([], False)
+
+
+def test_every_record_rejected_fails_unless_allowed() -> None:
+    rejected = IngestSummary(mode="batch", output="out", seconds=1.0, bad_records="bad",
+                             rejected_files=1, read_bytes=0, topics=("orders",),
+                             rejected=[PartitionSummary("orders", 0, 0, 99, 100, 2000)])
+    assert rejected.all_rejected
+    text = ("every record read was rejected (100 records of orders; none written to out): the "
+            "reason of each is in bad")
+    assert summary_problems(rejected) == ([f"{text} (--allow-all-rejected to exit 0)"], True)
+    assert summary_problems(rejected, allow_all_rejected=True) == ([f"warning: {text}"], False)
+    dropped = IngestSummary(mode="availableNow", output="out", seconds=1.0, read_bytes=0,
+                            topics=("a", "b"), dropped=1)
+    assert format_summary(dropped).splitlines()[-1] == (
+        "  0 good and 1 rejected record (left out: --mode DROPMALFORMED)")
+    assert summary_problems(dropped) == ([
+        "every record read was rejected (1 record of a, b; none written to out): --mode "
+        "DROPMALFORMED left them out; --bad-records DIR keeps them with the reason of each "
+        "(--allow-all-rejected to exit 0)"], True)
+    # nothing read: nothing rejected
+    assert not IngestSummary(mode="batch", output="out", dropped=0).all_rejected
+
+
+def test_fields_null_in_every_record_are_named() -> None:
+    summary = IngestSummary(mode="batch", output="out", seconds=1.0, read_bytes=10,
+                            topics=("a",), null_fields=("value.id", "value.item"),
+                            partitions=[PartitionSummary("a", 0, 0, 2, 3, 0)])
+    assert summary_problems(summary) == ([
+        "warning: value.id and value.item were null in all 3 records written from a: does the "
+        "schema name fields the records have?"], False)
+    one = IngestSummary(mode="batch", output="out", seconds=1.0, read_bytes=10, topics=("a",),
+                        null_fields=("key.k",), partitions=[PartitionSummary("a", 0, 4, 4, 1, 0)])
+    assert summary_problems(one) == ([
+        "warning: key.k was null in the 1 record written from a: does the schema name fields "
+        "the records have?"], False)
+
+
+def test_the_read_plan_of_typed_values() -> None:
+    """Typed values read the raw size column; DROPMALFORMED is applied by the ingest (a
+    PERMISSIVE read with the reason column) so that it counts what it leaves out."""
+    base = {"subscribe": "t", "valueFormat": "json", "valueSchema": "a int"}
+    assert plan_read({"subscribe": "t"}, False) == ({"subscribe": "t"}, ReadPlan())
+    assert plan_read(base, False) == ({**base, SIZE_OPTION: SIZE_COLUMN}, ReadPlan(sized=True))
+    opts, plan = plan_read({**base, "Mode": "dropMalformed"}, False)
+    assert opts == {**base, SIZE_OPTION: SIZE_COLUMN, "mode": "PERMISSIVE",
+                    REASON_OPTION: REASON_COLUMN}
+    assert plan == ReadPlan(sized=True, drops=True, split=Rejects(
+        REASON_COLUMN, "_corrupt_record", "key", ("_corrupt_record", REASON_COLUMN, SIZE_COLUMN)))
+    opts, plan = plan_read(base, True)
+    assert opts == {**base, SIZE_OPTION: SIZE_COLUMN, "mode": "PERMISSIVE",
+                    REASON_OPTION: REASON_COLUMN}
+    assert plan == ReadPlan(sized=True, split=Rejects(
+        REASON_COLUMN, "_corrupt_record", "key", ("_corrupt_record", REASON_COLUMN, SIZE_COLUMN)))
+
+
+def test_the_raw_size_column_counts_key_and_value_bytes_as_read() -> None:
+    """Each row's raw key + value length (null counts 0), for the rows kept: a decoded value
+    has no length of its own."""
+    plan = TypedValues(ColumnFormat(Format.JSON, "a int"), mode="DROPMALFORMED",
+                       size_column="size")
+    out = plan.apply(_batch([b"k0", None, "ключ".encode()], [b'{"a":1}', b"x", None]))
+    assert out.schema.field("size").type == pa.int64()
+    assert out.to_pydict()["size"] == [2 + 7, 8]
+    assert out.to_pydict()["offset"] == [0, 2]
+    with pytest.raises(ConfigurationError, match="size column 'offset' is already a column"):
+        TypedValues(ColumnFormat(Format.STRING), size_column="offset")
 
 
 def _batch(keys: list[bytes | None], values: list[bytes | None]) -> pa.RecordBatch:
