@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from pyconsumer.structs import TopicPartition
-from pyconsumer.testing import KafkaCluster, MissingToolError, TestRecord, produce
+from pyconsumer.testing import KafkaCluster, MissingToolError, NotOurCluster, TestRecord, produce
 
 ALL_CAPABILITIES = frozenset({
     "codecs", "headers", "list_offsets", "timestamps", "transactions", "commit", "commit_metadata",
@@ -126,9 +126,32 @@ def make_backend(name: str, handle: Any) -> Backend:
     return Backend(name, handle.bootstrap, CAPABILITIES[name], handle, writer, dict(_GROUP_SETTINGS))
 
 
+def external_kafka() -> str:
+    """The bootstrap servers of PYCONSUMER_TEST_KAFKA (the user's own cluster for the ``kafka``
+    tier), or '' when the tests start their own."""
+    return os.environ.get("PYCONSUMER_TEST_KAFKA", "").strip()
+
+
+def _what_is_special(cluster: KafkaCluster) -> str:
+    parts = [f"{cluster.nodes} nodes"] if cluster.nodes > 1 else []
+    if cluster.broker_config or cluster.node_config:
+        names = sorted({*cluster.broker_config, *(k for c in cluster.node_config.values() for k in c)})
+        parts.append("broker settings " + ", ".join(names))
+    if cluster.kerberos is not None:
+        parts.append("a Kerberos listener")
+    if cluster.users:
+        parts.append("the test's SASL users")
+    return " and ".join(parts) or "a cluster of its own"
+
+
 def start_or_skip(cluster: KafkaCluster) -> KafkaCluster:
     """Start ``cluster``; without Java, Maven or openssl skip saying what to install, except
-    under ``CI=true`` where the Apache Kafka tier must run: fail."""
+    under ``CI=true`` where the Apache Kafka tier must run: fail. With PYCONSUMER_TEST_KAFKA
+    set, skip (NotOurCluster): the tier runs against that cluster and starts none of its own."""
+    external = external_kafka()
+    if external:     # tests/conftest.py turns this into a skip at the test's own line
+        raise NotOurCluster(f"needs a Kafka of its own with {_what_is_special(cluster)}, "
+                            f"not the external one at {external}")
     try:
         return cluster.start()
     except MissingToolError as exc:

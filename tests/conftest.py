@@ -43,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from tests.backends import Backend, backends_for, make_backend, start_or_skip
+from tests.backends import Backend, backends_for, external_kafka, make_backend, start_or_skip
 from pyconsumer.testing import ExternalKafka, KafkaCluster, NotOurCluster, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
 from pyconsumer.testing import BrokerStartError, spark_kafka_jars
 
@@ -172,10 +172,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 
 def _kafka_cluster(nodes: int) -> Iterator[KafkaCluster]:
     _require("confluent_kafka", "Apache Kafka's topic admin")
-    external = os.environ.get("PYCONSUMER_TEST_KAFKA", "").strip()
+    external = external_kafka()
     if external:
         if nodes > 1:
-            pytest.skip(f"three-node scenarios stop and kill brokers: not on the external Kafka at {external}")
+            pytest.skip(f"needs a {nodes}-node Kafka of its own to stop, kill and restart nodes of, "
+                        f"not the external one at {external}")
         yield ExternalKafka(external).start()
         return
     cluster = KafkaCluster(nodes=nodes, users=KAFKA_USERS)
@@ -227,8 +228,9 @@ def apicurio() -> Iterator[Any]:
 def make_kafka_topic(kafka: KafkaCluster) -> Callable[..., str]:
     def make(partitions: int = 1, *, name: str | None = None, config: dict[str, str] | None = None,
              replication_factor: int = 1) -> str:
-        if not kafka.is_running(1):
-            kafka.restart(1)
+        for node_id in kafka.node:      # none on an external cluster: not ours to restart
+            if not kafka.is_running(node_id):
+                kafka.restart(node_id)
         return kafka.create_topic(name or unique_topic_name(), partitions, config=config,
                                   replication_factor=replication_factor)
 

@@ -5,11 +5,15 @@ against that cluster: :class:`ExternalKafka` makes the test topics there (names 
 run) and offers the same admin calls. What only a cluster of our own can do (kill, stop or
 restart a node, a SASL or SSL listener of known users and CA, special broker settings) is
 refused with :class:`NotOurCluster`, which the tests turn into a skip naming the reason.
+Node ids come from the cluster's metadata (any ids, any number of brokers), never assumed.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ._errors import BrokerStartError
-from ._kafka import KafkaCluster, TlsFiles
+from ._kafka import KafkaCluster, KafkaNode, TlsFiles
+from ._process import probe_api_versions
 
 __all__ = ["ExternalKafka", "NotOurCluster"]
 
@@ -34,8 +38,7 @@ class ExternalKafka(KafkaCluster):
     def listener(self, name: str) -> str:
         if name == "PLAINTEXT":
             return self._bootstrap
-        raise NotOurCluster(f"the external Kafka at {self._bootstrap} is used through its bootstrap "
-                            f"servers only: no {name} listener with known users or CA")
+        raise self._refuse(f"the {name} listener with the test users and CA")
 
     def start(self) -> ExternalKafka:
         """Check that the cluster answers metadata (BrokerStartError naming it otherwise)."""
@@ -51,11 +54,40 @@ class ExternalKafka(KafkaCluster):
     def tls(self) -> TlsFiles:
         raise self._refuse("TLS material")
 
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        """node id -> (host, port) of every broker the cluster's metadata lists now."""
+        md = self.admin().list_topics(timeout=self.start_timeout / 4)
+        return {b.id: (b.host, b.port) for b in md.brokers.values()}
+
+    def node_ids(self) -> list[int]:
+        return sorted(self.brokers())
+
+    def api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
+        """{api key: (min, max)} as broker ``node_id`` answers ApiVersions now."""
+        brokers = self.brokers()
+        if node_id not in brokers:
+            raise KeyError(f"no node {node_id}; the external Kafka at {self._bootstrap} has nodes {sorted(brokers)}")
+        return probe_api_versions(*brokers[node_id], timeout=10.0)
+
+    def __getitem__(self, node_id: int) -> KafkaNode:
+        brokers = self.brokers()
+        if node_id in brokers:
+            raise self._refuse(f"reading node {node_id}'s log or process")
+        raise KeyError(f"no node {node_id}; the external Kafka at {self._bootstrap} has nodes {sorted(brokers)}")
+
+    def create_topic(self, name: str, partitions: int = 1, *, replication_factor: int = 1,
+                     config: Mapping[str, str] | None = None, timeout: float = 30.0) -> str:
+        """As KafkaCluster's, with ``retention.ms=-1`` unless ``config`` sets it: test records
+        carry fixed 2023 timestamps, which a broker's default 7-day retention deletes at its
+        next check (the clusters the tests start keep them broker-wide)."""
+        return super().create_topic(name, partitions, replication_factor=replication_factor,
+                                    config={"retention.ms": "-1", **(config or {})}, timeout=timeout)
+
     def close(self) -> None:
         """Nothing to stop: the cluster is not ours (its test topics stay)."""
 
     def _refuse(self, what: str) -> NotOurCluster:
-        return NotOurCluster(f"{what} needs a cluster the tests started; {self._bootstrap} is external")
+        return NotOurCluster(f"{what} needs a Kafka the tests started, not the external one at {self._bootstrap}")
 
     def kill(self, node_id: int) -> None:
         raise self._refuse(f"killing node {node_id}")

@@ -457,6 +457,14 @@ class KafkaCluster(ProcessCluster):
     def is_running(self, node_id: int = 1) -> bool:
         return node_id in self.node and self.node[node_id].is_running()
 
+    def node_ids(self) -> list[int]:
+        """The ids of the cluster's nodes, ascending."""
+        return sorted(self.node)
+
+    def api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
+        """{api key: (min, max)} as node ``node_id`` answered ApiVersions when it started."""
+        return self[node_id].api_versions
+
     def _kill_processes(self) -> None:
         """Kill every node (the data is thrown away, so no clean shutdown is owed); close()
         then removes the folder: data, logs and TLS material."""

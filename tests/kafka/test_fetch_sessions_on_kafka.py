@@ -16,8 +16,9 @@ import pytest
 from pyconsumer import KafkaConsumer, TopicPartition, protocol
 from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import ApiKey
-from pyconsumer.testing import KafkaCluster, sample_records
+from pyconsumer.testing import KafkaCluster, NotOurCluster, sample_records
 
+from tests.backends import external_kafka
 from tests.conftest import unique_topic_name
 from tests.integration.runners import wait_for
 from tests.kafka.test_security_on_kafka import (
@@ -253,6 +254,9 @@ def test_a_wrong_epoch_closes_the_session_and_a_new_one_opens(
 def restartable_kafka(request: pytest.FixtureRequest) -> KafkaCluster:
     """A private one-node cluster a test may restart (the security tests' private node,
     shared to start one JVM less)."""
+    external = external_kafka()
+    if external:
+        raise NotOurCluster(f"restarting the broker needs a Kafka the tests started, not the external one at {external}")
     return strict_cluster(request.config)
 
 
