@@ -82,6 +82,19 @@ def joined(calls: list[tuple[str, set[TopicPartition]]]) -> list[tuple[str, set[
     return calls[1:] if calls[:1] == [("assigned", set())] else calls
 
 
+def joined_whole(calls: list[tuple[str, set[TopicPartition]]]) -> list[tuple[str, set[TopicPartition]]]:
+    """As :func:`joined`, for a member subscribed to topics that all exist before it joins:
+    the leading "assigned" calls as one. The broker's group coordinator may learn of the
+    topics just created one at a time (seen on a broker loaded by a full run), so the first
+    assignment can come in parts: one topic's partitions, then the other's."""
+    lead = 0
+    while lead < len(calls) and calls[lead][0] == "assigned":
+        lead += 1
+    if lead < 2:
+        return joined(calls)
+    return [("assigned", set().union(*(parts for _, parts in calls[:lead])))] + calls[lead:]
+
+
 def numbers(parts: set[TopicPartition], topic: str) -> list[int]:
     return sorted(tp.partition for tp in parts if tp.topic == topic)
 
@@ -101,7 +114,7 @@ def test_server_assignor_two_members(kafka: KafkaCluster, make_kafka_topic: Call
     group = f"g-{assignor}-{a}"
     m1, l1 = member(kafka.bootstrap_servers, group, [a, b], group_remote_assignor=assignor)
     wait_for(lambda: settled(kafka, group, [m1], everything))
-    assert joined(l1.calls) == [("assigned", everything)]
+    assert joined_whole(l1.calls) == [("assigned", everything)]
     m2, l2 = member(kafka.bootstrap_servers, group, [a, b], group_remote_assignor=assignor)
     wait_for(lambda: settled(kafka, group, [m1, m2], everything))
     one, two = m1.assignment, m2.assignment
@@ -112,7 +125,7 @@ def test_server_assignor_two_members(kafka: KafkaCluster, make_kafka_topic: Call
             assert numbers(owned, a) in ([0, 1], [2, 3])
             assert numbers(owned, b) == [numbers(owned, a)[0] // 2]
     # as Java, a reconciliation ends with on_partitions_assigned, here with nothing added
-    assert joined(l1.calls) == [("assigned", everything), ("revoked", two), ("assigned", set())]
+    assert joined_whole(l1.calls) == [("assigned", everything), ("revoked", two), ("assigned", set())]
     # the newcomer's first assignment is empty (its partitions are still the first member's),
     # the next one brings them once revoked
     assert l2.calls == [("assigned", set()), ("assigned", two)]
