@@ -17,10 +17,11 @@ import argparse
 import difflib
 import importlib
 import os
-import shutil
 import sys
 import time
 from collections.abc import Sequence
+
+from pyconsumer.spark.java import JavaError
 
 __all__ = ["main", "version"]
 
@@ -68,12 +69,10 @@ def _require(command: str, modules: Sequence[str], extra: str) -> None:
 
 
 def _require_java(command: str) -> None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and os.path.exists(os.path.join(java_home, "bin", "java")):
-        return
-    if shutil.which("java") is None:
-        raise MissingExtra(f"pyconsumer {command} runs Spark, which needs Java 17: install a "
-                           "JDK and put java on PATH (or set JAVA_HOME)")
+    """The Java Spark would start exists and is recent enough (raises JavaError)."""
+    from pyconsumer.spark.java import check_java
+
+    check_java()
 
 
 def _err(message: str) -> None:
@@ -448,6 +447,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MissingExtra as exc:
         print(exc, file=sys.stderr)                # it begins "pyconsumer <command> needs"
         return 2
+    except JavaError as exc:                       # "needs Java 17+: <what is wrong>"
+        _err(f"{args.command}: {exc}")
+        return 1
+    except KeyboardInterrupt:                      # a Ctrl-C before a command's own handling
+        _err(f"{args.command}: interrupted")
+        return 130
     parser.error(f"unknown command {args.command!r}")
     return 2
 
