@@ -12,27 +12,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-_LOG4J2 = """\
-# pyconsumer: Spark's log on stderr at one level, without the start-up banner lines.
-# PySpark counts as a shell: Spark compares the root level with its shell logger's (WARN
-# unless a configured logger covers it) and prints "Setting default log level" when they
-# differ; the top-level packages get the same level so that they do not.
-rootLogger.level = {level}
-rootLogger.appenderRef.stderr.ref = stderr
-appender.console.type = Console
-appender.console.name = stderr
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex
-{loggers}
-"""
-_LOG_PACKAGES = ("org", "io", "com", "py4j", "scala", "net", "jdk", "java", "javax")
+#: the log4j2 configuration of pyconsumer's sessions; its level is a system property
+LOG4J2_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 
-def log4j2_properties(level: str) -> str:
-    loggers = "\n".join(f"logger.{p}.name = {p}\nlogger.{p}.level = {level}"
-                        for p in _LOG_PACKAGES)
-    return _LOG4J2.format(level=level, loggers=loggers)
+def log4j2_java_options(level: str) -> str:
+    """Driver JVM flags that make Spark log on stderr at ``level`` only (``error``,
+    ``fatal``, ``warn``, ``info``...), without its start-up banner lines."""
+    from pathlib import Path
+
+    return (f"-Dlog4j2.configurationFile={Path(LOG4J2_FILE).as_uri()} "
+            f"-Dpyconsumer.log.level={level}")
 
 
 class QuietPy4J(logging.Filter):

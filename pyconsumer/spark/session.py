@@ -14,11 +14,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from pyconsumer.spark.logs import JVM_NOISE, QuietPy4J, jvm_stderr_without, log4j2_properties
+from pyconsumer.spark.java import check_java
+from pyconsumer.spark.logs import JVM_NOISE, QuietPy4J, jvm_stderr_without, log4j2_java_options
 
 __all__ = ["local_session", "temporary_session", "SPARK_MISSING"]
 
@@ -30,14 +31,26 @@ SPARK_MISSING = ("this needs PySpark (and Java 17): pip install 'pyconsumer[spar
 FAST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+def _jvm_running() -> bool:
+    """True when this process already talks to a JVM (a session, a notebook's gateway)."""
+    from pyspark import SparkContext
+
+    return (SparkContext._gateway is not None
+            or "PYSPARK_GATEWAY_PORT" in os.environ)
+
+
 def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
                   fast_jvm: bool = False, local_dir: str | None = None,
-                  java_options: str = "", conf: dict[str, Any] | None = None) -> Any:
+                  java_options: str = "", conf: Mapping[str, Any] | None = None,
+                  log_level: str | None = "error") -> Any:
     """Get or create a SparkSession with pyconsumer's source registered.
 
     ``fast_jvm`` trades throughput for start-up time (tests); ``local_dir`` puts Spark's
     scratch files (shuffle, block manager, the JVM's temporary files) there instead of /tmp;
-    ``java_options`` are more driver JVM flags."""
+    ``java_options`` are more driver JVM flags. Spark logs on stderr at ``log_level`` (error
+    by default: none of the JVM's start-up lines and warnings; None keeps Spark's own log4j2
+    defaults, and so does a ``-Dlog4j2.configurationFile`` of the caller's). Before a JVM is
+    started, the Java it would run is checked (:class:`~pyconsumer.spark.java.JavaError`)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local"):
@@ -48,6 +61,10 @@ def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise ImportError(SPARK_MISSING) from exc
+    settings = dict(conf or {})
+    starting = not _jvm_running()
+    if starting:
+        check_java()
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -60,19 +77,29 @@ def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
         flags.append(f"-Djava.io.tmpdir={local_dir}")
     if java_options:
         flags.append(java_options)
+    extra = str(settings.pop("spark.driver.extraJavaOptions", ""))
+    if extra:
+        flags.append(extra)
+    if log_level is not None and "log4j2.configurationFile" not in " ".join(flags):
+        flags.append(log4j2_java_options(log_level))
     if flags:
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(flags))
-    for key, value in (conf or {}).items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if starting and log_level is not None:
+        with jvm_stderr_without(JVM_NOISE):
+            spark = builder.getOrCreate()
+    else:
+        spark = builder.getOrCreate()
     from pyconsumer.spark import register
     register(spark)
     return spark
 
 
 def _kill_children_mentioning(marker: str, timeout: float = 5.0) -> None:
-    """Kill (and reap) this process's children whose command line contains ``marker``
-    (Linux /proc; elsewhere nothing is done)."""
+    """Kill this process's children whose command line contains ``marker`` and wait until
+    they are dead (Linux /proc; elsewhere nothing is done). They are not reaped: the Popen
+    that started one must see its exit status (PySpark waits for the JVM through it)."""
     if not os.path.isdir("/proc"):
         return
     me, needle = os.getpid(), marker.encode()
@@ -81,27 +108,74 @@ def _kill_children_mentioning(marker: str, timeout: float = 5.0) -> None:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            if ppid != me:
+            if _parent_and_state(entry)[0] != me:
                 continue
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 if needle not in f.read():
                     continue
             os.kill(int(entry), signal.SIGKILL)
-            killed.append(int(entry))
+            killed.append(entry)
         except (OSError, ValueError, IndexError):
             continue
     deadline = time.monotonic() + timeout
     for pid in killed:
         while time.monotonic() < deadline:
             try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if done:
-                break
-            time.sleep(0.05)
+                if _parent_and_state(pid)[1] in ("Z", "X"):
+                    break
+            except (OSError, ValueError, IndexError):
+                break                        # gone (reaped by its Popen)
+            time.sleep(0.02)
+
+
+def _parent_and_state(pid: str) -> tuple[int, str]:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return int(fields[1]), fields[0].decode()
+
+
+def _start_interruptibly(start: Callable[[], Any], marker: str) -> Any:
+    """``start()`` (a session's start-up) on a thread of its own, so that a Ctrl-C at any
+    moment of it lands in this (main) thread's wait, never inside a py4j call: the JVM being
+    started (a child whose command line has ``marker``) is killed and KeyboardInterrupt
+    raised. On that thread PySpark installs no SIGINT handler of its own either."""
+    if threading.current_thread() is not threading.main_thread():
+        try:
+            return start()
+        except BaseException:
+            _kill_children_mentioning(marker)
+            raise
+    outcome: dict[str, Any] = {}
+    # an Event, not Thread.join: a Ctrl-C inside join() can mark a running thread as stopped
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["session"] = start()
+        except BaseException as exc:         # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="pyconsumer-spark-start", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except BaseException:
+        # PySpark does not stop a JVM it has not connected to yet, and that one would run on
+        # (and hold the terminal's pipes) after this process exits
+        # the start fails once its JVM is gone (killed again should it come up later: the
+        # start may not have launched it yet); until then the JVM's stderr filter may hold
+        # this process's stderr, where the caller reports the interruption
+        deadline = time.monotonic() + 30.0
+        while not done.is_set() and time.monotonic() < deadline:
+            _kill_children_mentioning(marker)
+            done.wait(0.1)
+        raise
+    if "error" in outcome:
+        _kill_children_mentioning(marker)
+        raise outcome["error"]
+    return outcome["session"]
 
 
 @contextmanager
@@ -127,34 +201,23 @@ def temporary_session(master: str = "local[*]", *, app_name: str = "pyconsumer",
         yield active
         return
     scratch = tempfile.mkdtemp(prefix="pyconsumer-spark-")
-    log_config = os.path.join(scratch, "log4j2.properties")
-    with open(log_config, "w", encoding="utf-8") as f:
-        f.write(log4j2_properties(log_level))
     saved_tmpdir = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = scratch           # Python workers and other children
-    java_opts = (f"-Dlog4j2.configurationFile=file:{log_config} "
-                 "-XX:-UsePerfData")         # no hsperfdata in /tmp
     settings: dict[str, Any] = {"spark.sql.warehouse.dir": os.path.join(scratch, "warehouse")}
     settings.update(conf or {})
     spark = None
+    # py4j's records of calls cut short (Ctrl-C, the JVM gone) are dropped: the caller
+    # reports the failure itself
+    QuietPy4J().install()
     try:
-        try:
-            with jvm_stderr_without(JVM_NOISE):
-                spark = local_session(master, app_name=app_name, local_dir=scratch,
-                                      fast_jvm=fast_jvm, java_options=java_opts,
-                                      conf=settings)
-        except BaseException:
-            # interrupted (Ctrl-C) or failed while the JVM was starting: PySpark does not stop
-            # a JVM it has not connected to yet, and that one would run on (and hold the
-            # terminal's pipes) after this process exits
-            _kill_children_mentioning(scratch)
-            raise
-        quiet_py4j = QuietPy4J()
-        quiet_py4j.install()
+        spark = _start_interruptibly(
+            lambda: local_session(master, app_name=app_name, local_dir=scratch,
+                                  fast_jvm=fast_jvm, java_options="-XX:-UsePerfData",
+                                  conf=settings, log_level=log_level),
+            scratch)
         if threading.current_thread() is threading.main_thread():
-            # PySpark's SIGINT handler cancels jobs through py4j while a py4j call is waiting
-            # on the same connection, and logs the tracebacks that causes; a plain
-            # KeyboardInterrupt is enough: stop() below cancels what runs
+            # a plain KeyboardInterrupt: stop() below cancels what runs (PySpark's own handler
+            # cancels jobs through py4j while a py4j call may be waiting on that connection)
             signal.signal(signal.SIGINT, signal.default_int_handler)
         yield spark
     finally:
