@@ -249,10 +249,12 @@ def test_no_empty_parquet_file_in_a_batch_run(spark: Any, tansu: TansuBroker,
     topic, records = _typed_topic(tansu, make_tansu_topic)
     flags = ["--value-format", "json", "--value-schema", DDL]
     out, bad = tmp_path / "out", tmp_path / "bad"
+    # a task per partition: one task has no good row, the other no rejected one
     code = main(["ingest", "-b", tansu.bootstrap, "-t", topic, "--output", str(out),
-                 "--bad-records", str(bad), *flags])
+                 "--bad-records", str(bad), "-o", "minRecordsPerPartition=1", *flags])
     captured = capsys.readouterr()
     assert code == 0, captured.err
+    assert "batch: read and wrote (4/4 tasks)" in captured.err
     assert "  40 good and 30 rejected records (1 Parquet file added to " in captured.out
     assert list(_parquet_files(out).values()) == [40]
     assert list(_parquet_files(bad).values()) == [30]
