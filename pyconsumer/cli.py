@@ -14,6 +14,7 @@ A missing optional dependency is reported in one sentence naming the extra that 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import importlib
 import os
@@ -200,7 +201,10 @@ def _ingest(args: argparse.Namespace) -> int:
     conf.setdefault("spark.sql.redaction.options.regex",
                     r"(?i)url|user\.info|token|password|secret")
     try:
-        with temporary_session(args.master, app_name="pyconsumer ingest", conf=conf) as spark:
+        with contextlib.ExitStack() as session:
+            with status.ticking(f"starting Spark ({args.master}) ..."):
+                spark = session.enter_context(temporary_session(
+                    args.master, app_name="pyconsumer ingest", conf=conf))
             summary = run_ingest(
                 spark, output=args.output, bootstrap=args.bootstrap_server, topics=topics,
                 pattern=args.pattern, checkpoint=args.checkpoint, once=args.once,

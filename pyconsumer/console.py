@@ -37,6 +37,7 @@ import os
 import re
 import struct
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -654,7 +655,8 @@ def bar(fraction: float, width: int = 24) -> str:
 
 class StatusLine:
     """A live status line on a stream: redrawn in place on a terminal; elsewhere only the
-    lines given to :meth:`log` are printed (one per event, no carriage returns)."""
+    lines given to :meth:`log` are printed (one per event, no carriage returns). Threads may
+    share one: each write is whole."""
 
     def __init__(self, stream: IO[str] | None = None, *, live: bool | None = None) -> None:
         self.stream = sys.stderr if stream is None else stream
@@ -663,6 +665,7 @@ class StatusLine:
             live = bool(isatty and isatty())
         self.live = live
         self._shown = False
+        self._lock = threading.RLock()
 
     def update(self, text: str) -> None:
         """Redraw the live line (only on a terminal)."""
@@ -674,18 +677,46 @@ class StatusLine:
         except (AttributeError, OSError, ValueError):
             pass
         line = text if len(text) < width else text[: max(0, width - 2)] + "…"
-        self.stream.write("\r\x1b[2K" + line)
-        self.stream.flush()
-        self._shown = True
+        with self._lock:
+            self.stream.write("\r\x1b[2K" + line)
+            self.stream.flush()
+            self._shown = True
 
     def log(self, text: str) -> None:
         """A line that stays: above the live line on a terminal, plain elsewhere."""
-        self.clear()
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        with self._lock:
+            self.clear()
+            self.stream.write(text + "\n")
+            self.stream.flush()
 
     def clear(self) -> None:
-        if self.live and self._shown:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
-            self._shown = False
+        with self._lock:
+            if self.live and self._shown:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+                self._shown = False
+
+    @contextmanager
+    def ticking(self, text: str, interval: float = 1.0) -> Iterator[None]:
+        """While the block runs, on a terminal: ``text`` and the seconds it has taken so far,
+        redrawn every ``interval`` (a long wait shows it is alive); elsewhere nothing."""
+        if not self.live:
+            yield
+            return
+        stop = threading.Event()
+        started = time.monotonic()
+
+        def tick() -> None:
+            while True:
+                self.update(f"{text} {time.monotonic() - started:.0f} s")
+                if stop.wait(interval):
+                    return
+
+        ticker = threading.Thread(target=tick, name="pyconsumer-status", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
+            self.clear()

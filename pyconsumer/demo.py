@@ -3,10 +3,13 @@ with confluent-kafka, read them into Spark through the ``pyconsumer`` data sourc
 decoded with ``from_json``, a count, a groupBy partition), print the figures, clean up."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import sys
 import time
+from collections.abc import Iterable
 from typing import IO, Any
 
 __all__ = ["run_demo", "produce_demo_records"]
@@ -72,6 +75,20 @@ def _tmp_entries() -> set[str]:
         return set()
 
 
+#: what the demo's parts make in /tmp when they leave something: the broker's, and Spark's
+#: scratch and the JVM's (block managers, unpacked native codecs, perf data), PySpark's
+_BROKERS = re.compile(r"^tansu")
+_SPARKS = re.compile(r"^(pyconsumer-|spark-|blockmgr-|pyspark-|hsperfdata_|liblz4-java|"
+                     r"snappy-|libzstd-jni)")
+
+
+def _left_by_the_demo(entries: Iterable[str], *, started_spark: bool = True) -> list[str]:
+    """The new /tmp entries that are the demo's kind: another process's files are not its
+    to report, nor the files of a Spark session the caller gave it."""
+    return sorted(e for e in entries
+                  if _BROKERS.match(e) or (started_spark and _SPARKS.match(e)))
+
+
 def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | None = None,
              topic: str | None = None, master: str = "local[*]", spark: Any = None,
              out: IO[str] | None = None) -> int:
@@ -81,10 +98,16 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
     an existing session (kept open), otherwise one is started in a temporary directory and
     removed. Returns 0 when Spark read every produced record."""
     out = sys.stdout if out is None else out
-    from pyconsumer.console import format_table
+    from pyconsumer.console import StatusLine, format_table
+
+    # on a terminal a long step shows the seconds it has taken so far
+    status = StatusLine(out)
 
     def say(text: str = "") -> None:
-        print(text, file=out, flush=True)
+        status.log(text)
+
+    def waiting(what: str) -> Any:
+        return status.ticking(f"  {what} ...")
 
     tmp_before = _tmp_entries()
     started = time.perf_counter()
@@ -99,10 +122,11 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
 
             t = time.perf_counter()
             broker = TansuBroker()
-            broker.start()
-            bootstrap = broker.bootstrap
-            topic = topic or "pyconsumer-demo"
-            _create_topic(bootstrap, topic, partitions)
+            with waiting("starting a local Tansu broker"):
+                broker.start()
+                bootstrap = broker.bootstrap
+                topic = topic or "pyconsumer-demo"
+                _create_topic(bootstrap, topic, partitions)
             say(f"started a local Tansu broker on {bootstrap} (memory storage) and created "
                 f"topic '{topic}' with {partitions} partitions ({time.perf_counter() - t:.1f} s)")
         else:
@@ -115,7 +139,8 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
                 f"{partitions} partitions")
 
         t = time.perf_counter()
-        produced = produce_demo_records(bootstrap, topic, records, partitions)
+        with waiting(f"producing {records:,} JSON records with confluent-kafka"):
+            produced = produce_demo_records(bootstrap, topic, records, partitions)
         produce_s = time.perf_counter() - t
         figures["produced"] = produced
         say(f"produced {produced:,} JSON records with confluent-kafka (lz4, round robin) in "
@@ -136,15 +161,16 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
             few = (json.dumps({topic: {"0": 0}}),
                    json.dumps({topic: {"0": min(5, in_partition_0)}}))
             t = time.perf_counter()
-            decoded = (reader().option("assign", json.dumps({topic: [0]}))
-                       .option("startingOffsets", few[0]).option("endingOffsets", few[1]).load()
-                       .select("partition", "offset",
-                               F.from_json(F.col("value").cast("string"),
-                                           DEMO_VALUE_SCHEMA).alias("v"))
-                       .select("partition", "offset", "v.id", "v.user", "v.amount",
-                               F.date_format(F.timestamp_millis("v.ts"),
-                                             "yyyy-MM-dd HH:mm:ss.SSS").alias("ts"))
-                       .orderBy("offset").collect())
+            with waiting("the first query (it also starts Spark's Python workers)"):
+                decoded = (reader().option("assign", json.dumps({topic: [0]}))
+                           .option("startingOffsets", few[0]).option("endingOffsets", few[1]).load()
+                           .select("partition", "offset",
+                                   F.from_json(F.col("value").cast("string"),
+                                               DEMO_VALUE_SCHEMA).alias("v"))
+                           .select("partition", "offset", "v.id", "v.user", "v.amount",
+                                   F.date_format(F.timestamp_millis("v.ts"),
+                                                 "yyyy-MM-dd HH:mm:ss.SSS").alias("ts"))
+                           .orderBy("offset").collect())
             first_s = time.perf_counter() - t
             say(f"\nthe first records of partition 0 (assign {json.dumps({topic: [0]})}, "
                 f"startingOffsets {few[0]}, endingOffsets {few[1]}), value decoded with "
@@ -161,17 +187,19 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
                 f".option(\"kafka.bootstrap.servers\", \"{bootstrap}\")"
                 f".option(\"subscribe\", \"{topic}\").load()")
             t = time.perf_counter()
-            count = df.count()
+            with waiting("df.count()"):
+                count = df.count()
             count_s = time.perf_counter() - t
             figures.update(read=count, count_s=count_s)
             say(f"df.count() = {count:,} in {count_s:.2f} s ({count / count_s:,.0f} records/s)")
 
             t = time.perf_counter()
-            rows = (df.groupBy("partition")
-                    .agg(F.count(F.lit(1)).alias("records"),
-                         F.min("offset").alias("first"), F.max("offset").alias("last"),
-                         F.sum(F.length("value")).alias("value_bytes"))
-                    .orderBy("partition").collect())
+            with waiting("df.groupBy(\"partition\")"):
+                rows = (df.groupBy("partition")
+                        .agg(F.count(F.lit(1)).alias("records"),
+                             F.min("offset").alias("first"), F.max("offset").alias("last"),
+                             F.sum(F.length("value")).alias("value_bytes"))
+                        .orderBy("partition").collect())
             group_s = time.perf_counter() - t
             grouped = sum(r["records"] for r in rows)
             figures.update(group_s=group_s, grouped=grouped)
@@ -190,7 +218,10 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
 
             say(f"\nstarting Spark ({master}) ...")
             t = time.perf_counter()
-            with temporary_session(master, app_name="pyconsumer demo") as session:
+            with contextlib.ExitStack() as stack:
+                with waiting("starting Spark"):
+                    session = stack.enter_context(
+                        temporary_session(master, app_name="pyconsumer demo"))
                 figures["spark_start_s"] = time.perf_counter() - t
                 say(f"Spark {session.version} ready in {figures['spark_start_s']:.1f} s")
                 with_spark(session)
@@ -219,15 +250,14 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         say(f"  {k.ljust(width)}  {v}")
-    left = sorted(_tmp_entries() - tmp_before)
+    left = _left_by_the_demo(_tmp_entries() - tmp_before, started_spark=spark is None)
     cleaned = "broker stopped, " if broker is not None else ""
     cleaned += f"topic '{created_topic}' deleted, " if topic_deleted else ""
     cleaned += "Spark's temporary directory removed, " if spark is None else ""
     if left:
-        say(f"\ncleaned up: {cleaned}but new in /tmp since the demo started "
-            f"(maybe other processes'): {', '.join(left)}")
+        say(f"\ncleaned up: {cleaned}but left in /tmp: {', '.join(left)}")
     else:
-        say(f"\ncleaned up: {cleaned}nothing left in /tmp")
+        say(f"\ncleaned up: {cleaned}nothing of the demo's left in /tmp")
     if not ok:
         say(f"Spark read {read:,} of {records:,} records: something is wrong")
     return 0 if ok else 1
