@@ -150,7 +150,8 @@ def _drop_empty(spark: Any, files: Sequence[str], with_rows: set[str]) -> list[s
     even when that task has none, so a write of no rows still adds one); the others stay."""
     kept = []
     for f in files:
-        if _file_key(f) in with_rows:
+        # counted again alone (from its footer) before it goes: never delete a file with rows
+        if _file_key(f) in with_rows or spark.read.parquet(f).count() > 0:
             kept.append(f)
             continue
         fs, p = _hadoop_path(spark, f)
