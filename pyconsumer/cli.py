@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 
 from pyconsumer.spark.java import JavaError
+from pyconsumer._install import install_hint
 
 __all__ = ["main", "version"]
 
@@ -66,7 +67,7 @@ def _require(command: str, modules: Sequence[str], extra: str) -> None:
         names = " and ".join(_PIP_NAMES.get(m, m) for m in missing)
         raise MissingExtra(f"pyconsumer {command} needs {names}, which "
                            f"{'is' if len(missing) == 1 else 'are'} not installed: "
-                           f"pip install 'pyconsumer[{extra}]'")
+                           f"{install_hint(extra)}")
 
 
 def _require_java(command: str) -> None:

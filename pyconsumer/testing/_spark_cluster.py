@@ -21,6 +21,8 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
+from pyconsumer._install import install_hint
+
 from ._errors import BrokerStartError
 from ._maven import require_tool
 from ._process import ProcessCluster, _die_with_parent, free_port
@@ -44,7 +46,7 @@ def pyspark_home() -> Path:
     try:
         import pyspark
     except ImportError as exc:
-        raise SparkClusterError("SparkStandaloneCluster needs pyspark: pip install 'pyconsumer[spark]'") from exc
+        raise SparkClusterError(f"SparkStandaloneCluster needs pyspark: {install_hint('spark')}") from exc
     home = Path(pyspark.__file__).parent
     if not (home / "bin" / "spark-class").exists():
         raise SparkClusterError(f"PySpark at {home} has no bin/spark-class to start a cluster with")

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pyconsumer._install import install_hint
+
 from ._errors import BrokerStartError
 from ._maven import cache_dir, fetch_jars
 
@@ -39,7 +41,7 @@ def _pyspark_version() -> str:
     try:
         return importlib.metadata.version("pyspark")
     except importlib.metadata.PackageNotFoundError:
-        raise BrokerStartError("spark_kafka_jars needs pyspark: pip install 'pyconsumer[spark]'") from None
+        raise BrokerStartError(f"spark_kafka_jars needs pyspark: {install_hint('spark')}") from None
 
 
 def _candidates(spark_version: str | None) -> list[str]:

@@ -250,7 +250,7 @@ def test_missing_extra_is_one_sentence(capsys: pytest.CaptureFixture[str],
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in captured.err
-    assert f"pip install 'pyconsumer[{extra}]'" in lines[0]
+    assert f"pip install -e '.[{extra}]' (in pyconsumer's clone)" in lines[0]
     assert module.replace("_", "-") in lines[0]
     assert lines[0].startswith(f"pyconsumer {command[0]} needs ")
 

@@ -67,7 +67,7 @@ def test_produce_without_aiokafka_is_one_clear_sentence(
     with pytest.raises(MissingExtraError) as info:
         cluster.produce(TopicPartition("t", 0), [(b"k", b"v")])
     assert str(info.value) == ("FakeCluster.produce needs the aiokafka package: "
-                               "pip install 'pyconsumer[test]'")
+                               "pip install -e '.[test]' (in pyconsumer's clone)")
     assert isinstance(info.value, ImportError)
     assert cluster.partition(TopicPartition("t", 0)).end == 0
 

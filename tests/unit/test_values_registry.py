@@ -474,7 +474,7 @@ def test_producers_without_the_serializers_say_what_to_install(monkeypatch: pyte
     with pytest.raises(MissingExtraError) as err:
         produce("127.0.0.1:9", "t", [], "{}", "http://127.0.0.1:9")
     assert str(err.value) == (f"produce_{kind}() needs confluent-kafka's schema-registry serializers "
-                              f"({module} is missing): pip install 'pyconsumer[test]'")
+                              f"({module} is missing): pip install -e '.[test]' (in pyconsumer's clone)")
 
 
 # ---------------------------------------------------------------------- confluent-kafka's settings

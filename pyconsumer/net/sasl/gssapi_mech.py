@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyconsumer._install import install_hint
 from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 from pyconsumer.net.sasl import SaslSettings
 
@@ -25,9 +26,9 @@ def _gssapi() -> Any:
         import gssapi
     except ImportError:
         raise ConfigurationError(
-            "sasl.mechanism=GSSAPI needs the gssapi package: pip install 'pyconsumer[gssapi]' "
-            "(it builds against MIT Kerberos: install libkrb5-dev or your system's krb5 "
-            "development package first)") from None
+            f"sasl.mechanism=GSSAPI needs the gssapi package: {install_hint('gssapi')}; it "
+            "builds against MIT Kerberos: install libkrb5-dev or your system's krb5 "
+            "development package first") from None
     return gssapi
 
 
