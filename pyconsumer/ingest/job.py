@@ -353,9 +353,13 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
             except Exception:       # the tracker is best effort; never break the job for it
                 continue
             elapsed = time.monotonic() - started
-            if status is not None and total:
+            if status is None:
+                continue
+            if total:
                 status.update(f"batch: {bar(done / total)} tasks {done}/{total} done "
                               f"(read + write), {elapsed:,.0f} s")
+            else:                   # the driver resolves offsets and plans the tasks first
+                status.update(f"batch: planning the read, {elapsed:,.0f} s")
 
     watcher = None
     if status is not None and status.live:

@@ -94,4 +94,7 @@ def test_ingest_on_a_terminal_counts_the_seconds_of_spark_s_start(
     text = seen.decode("utf-8", "replace")
     assert proc.returncode == 0, text
     assert re.search(r"\r\x1b\[2Kstarting Spark \(local\[1\]\) \.\.\. \d+ s", text), text
+    # then the batch: planning, or its tasks once Spark knows them
+    assert re.search(r"\r\x1b\[2Kbatch: (planning the read|\[[#.]+\] tasks \d+/\d+ done)",
+                     text), text
     assert b"total" in out
