@@ -297,7 +297,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pyconsumer.console import BYTES_HELP, add_consume_arguments
+    from pyconsumer.console import add_consume_arguments
+    from pyconsumer.jsonlines import BYTES_HELP
 
     parser = argparse.ArgumentParser(
         prog=PROG, description="A Kafka consumer for Python with a Cython hot path and Arrow "

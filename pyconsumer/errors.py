@@ -114,12 +114,16 @@ class KafkaTimeoutError(KafkaClientError):
     """An operation did not finish within its timeout (request.timeout.ms, a poll...)."""
 
     retriable = True
+    #: what was seen meanwhile (each broker's state), for callers that word their own message
+    detail: str | None = None
 
 
 class NoBrokersAvailable(KafkaClientError):
     """None of the bootstrap servers (or known brokers) could be reached."""
 
     retriable = True
+    #: what was seen meanwhile (each broker's state), for callers that word their own message
+    detail: str | None = None
 
 
 class UnsupportedVersionError(KafkaClientError):

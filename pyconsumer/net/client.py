@@ -634,12 +634,16 @@ class NetworkClient:
                               if self._unresolved is not None and self._resolve_failed else [])
                 detail = "; ".join([f"node {n}: {e}" for n, e in errors.items()]
                                    + self._setups_in_progress(errors) + unresolved) or "no answer"
+                timed_out: NoBrokersAvailable | KafkaTimeoutError
                 if not reached and errors:
-                    raise NoBrokersAvailable(
+                    timed_out = NoBrokersAvailable(
                         f"no broker of {self._bootstrap_text()} could be reached within "
                         f"{timeout_ms:.0f} ms ({detail})")
-                raise KafkaTimeoutError(
-                    f"metadata not received within {timeout_ms:.0f} ms ({detail})")
+                else:
+                    timed_out = KafkaTimeoutError(
+                        f"metadata not received within {timeout_ms:.0f} ms ({detail})")
+                timed_out.detail = detail
+                raise timed_out
             if self._closed:
                 raise KafkaConnectionError("the network client is closed")
 

@@ -18,7 +18,7 @@ import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.cli import main, version
-from pyconsumer.console import encode_bytes
+from pyconsumer.jsonlines import encode_bytes
 from pyconsumer.testing import TansuBroker, TestRecord, produce
 
 # Tansu holds a JoinGroup for half the session timeout: keep it short for group tests

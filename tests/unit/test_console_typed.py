@@ -22,7 +22,7 @@ import pytest
 
 from pyconsumer import TopicPartition
 from pyconsumer.cli import main
-from pyconsumer.console import typed_json
+from pyconsumer.jsonlines import typed_json
 from pyconsumer.testing import FakeSchemaRegistry
 
 from tests.fakecluster import FakeCluster
