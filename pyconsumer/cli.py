@@ -101,7 +101,8 @@ def _consume(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from pyconsumer.console import StatusLine, UsageError, key_values, split_list
+    from pyconsumer.console import StatusLine, UsageError, key_values, library_warnings, \
+        split_list
     from pyconsumer.errors import ConfigurationError
     from pyconsumer.ingest import IngestError, parse_trigger_ms, source_options
     from pyconsumer.ingest.values import (
@@ -180,8 +181,9 @@ def _ingest(args: argparse.Namespace) -> int:
         _err(f"ingest: warning: {warning}")
     try:
         # the brokers, the topics, the registry and the folders, before ~10 s of Spark start-up
-        read_topics = check_source(opts)
-        check_offsets(source, args.checkpoint)
+        with library_warnings(sys.stderr, "ingest"):
+            read_topics = check_source(opts)
+            check_offsets(source, args.checkpoint)
         if typed is not None:
             check_registry(typed, read_topics)
         created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint,

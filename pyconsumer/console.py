@@ -220,24 +220,6 @@ def _assign(consumer: Any, opts: ConsumeOptions, known: Sequence[str], deadline:
     return tps
 
 
-@contextmanager
-def _warnings_to(err: IO[str]) -> Iterator[None]:
-    """The library's warnings (a broker that does not answer...) as ``pyconsumer consume:
-    warning: ...`` lines on ``err``, unless the application set up logging itself."""
-    log = logging.getLogger("pyconsumer")
-    if log.handlers or logging.getLogger().handlers:
-        yield
-        return
-    handler = logging.StreamHandler(err)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("pyconsumer consume: warning: %(message)s"))
-    log.addHandler(handler)
-    try:
-        yield
-    finally:
-        log.removeHandler(handler)
-
-
 def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] | None = None
                 ) -> int:
     """Print records as JSON lines until --max-messages, --timeout-ms or Ctrl-C.
@@ -251,7 +233,7 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
     except UsageError as exc:
         print(f"pyconsumer consume: {exc}", file=err)
         return 2
-    with _warnings_to(err):
+    with library_warnings(err, "consume"):
         return _consume(opts, out, err)
 
 
@@ -460,6 +442,53 @@ def key_values(items: Sequence[str], flag: str) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- terminal helpers
+
+
+class _HeldWarnings(logging.Handler):
+    """Writes each record ``delay`` seconds after it came, unless closed first: a warning
+    that the command's own error line follows at once (a refused broker) is not said twice,
+    one about a wait that goes on is."""
+
+    def __init__(self, err: IO[str], prefix: str, delay: float) -> None:
+        super().__init__(logging.WARNING)
+        self.err, self.prefix, self.delay = err, prefix, delay
+        self.timers: list[threading.Timer] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = f"{self.prefix}{record.getMessage()}"
+        timer = threading.Timer(self.delay, self._write, (text,))
+        timer.daemon = True
+        self.timers = [t for t in self.timers if t.is_alive()] + [timer]
+        timer.start()
+
+    def _write(self, text: str) -> None:
+        try:
+            print(text, file=self.err, flush=True)
+        except (OSError, ValueError):       # the stream went away meanwhile
+            pass
+
+    def close(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
+        super().close()
+
+
+@contextmanager
+def library_warnings(err: IO[str], command: str, delay: float = 1.0) -> Iterator[None]:
+    """The library's warnings (a broker that does not answer...) as ``pyconsumer <command>:
+    warning: ...`` lines on ``err``, each held ``delay`` seconds and dropped if the block
+    ends first; nothing when the application set up logging itself."""
+    log = logging.getLogger("pyconsumer")
+    if log.handlers or logging.getLogger().handlers:
+        yield
+        return
+    handler = _HeldWarnings(err, f"pyconsumer {command}: warning: ", delay)
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        handler.close()
 
 
 def format_table(rows: Sequence[Sequence[Any]], header: Sequence[str], *,
