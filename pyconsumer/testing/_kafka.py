@@ -536,6 +536,15 @@ class KafkaCluster(ProcessCluster):
         admin = self.admin()
         admin.delete_topics([name], operation_timeout=timeout, request_timeout=timeout)[name].result(timeout=timeout)
 
+    def broker_settings(self, node_id: int, *, timeout: float = 30.0) -> dict[str, str]:
+        """Every setting broker ``node_id`` reports (DescribeConfigs), its defaults included."""
+        from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]  # test dependency only
+
+        resource = ConfigResource(ResourceType.BROKER, str(node_id))
+        admin = self.admin()          # held: a collected client cancels its pending answers
+        entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(timeout=timeout)
+        return {name: entry.value for name, entry in entries.items() if entry.value is not None}
+
     def leaders(self, topic: str) -> dict[int, int]:
         """partition -> leader node id, from the cluster's metadata now."""
         md = self.admin().list_topics(topic=topic, timeout=10).topics[topic]

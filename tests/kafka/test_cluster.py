@@ -31,6 +31,9 @@ def test_the_session_cluster_is_the_configured_release_with_its_listeners(kafka:
     external cluster the first line skips: its nodes' logs are not ours to read."""
     assert "Kafka version: " + KAFKA_VERSION in kafka[1].log_path.read_text()
     assert kafka.version == KAFKA_VERSION
+    settings = kafka.broker_settings(1)      # as the broker reports them, defaults included
+    assert settings["group.consumer.session.timeout.ms"] == "6000" and settings["log.retention.ms"] == "-1"
+    assert settings["num.partitions"] == "1"
     assert kafka.listener("SASL_PLAINTEXT") != kafka.listener("SSL") != kafka.bootstrap_servers
     with pytest.raises(ValueError, match="no listener 'SASL_SSL'"):
         kafka.listener("SASL_SSL")
