@@ -78,7 +78,7 @@ def _tmp_entries() -> set[str]:
 #: what the demo's parts make in /tmp when they leave something: the broker's, and Spark's
 #: scratch and the JVM's (block managers, unpacked native codecs, perf data), PySpark's
 _BROKERS = re.compile(r"^tansu")
-_SPARKS = re.compile(r"^(pyconsumer-|spark-|blockmgr-|pyspark-|hsperfdata_|liblz4-java|"
+_SPARKS = re.compile(r"^(pyconsumer-spark-|spark-|blockmgr-|pyspark-|hsperfdata_|liblz4-java|"
                      r"snappy-|libzstd-jni)")
 
 

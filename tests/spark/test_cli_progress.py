@@ -42,7 +42,8 @@ def test_ticking_redraws_the_seconds_on_a_terminal_only() -> None:
 
 
 def test_the_demo_reports_only_its_own_kind_of_files_in_tmp() -> None:
-    new = {"lk", "spark-4f1e", "blockmgr-2a", "tansu-4321-x", "pyconsumer-spark-9", "report.txt"}
+    new = {"lk", "spark-4f1e", "blockmgr-2a", "tansu-4321-x", "pyconsumer-spark-9", "report.txt",
+           "pyconsumer-kafka-x1"}                # a test Kafka's folder: not the demo's
     assert _left_by_the_demo(new) == ["blockmgr-2a", "pyconsumer-spark-9", "spark-4f1e",
                                       "tansu-4321-x"]
     # a session the caller gave the demo keeps its own files
