@@ -9,7 +9,7 @@ Node ids come from the cluster's metadata (any ids, any number of brokers), neve
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ._errors import BrokerStartError
 from ._kafka import KafkaCluster, KafkaNode, TlsFiles
@@ -30,6 +30,9 @@ class ExternalKafka(KafkaCluster):
         if not bootstrap_servers.strip():
             raise ValueError("ExternalKafka needs bootstrap servers (host:port[,host:port])")
         self._bootstrap = bootstrap_servers.strip()
+        #: the broker leading every partition of the topics made here (set by start: the
+        #: lowest node id), as on the one-node cluster the tier's tests were written for
+        self.home: int | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -48,6 +51,7 @@ class ExternalKafka(KafkaCluster):
             raise BrokerStartError(f"the external Kafka at {self._bootstrap} does not answer: {exc}") from None
         if not brokers:
             raise BrokerStartError(f"the external Kafka at {self._bootstrap} lists no brokers")
+        self.home = min(brokers)
         return self
 
     @property
@@ -62,12 +66,19 @@ class ExternalKafka(KafkaCluster):
     def node_ids(self) -> list[int]:
         return sorted(self.brokers())
 
-    def api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
-        """{api key: (min, max)} as broker ``node_id`` answers ApiVersions now."""
+    def _broker(self, node_id: int) -> tuple[str, int]:
         brokers = self.brokers()
         if node_id not in brokers:
             raise KeyError(f"no node {node_id}; the external Kafka at {self._bootstrap} has nodes {sorted(brokers)}")
-        return probe_api_versions(*brokers[node_id], timeout=10.0)
+        return brokers[node_id]
+
+    def address_of(self, node_id: int) -> str:
+        host, port = self._broker(node_id)
+        return f"{host}:{port}"
+
+    def api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
+        """{api key: (min, max)} as broker ``node_id`` answers ApiVersions now."""
+        return probe_api_versions(*self._broker(node_id), timeout=10.0)
 
     def __getitem__(self, node_id: int) -> KafkaNode:
         brokers = self.brokers()
@@ -76,12 +87,20 @@ class ExternalKafka(KafkaCluster):
         raise KeyError(f"no node {node_id}; the external Kafka at {self._bootstrap} has nodes {sorted(brokers)}")
 
     def create_topic(self, name: str, partitions: int = 1, *, replication_factor: int = 1,
-                     config: Mapping[str, str] | None = None, timeout: float = 30.0) -> str:
-        """As KafkaCluster's, with ``retention.ms=-1`` unless ``config`` sets it: test records
+                     config: Mapping[str, str] | None = None, timeout: float = 30.0,
+                     replica_assignment: Sequence[Sequence[int]] | None = None) -> str:
+        """As KafkaCluster's, with ``retention.ms=-1`` unless ``config`` sets it (test records
         carry fixed 2023 timestamps, which a broker's default 7-day retention deletes at its
-        next check (the clusters the tests start keep them broker-wide)."""
+        next check) and, without replicas, every partition on broker :attr:`home` (tests
+        count requests and sessions per broker, and order rows, as on one node)."""
+        if replica_assignment is None and replication_factor == 1:
+            if self.home is None:
+                self.start()
+            assert self.home is not None
+            replica_assignment = [[self.home]] * partitions
         return super().create_topic(name, partitions, replication_factor=replication_factor,
-                                    config={"retention.ms": "-1", **(config or {})}, timeout=timeout)
+                                    config={"retention.ms": "-1", **(config or {})}, timeout=timeout,
+                                    replica_assignment=replica_assignment)
 
     def close(self) -> None:
         """Nothing to stop: the cluster is not ours (its test topics stay)."""

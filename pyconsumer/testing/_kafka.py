@@ -17,7 +17,7 @@ import os
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -461,6 +461,10 @@ class KafkaCluster(ProcessCluster):
         """The ids of the cluster's nodes, ascending."""
         return sorted(self.node)
 
+    def address_of(self, node_id: int) -> str:
+        """``host:port`` of node ``node_id``'s PLAINTEXT listener."""
+        return self[node_id].listener("PLAINTEXT")
+
     def api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
         """{api key: (min, max)} as node ``node_id`` answered ApiVersions when it started."""
         return self[node_id].api_versions
@@ -505,15 +509,26 @@ class KafkaCluster(ProcessCluster):
         return AdminClient({"bootstrap.servers": self.bootstrap_servers})
 
     def create_topic(self, name: str, partitions: int = 1, *, replication_factor: int = 1,
-                     config: Mapping[str, str] | None = None, timeout: float = 30.0) -> str:
+                     config: Mapping[str, str] | None = None, timeout: float = 30.0,
+                     replica_assignment: Sequence[Sequence[int]] | None = None) -> str:
         """Create a topic with confluent-kafka's AdminClient; wait until every partition has a
-        leader (and, with replicas, a full ISR)."""
+        leader (and, with replicas, a full ISR). ``replica_assignment``: each partition's
+        replica node ids, the first its preferred leader (then ``replication_factor`` is
+        the length of each)."""
         from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]  # test dependency only
 
+        if replica_assignment is not None:
+            replicas = [list(r) for r in replica_assignment]
+            if len(replicas) != partitions or len({len(r) for r in replicas}) != 1:
+                raise ValueError(f"replica_assignment needs {partitions} lists of one length, got {replicas}")
+            replication_factor = len(replicas[0])
+            new = NewTopic(name, num_partitions=partitions, replica_assignment=replicas,
+                           config=dict(config or {}))
+        else:
+            new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                           config=dict(config or {}))
         admin = self.admin()
-        futures = admin.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
-                      config=dict(config or {}))], operation_timeout=timeout, request_timeout=timeout)
+        futures = admin.create_topics([new], operation_timeout=timeout, request_timeout=timeout)
         futures[name].result(timeout=timeout)
         wait_for_topic(admin, name, partitions, timeout)
         if replication_factor > 1:

@@ -401,7 +401,7 @@ def test_read_committed_with_the_aborted_range(conn: RawConnection, txn_topic: s
 
 @pytest.fixture
 def txn_source(request: pytest.FixtureRequest) -> Iterator[tuple[RawConnection, str]]:
-    """(raw connection, topic holding TXNS) on Tansu or on Apache Kafka (its only node)."""
+    """(raw connection, topic holding TXNS) on Tansu or on Apache Kafka (the partition's leader)."""
     if request.param == "tansu":
         yield request.getfixturevalue("conn"), request.getfixturevalue("txn_topic")
         return
@@ -409,7 +409,7 @@ def txn_source(request: pytest.FixtureRequest) -> Iterator[tuple[RawConnection, 
     topic = request.getfixturevalue("make_kafka_topic")(1)
     assert produce_transactions(kafka.bootstrap, topic, TXNS, compression="gzip") == [
         [(0, 0), (0, 1)], [(0, 3), (0, 4)], [(0, 6)]]
-    with RawConnection(kafka.bootstrap) as c:
+    with RawConnection(kafka.address_of(kafka.leaders(topic)[0])) as c:
         # the commit markers are written after commit_transaction() returns: wait for the LSO
         deadline = time.monotonic() + 30
         while fetch(c, 12, topic, 0, 0, isolation_level=READ_COMMITTED)["last_stable_offset"] != 8:

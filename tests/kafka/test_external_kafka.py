@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ def test_node_ids_and_versions_come_from_the_external_metadata(fake: FakeCluster
     pytest.importorskip("confluent_kafka")
     kafka = ExternalKafka(fake.bootstrap).start()
     assert kafka.node_ids() == [0, 1]                  # not the 1.. of the clusters we start
+    assert kafka.home == 0                             # where its test topics go
+    assert kafka.address_of(1) == f"127.0.0.1:{fake.brokers[1].port}"
     assert kafka.leaders("t") == {0: 0, 1: 1, 2: 0}
     versions = kafka.api_versions(1)
     assert versions[int(ApiKey.FETCH)][1] >= 13 and int(ApiKey.METADATA) in versions
@@ -57,21 +59,28 @@ def test_node_ids_and_versions_come_from_the_external_metadata(fake: FakeCluster
     assert kafka.node_ids() == [0, 1]
 
 
-def test_external_topics_keep_old_records(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_external_topics_keep_old_records_on_one_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     """Test records carry 2023 timestamps: topics made on an external cluster (whose brokers
-    keep 7 days by default) have no retention limit unless the test sets one."""
-    made: list[Mapping[str, str] | None] = []
+    keep 7 days by default) have no retention limit unless the test sets one; without
+    replicas every partition is on the home broker, as on the one-node session cluster."""
+    made: list[tuple[Mapping[str, str] | None, Sequence[Sequence[int]] | None]] = []
 
     def create_topic(self: KafkaCluster, name: str, partitions: int = 1, *, replication_factor: int = 1,
-                     config: Mapping[str, str] | None = None, timeout: float = 30.0) -> str:
-        made.append(config)
+                     config: Mapping[str, str] | None = None, timeout: float = 30.0,
+                     replica_assignment: Sequence[Sequence[int]] | None = None) -> str:
+        made.append((config, replica_assignment))
         return name
 
     monkeypatch.setattr(KafkaCluster, "create_topic", create_topic)
     kafka = ExternalKafka("127.0.0.1:9")
-    kafka.create_topic("a")
+    kafka.home = 3
+    kafka.create_topic("a", 2)
     kafka.create_topic("b", config={"retention.ms": "60000", "cleanup.policy": "compact"})
-    assert made == [{"retention.ms": "-1"}, {"retention.ms": "60000", "cleanup.policy": "compact"}]
+    kafka.create_topic("c", 2, replication_factor=3)                  # placed by the cluster
+    kafka.create_topic("d", 2, replica_assignment=[[1], [2]])
+    assert made == [({"retention.ms": "-1"}, [[3], [3]]),
+                    ({"retention.ms": "60000", "cleanup.policy": "compact"}, [[3]]),
+                    ({"retention.ms": "-1"}, None), ({"retention.ms": "-1"}, [[1], [2]])]
 
 
 def test_a_cluster_of_our_own_is_not_started_in_external_mode(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -87,8 +87,8 @@ class FetchSpy:
         monkeypatch.setattr(protocol, "decode_response", spy_decode)
 
     def answer_to(self, request: Sent) -> Answer | None:
-        """The response to ``request`` (all Fetches go to node 1 here, whose connection
-        numbers its requests without reuse), None when it got none."""
+        """The response to ``request`` (all Fetches go to one node here, the leader of every
+        partition, whose connection numbers its requests without reuse), None when it got none."""
         found = [a for a in self.answers if a.correlation_id == request.correlation_id]
         assert len(found) <= 1
         return found[0] if found else None
@@ -226,7 +226,7 @@ def test_a_wrong_epoch_closes_the_session_and_a_new_one_opens(
         assert fetcher is not None
         c.pause(*tps)
         wait_for(lambda: c.poll(timeout_ms=100) == {} and not fetcher._nodes_in_flight)
-        handler = fetcher.sessions[1]
+        handler = fetcher.sessions[kafka.leaders(topic)[0]]
         assert handler.has_session
         old = handler.next_metadata
         handler.next_metadata = old._replace(epoch=old.epoch + 5)

@@ -251,6 +251,10 @@ def test_member_expired_by_the_broker_is_fenced_and_rejoins(
     connection recovers, its heartbeat is refused (fenced): its partitions are lost
     (on_partitions_lost, no revoke), it rejoins with the same member id, and the group
     splits again."""
+    nodes = kafka.node_ids()
+    if len(nodes) > 1:       # the proxy points every node's address at one broker
+        pytest.skip(f"stalling a member through one proxy needs a one-node Kafka as the tests start; "
+                    f"the one at {kafka.bootstrap_servers} has nodes {nodes}")
     session = session_s(kafka)
     topic = make_kafka_topic(4)
     group = f"g-fence-{topic}"
