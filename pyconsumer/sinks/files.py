@@ -1,0 +1,190 @@
+"""Parquet data files written from Arrow batches: one open file per partition, rolled at a target size."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from pyconsumer.sinks.base import DataFile, LocationError, OffsetRange, PartitionValue
+
+Partition = tuple[tuple[str, PartitionValue], ...]
+
+
+def resolve(location: str) -> tuple[pafs.FileSystem, str]:
+    """The file system and path of a table location: a local path or a URI pyarrow knows."""
+    if "://" in location:
+        try:
+            fs, path = pafs.FileSystem.from_uri(location)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise LocationError(f"cannot use the table location {location}: {e}") from e
+        return fs, path
+    return pafs.LocalFileSystem(), os.path.abspath(location)
+
+
+def check_writable(fs: pafs.FileSystem, path: str, location: str) -> None:
+    """Write and delete a small file at the location, so that a run fails before it reads anything."""
+    probe = f"{path}/.pyconsumer-probe-{uuid.uuid4().hex}"
+    try:
+        fs.create_dir(path, recursive=True)
+        with fs.open_output_stream(probe) as out:
+            out.write(b"")
+        fs.delete_file(probe)
+    except (OSError, pa.ArrowException) as e:
+        raise LocationError(f"cannot write the table location {location}: {e}") from e
+
+
+@dataclass
+class ColumnStats:
+    """Per-column statistics of one file's top-level columns: min and max where orderable, null counts."""
+
+    rows: int = 0
+    nulls: dict[str, int] = field(default_factory=dict)
+    mins: dict[str, Any] = field(default_factory=dict)
+    maxs: dict[str, Any] = field(default_factory=dict)
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        self.rows += batch.num_rows
+        for name, column in zip(batch.schema.names, batch.columns):
+            self.nulls[name] = self.nulls.get(name, 0) + column.null_count
+            if not _orderable(column.type) or column.null_count == len(column):
+                continue
+            mm = pc.min_max(column)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            self.mins[name] = lo if name not in self.mins else min(self.mins[name], lo)
+            self.maxs[name] = hi if name not in self.maxs else max(self.maxs[name], hi)
+
+
+def _orderable(t: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_timestamp(t)
+            or pa.types.is_date(t) or pa.types.is_boolean(t))
+
+
+def offset_ranges(batch: pa.RecordBatch) -> dict[tuple[str, int], tuple[int, int]]:
+    """First and last offset of each (topic, partition) in a batch of Kafka records."""
+    t = pa.table([batch.column("topic"), batch.column("partition"), batch.column("offset")],
+                 names=["topic", "partition", "offset"])
+    g = t.group_by(["topic", "partition"], use_threads=False).aggregate([("offset", "min"), ("offset", "max")])
+    return {
+        (topic, part): (lo, hi)
+        for topic, part, lo, hi in zip(g.column("topic").to_pylist(), g.column("partition").to_pylist(),
+                                       g.column("offset_min").to_pylist(), g.column("offset_max").to_pylist())
+    }
+
+
+@dataclass
+class _OpenFile:
+    relpath: str
+    stream: Any
+    writer: pq.ParquetWriter
+    stats: ColumnStats = field(default_factory=ColumnStats)
+    offsets: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+
+
+class FileRoller:
+    """Writes batches into one Parquet file per partition; a file is closed once it reaches target_size bytes.
+
+    directory(partition) gives a partition's folder under the root ('' for none); drop names the columns
+    of the batches that the files leave out (Delta keeps partition columns in its log only);
+    describe(stats) is the table format's statistics text of a file.
+    """
+
+    def __init__(
+        self,
+        fs: pafs.FileSystem,
+        root: str,
+        file_schema: pa.Schema,
+        target_size: int,
+        directory: Callable[[Partition], str],
+        drop: Sequence[str] = (),
+        describe: Callable[[ColumnStats], str] = lambda _: "",
+    ) -> None:
+        if target_size <= 0:
+            raise ValueError(f"target file size must be positive, not {target_size}")
+        self._fs, self._root, self._schema, self._target = fs, root, file_schema, target_size
+        self._directory, self._drop, self._describe = directory, list(drop), describe
+        self._open: dict[Partition, _OpenFile] = {}
+        self._done: list[DataFile] = []
+        self._written: list[str] = []
+
+    def add(self, partition: Partition, batch: pa.RecordBatch) -> None:
+        """Append a batch whose rows all belong to the partition."""
+        if batch.num_rows == 0:
+            return
+        # slices of about the target size, so that a big batch still rolls into files of that size
+        per_slice = batch.num_rows
+        if batch.nbytes > self._target:
+            per_slice = max(1, batch.num_rows * self._target // batch.nbytes)
+        for start in range(0, batch.num_rows, per_slice):
+            self._add_slice(partition, batch.slice(start, per_slice))
+
+    def _add_slice(self, partition: Partition, batch: pa.RecordBatch) -> None:
+        f = self._open.get(partition)
+        if f is None:
+            f = self._open[partition] = self._new_file(partition)
+        for tp, (lo, hi) in offset_ranges(batch).items():
+            old = f.offsets.get(tp)
+            f.offsets[tp] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+        data = batch.drop_columns(self._drop) if self._drop else batch
+        data = data.select(self._schema.names)
+        f.stats.update(data)
+        f.writer.write_batch(data)
+        if f.stream.tell() >= self._target:
+            self._close(partition)
+
+    def _new_file(self, partition: Partition) -> _OpenFile:
+        folder = self._directory(partition)
+        relpath = f"{folder}/" if folder else ""
+        relpath += f"part-{uuid.uuid4().hex}.parquet"
+        full = f"{self._root}/{relpath}"
+        self._fs.create_dir(full.rpartition("/")[0], recursive=True)
+        self._written.append(full)
+        stream = self._fs.open_output_stream(full)
+        return _OpenFile(relpath, stream, pq.ParquetWriter(stream, self._schema, compression="snappy"))
+
+    def _close(self, partition: Partition) -> None:
+        f = self._open.pop(partition)
+        f.writer.close()
+        size = f.stream.tell()
+        f.stream.close()
+        self._done.append(DataFile(
+            path=f.relpath,
+            size=size,
+            rows=f.stats.rows,
+            partition=partition,
+            offsets=tuple(OffsetRange(t, p, lo, hi) for (t, p), (lo, hi) in sorted(f.offsets.items())),
+            modification_time=int(time.time() * 1000),
+            stats=self._describe(f.stats),
+        ))
+
+    def finish(self) -> list[DataFile]:
+        for partition in list(self._open):
+            self._close(partition)
+        return self._done
+
+    def abort(self) -> None:
+        """Close and delete every file written: none is committed, none is left behind."""
+        for f in self._open.values():
+            try:
+                f.writer.close()
+                f.stream.close()
+            except (OSError, pa.ArrowException):
+                pass
+        self._open.clear()
+        delete_files(self._fs, self._written)
+
+
+def delete_files(fs: pafs.FileSystem, paths: Sequence[str]) -> None:
+    for path in paths:
+        try:
+            fs.delete_file(path)
+        except FileNotFoundError:
+            pass
