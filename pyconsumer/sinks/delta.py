@@ -134,7 +134,7 @@ class DeltaSink:
     def commit(self, files: Sequence[DataFile], offsets: Mapping[TopicPartitionKey, int]) -> int | None:
         actions: list[AddAction | RemoveAction] = [
             AddAction(
-                path=quote(f.path, safe="/="),  # the log holds a URI: the folders' % escapes become %25
+                path=f.path,  # as on disk: delta-rs escapes it into the log's URI itself
                 size=f.size,
                 partition_values={k: None if v is None else str(v) for k, v in f.partition},
                 modification_time=f.modification_time,

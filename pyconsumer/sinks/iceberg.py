@@ -200,7 +200,7 @@ def _without_retries(table: Table) -> Table:
     """
     props = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
     metadata = table.metadata.model_copy(update={"properties": props})
-    return Table(table.name(), metadata, table.metadata_location, table.io, table.catalog)
+    return Table(_name(table), metadata, table.metadata_location, table.io, table.catalog)
 
 
 def _iceberg_values(p: PartitionBy, batch: pa.RecordBatch) -> pa.Array:
@@ -225,22 +225,26 @@ def check_schema(table: Table, batches: pa.Schema) -> None:
     missing = [n for n in batches.names if n not in {f.name for f in have.fields}]
     if missing:
         raise SchemaConflictError(
-            f"the Iceberg table {table.name()} has no column {missing[0]!r} "
+            f"the Iceberg table {_name(table)} has no column {missing[0]!r} "
             f"({batches.field(missing[0]).type} in the batches)"
         )
     extra = [f.name for f in have.fields if f.name not in batches.names]
     if extra:
-        raise SchemaConflictError(f"the Iceberg table {table.name()} has columns the batches lack: {', '.join(extra)}")
+        raise SchemaConflictError(f"the Iceberg table {_name(table)} has columns the batches lack: {', '.join(extra)}")
     for field in batches:
         try:
             want = pyarrow_to_schema(pa.schema([field]), name_mapping=have.name_mapping).fields[0].field_type
         except (ValueError, TypeError) as e:
             raise SchemaConflictError(
-                f"column {field.name!r}: the Iceberg table {table.name()} has "
+                f"column {field.name!r}: the Iceberg table {_name(table)} has "
                 f"{have.find_field(field.name).field_type}, the batches have {field.type} ({e})"
             ) from e
         got = have.find_field(field.name).field_type
         if want != got:
             raise SchemaConflictError(
-                f"column {field.name!r}: the Iceberg table {table.name()} has {got}, the batches have {want}"
+                f"column {field.name!r}: the Iceberg table {_name(table)} has {got}, the batches have {want}"
             )
+
+
+def _name(table: Table) -> str:
+    return ".".join(table.name())
