@@ -200,7 +200,7 @@ def _without_retries(table: Table) -> Table:
     """
     props = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
     metadata = table.metadata.model_copy(update={"properties": props})
-    return Table(_name(table), metadata, table.metadata_location, table.io, table.catalog)
+    return Table(table.name(), metadata, table.metadata_location, table.io, table.catalog)
 
 
 def _iceberg_values(p: PartitionBy, batch: pa.RecordBatch) -> pa.Array:
