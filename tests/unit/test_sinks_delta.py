@@ -22,7 +22,7 @@ HOUR = 3_600_000
 
 def records(topic: str, partition: int, first: int, timestamps: list[int]) -> pa.RecordBatch:
     recs = [(i, ts, b"k%d" % i, b"v%d" % i, []) for i, ts in enumerate(timestamps)]
-    return decode_arrow(kp_v2(recs, base_offset=first), topic, partition, include_headers=True)  # type: ignore[arg-type]
+    return decode_arrow(kp_v2(recs, base_offset=first), topic, partition, include_headers=True)
 
 
 T0 = 1_700_000_000_000 - 1_700_000_000_000 % (24 * HOUR)   # 2023-11-14T00:00Z
