@@ -211,8 +211,7 @@ def delta_stats(stats: ColumnStats) -> str:
                 mins[name], maxs[name] = lo, hi
         else:
             mins[name], maxs[name] = lo, hi
-    nulls = {k: v for k, v in stats.nulls.items() if k in stats.mins or k not in stats.maxs}
-    return json.dumps({"numRecords": stats.rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls})
+    return json.dumps({"numRecords": stats.rows, "minValues": mins, "maxValues": maxs, "nullCount": stats.nulls})
 
 
 def _ms(value: dt.datetime, rounding: Any) -> str:

@@ -44,7 +44,10 @@ def check_writable(fs: pafs.FileSystem, path: str, location: str) -> None:
 
 @dataclass
 class ColumnStats:
-    """Per-column statistics of one file's top-level columns: min and max where orderable, null counts."""
+    """Statistics of one file's top-level primitive columns: null counts, min and max where orderable.
+
+    Nested columns (struct, list, map) are left out: a count for a whole struct is not what readers expect.
+    """
 
     rows: int = 0
     nulls: dict[str, int] = field(default_factory=dict)
@@ -54,6 +57,8 @@ class ColumnStats:
     def update(self, batch: pa.RecordBatch) -> None:
         self.rows += batch.num_rows
         for name, column in zip(batch.schema.names, batch.columns):
+            if pa.types.is_nested(column.type):
+                continue
             self.nulls[name] = self.nulls.get(name, 0) + column.null_count
             if not _orderable(column.type) or column.null_count == len(column):
                 continue
