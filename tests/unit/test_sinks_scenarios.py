@@ -269,3 +269,29 @@ def _location(table: Table, f: DataFile) -> str:
 def _all_parquet(root: Path) -> list[str]:
     return sorted(str(p) for p in root.rglob("*.parquet"))
 
+
+
+def test_two_writers_in_threads_commit_everything_once(table: Table) -> None:
+    """Real contention (no hook): each thread commits its partition 8 times, 5 records a time."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run(partition: int) -> None:
+        try:
+            sink = table.sink()
+            for i in range(8):
+                sink.commit(sink.write([batch(partition, i * 5, 5, seed=i)]), {(TOPIC, partition): i * 5 + 5})
+        except BaseException as e:  # noqa: B036 - reported by the test thread below
+            errors.append(e)
+
+    table.sink()   # the table exists before the race
+    threads = [threading.Thread(target=run, args=(p,)) for p in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    want = [r for p in (0, 1) for i in range(8) for r in expected(p, i * 5, 5, seed=i)]
+    assert rows(table.read_files()) == sorted(want, key=lambda r: (r["partition"], r["offset"]))
+    assert table.sink().resume_offsets() == {(TOPIC, 0): 40, (TOPIC, 1): 40}
