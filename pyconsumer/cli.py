@@ -21,9 +21,13 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pyconsumer.spark.java import JavaError
 from pyconsumer._install import install_hint
+
+if TYPE_CHECKING:
+    from pyconsumer.ingest.tables import TableTarget
 
 __all__ = ["main", "version"]
 
@@ -145,6 +149,7 @@ def _ingest(args: argparse.Namespace) -> int:
                 parse_trigger_ms(args.trigger)
             except ValueError as exc:
                 raise IngestError(f"--trigger: {exc}") from None
+        target = _table_target(args)
         opts = source_options(bootstrap=args.bootstrap_server, topics=topics,
                               pattern=args.pattern, starting_offsets=args.starting_offsets,
                               ending_offsets=None if streaming else
@@ -168,6 +173,9 @@ def _ingest(args: argparse.Namespace) -> int:
         _err(f"ingest: {exc}")
         return 2
     _require("ingest", ["pyspark"], "spark")
+    if target is not None:
+        _require("ingest", [{"delta": "deltalake", "iceberg": "pyiceberg"}[target.table_format]],
+                 target.table_format)
     _require_java("ingest")
 
     from pyconsumer.ingest import check_offsets, check_source, claim_folders, format_summary, \
@@ -186,8 +194,16 @@ def _ingest(args: argparse.Namespace) -> int:
             check_offsets(source, args.checkpoint)
         if typed is not None:
             check_registry(typed, read_topics)
-        created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint,
-                                 "--bad-records": args.bad_records})
+        if target is None:
+            created = claim_folders({"--output": args.output, "--checkpoint": args.checkpoint,
+                                     "--bad-records": args.bad_records})
+        else:
+            # the table opened (or created) and checked before Spark starts and Kafka is read
+            from pyconsumer.ingest.tables import open_table, plan_table_read
+
+            table_read = plan_table_read(source, read_topics)
+            sink = open_table(target, table_read.schema)
+            created = []
     except IngestError as exc:
         _err(f"ingest: {exc}")
         return 1
@@ -196,7 +212,8 @@ def _ingest(args: argparse.Namespace) -> int:
     mode = ("streaming, available now" if args.once else "streaming") if streaming else "batch"
     values = describe_values(checked)
     status.log(f"ingest ({mode}): {opts.get('subscribe') or opts.get('subscribePattern') or 'assign'}"
-               f" from {args.bootstrap_server} into {args.output}"
+               f" from {args.bootstrap_server} into "
+               + (args.output if target is None else f"the {target.table_format} table {args.output}")
                + (f" ({values})" if values else "")
                + (f", rejected records into {args.bad_records}" if args.bad_records else "")
                + f"; starting Spark ({args.master})")
@@ -208,16 +225,24 @@ def _ingest(args: argparse.Namespace) -> int:
             with status.ticking(f"starting Spark ({args.master}) ..."):
                 spark = session.enter_context(temporary_session(
                     args.master, app_name="pyconsumer ingest", conf=conf))
-            summary = run_ingest(
-                spark, output=args.output, bootstrap=args.bootstrap_server, topics=topics,
-                pattern=args.pattern, checkpoint=args.checkpoint, once=args.once,
-                trigger=args.trigger or "10s", starting_offsets=args.starting_offsets,
-                ending_offsets=args.ending_offsets, options=options, kafka=kafka,
-                status=status, bad_records=args.bad_records)
+            if target is not None:
+                from pyconsumer.ingest.tables import run_table_ingest
+
+                summary = run_table_ingest(spark, sink, table_read, output=args.output,
+                                           status=status)
+            else:
+                summary = run_ingest(
+                    spark, output=args.output, bootstrap=args.bootstrap_server, topics=topics,
+                    pattern=args.pattern, checkpoint=args.checkpoint, once=args.once,
+                    trigger=args.trigger or "10s", starting_offsets=args.starting_offsets,
+                    ending_offsets=args.ending_offsets, options=options, kafka=kafka,
+                    status=status, bad_records=args.bad_records)
     except KeyboardInterrupt:
         status.clear()
         release_folders(created)
-        _err("ingest: interrupted" + _left_behind(args.output, started))
+        # a table's files are in no commit until the run's one commit: nothing to report
+        _err("ingest: interrupted"
+             + (_left_behind(args.output, started) if target is None else ""))
         return 130
     except IngestError as exc:
         release_folders(created)
@@ -236,6 +261,46 @@ def _ingest(args: argparse.Namespace) -> int:
     if not streaming:
         release_folders(created)     # a batch run that wrote nothing leaves no folder behind
     return 130 if summary.interrupted else 1 if failed else 0
+
+
+def _table_target(args: argparse.Namespace) -> TableTarget | None:
+    """The table a run writes (None: the Parquet dataset), its flags checked (IngestError)."""
+    from pyconsumer.ingest import IngestError
+    from pyconsumer.ingest.tables import TableTarget, parse_size
+    from pyconsumer.sinks import DEFAULT_TARGET_FILE_SIZE
+
+    table_flags = [flag for flag, given in (
+        ("--warehouse", args.warehouse), ("--catalog-uri", args.catalog_uri),
+        ("--partition-by", args.partition_by), ("--target-file-size", args.target_file_size))
+        if given]
+    if args.table_format == "parquet":
+        if table_flags:
+            raise IngestError(f"{table_flags[0]} needs --table-format delta or iceberg")
+        return None
+    for flag, given in (("--checkpoint", args.checkpoint), ("--once", args.once),
+                        ("--trigger", args.trigger), ("--bad-records", args.bad_records)):
+        if given:
+            raise IngestError(f"{flag}: --table-format {args.table_format} runs are batch runs "
+                              "that resume from the table, without it")
+    size = None
+    if args.target_file_size is not None:
+        try:
+            size = parse_size(args.target_file_size)
+        except ValueError as exc:
+            raise IngestError(f"--target-file-size: {exc}") from None
+    target = TableTarget(args.table_format, args.output, warehouse=args.warehouse,
+                         catalog_uri=args.catalog_uri, partition_by=tuple(args.partition_by),
+                         target_file_size=DEFAULT_TARGET_FILE_SIZE if size is None else size)
+    target.check()
+    if args.partition_by:
+        from pyconsumer.sinks import parse_partition_by
+
+        for spec in args.partition_by:
+            try:
+                parse_partition_by(spec)
+            except ValueError as exc:
+                raise IngestError(f"--partition-by: {exc}") from None
+    return target
 
 
 def _left_behind(output: str, since: float) -> str:
@@ -413,6 +478,27 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exit 0 when every record read was rejected (--mode DROPMALFORMED "
                             "or --bad-records); by default such a run exits 1: a format or "
                             "schema no record fits is most often a mistake")
+    tables = ingest.add_argument_group(
+        "tables", "Write a Delta Lake or Apache Iceberg table, exactly once: Spark tasks write "
+                  "the data files from Arrow and the run commits them with the Kafka offsets "
+                  "in one table commit, so a rerun goes on where the table stopped (batch "
+                  "runs; needs the delta or iceberg extra).")
+    tables.add_argument("--table-format", type=str.lower, default="parquet",
+                        choices=("parquet", "delta", "iceberg"), metavar="FORMAT",
+                        help="parquet (default: a plain dataset), delta (--output is the "
+                             "table's path) or iceberg (--output is the table's "
+                             "NAMESPACE.NAME, with --warehouse)")
+    tables.add_argument("--warehouse", metavar="DIR",
+                        help="iceberg: where the table's files go (and the default catalog, "
+                             "DIR/catalog.db)")
+    tables.add_argument("--catalog-uri", metavar="URI",
+                        help="iceberg: the SQL catalog's database (default "
+                             "sqlite:///WAREHOUSE/catalog.db)")
+    tables.add_argument("--partition-by", action="append", default=[], metavar="EXPR",
+                        help="partition the table by topic, partition, day(timestamp), "
+                             "hour(timestamp) or value.FIELD of a typed value (repeat it)")
+    tables.add_argument("--target-file-size", metavar="SIZE",
+                        help="roll data files at about this size, e.g. 64MiB (default 128MiB)")
     return parser
 
 

@@ -1,0 +1,320 @@
+"""``pyconsumer ingest --table-format delta|iceberg``: Kafka into a Delta Lake or Iceberg table,
+exactly once, batch, through Spark tasks that write the data files from Arrow themselves.
+
+The run, on the driver:
+
+1. :func:`open_table` (before Spark starts): the sink (:mod:`pyconsumer.sinks`) opens or creates
+   the table with the read's Arrow schema (Spark's Kafka schema, or the typed key / value
+   columns), so an unwritable location, a conflicting schema or a catalog that does not answer
+   fail before anything is read;
+2. :func:`run_table_ingest`: the starting offsets come from the table (``resume_offsets()``;
+   partitions it has not seen start at ``--starting-offsets``), the end offsets from the brokers
+   (``--ending-offsets``, default latest), both through the source's own
+   :class:`~pyconsumer.spark.offsets.OffsetReader`; the ranges are cut into tasks as the source
+   cuts them (:mod:`pyconsumer.spark.planning`);
+3. ``sc.parallelize(tasks).mapPartitions(...)``: each task reads its ranges with the source's
+   reader (:func:`~pyconsumer.spark.reader.read_ranges`, typed by the same
+   :class:`~pyconsumer.spark.source.TypedRead` plan as ``format("pyconsumer")``), hands the Arrow
+   batches to ``sink.write`` and returns the written files' small descriptions and what it read
+   per partition: no row goes through the JVM;
+4. one ``sink.commit(files, end_offsets)``: the files and the offsets reached in one table
+   commit. A rerun resumes from the table: nothing twice, nothing missed. Files written by a run
+   that died before its commit are in no commit, so no reader sees them.
+
+``PYCONSUMER_INGEST_CRASH_AT`` (internal, for the crash tests only): ``after-files`` or
+``after-commit`` makes the driver SIGKILL itself at that point of the run.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyconsumer.ingest.options import IngestError
+from pyconsumer.ingest.summary import IngestSummary, PartitionSummary
+from pyconsumer.sinks import DEFAULT_TARGET_FILE_SIZE, DataFile, SinkError, TableSink
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from pyconsumer.console import StatusLine
+    from pyconsumer.spark.options import SourceOptions
+    from pyconsumer.spark.source import KafkaInputPartition, TypedRead
+
+__all__ = ["TABLE_FORMATS", "TableTarget", "TableRead", "open_table", "plan_table_read",
+           "run_table_ingest", "parse_size", "CRASH_ENV"]
+
+TABLE_FORMATS = ("parquet", "delta", "iceberg")
+
+#: internal crash points for the exactly-once tests (see the module's docstring)
+CRASH_ENV = "PYCONSUMER_INGEST_CRASH_AT"
+
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([kmgt]?i?b?)\s*", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``134217728``, ``128MiB``, ``128MB`` (10^6), ``16k`` (KiB) -> bytes; ValueError."""
+    m = _SIZE.fullmatch(text or "")
+    if not m:
+        raise ValueError(f"not a size: {text!r} (e.g. 128MiB, 64MB, 1048576)")
+    unit = m.group(2).lower().rstrip("b")
+    power = " kmgt".index(unit[0]) if unit else 0
+    # a bare k/m/g (no B) is binary, as JVM settings read it; KB, MB are decimal
+    base = 1024 if (unit.endswith("i") or (unit and not m.group(2).lower().endswith("b"))) else 1000
+    size = int(float(m.group(1)) * base**power)
+    if size < 1024:
+        raise ValueError(f"a target file size of at least 1 KiB, got {text!r}")
+    return size
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """Where and how the table is written, as the command line gives it."""
+
+    table_format: str
+    #: delta: the table's path or URI; iceberg: the table's NAMESPACE.NAME
+    output: str
+    warehouse: str | None = None
+    catalog_uri: str | None = None
+    partition_by: tuple[str, ...] = ()
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    app_id: str = "pyconsumer"
+
+    def check(self) -> None:
+        """The flags that fit the format, before anything is opened."""
+        if self.table_format == "iceberg":
+            if self.warehouse is None:
+                raise IngestError("--table-format iceberg needs --warehouse DIR (where the "
+                                  "table's files and the default SQLite catalog go)")
+            if "." not in self.output.strip(".") or "/" in self.output:
+                raise IngestError(f"--table-format iceberg: --output {self.output!r} is the "
+                                  "table's name, NAMESPACE.NAME (e.g. kafka.events)")
+        elif self.table_format == "delta":
+            for flag, given in (("--warehouse", self.warehouse), ("--catalog-uri", self.catalog_uri)):
+                if given is not None:
+                    raise IngestError(f"{flag} is for --table-format iceberg; a Delta table is "
+                                      "its --output path")
+        else:
+            raise IngestError(f"--table-format {self.table_format!r}: give delta or iceberg")
+
+
+@dataclass
+class TableRead:
+    """The read's source options, its typed-value plan (None: binary key and value) and the
+    Arrow schema of every batch the tasks hand the sink."""
+
+    source: SourceOptions
+    typed: TypedRead | None
+    schema: pa.Schema
+
+
+def plan_table_read(source: SourceOptions, topics: Sequence[str]) -> TableRead:
+    """The batches' schema as the source would give them: Spark's Kafka schema, or with typed
+    values the source's own typed schema (Avro readers pinned now, as the source pins them)."""
+    from pyconsumer.records import kafka_arrow_schema
+    from pyconsumer.spark.source import TypedRead, typed_schema
+
+    if source.values is None:
+        return TableRead(source, None, kafka_arrow_schema(source.include_headers))
+    struct = typed_schema(source.values, source.include_headers, topics)
+    typed = TypedRead(source.values, struct)
+    return TableRead(source, typed, typed.target)
+
+
+def open_table(target: TableTarget, schema: pa.Schema) -> TableSink:
+    """The sink, its table opened or created and checked against ``schema`` (IngestError with
+    the sink's one-line reason)."""
+    target.check()
+    try:
+        if target.table_format == "delta":
+            from pyconsumer.sinks.delta import DeltaSink
+
+            return DeltaSink(target.output, schema, app_id=target.app_id,
+                             partition_by=target.partition_by,
+                             target_file_size=target.target_file_size)
+        from pyconsumer.sinks.iceberg import IcebergSink
+
+        assert target.warehouse is not None
+        return IcebergSink(target.output, schema, warehouse=target.warehouse,
+                           catalog_uri=target.catalog_uri, app_id=target.app_id,
+                           partition_by=target.partition_by,
+                           target_file_size=target.target_file_size)
+    except (SinkError, ValueError) as exc:
+        raise IngestError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- the tasks
+
+
+@dataclass
+class _TaskResult:
+    """What one task returns to the driver: small and picklable."""
+
+    files: list[DataFile]
+    #: (topic, partition) -> [first offset, last offset, records, key + value bytes]
+    read: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+
+
+def _count(batch: pa.RecordBatch, seen: dict[tuple[str, int], list[int]]) -> None:
+    """Per partition of the batch: offsets, records and the bytes of a binary or text key and
+    value (a decoded struct has no length of its own and counts 0, as in the Parquet run)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    size = pa.array([0] * batch.num_rows, pa.int64())
+    for name in ("key", "value"):
+        column = batch.column(name)
+        if pa.types.is_binary(column.type) or pa.types.is_string(column.type):
+            size = pc.add(size, pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0))
+    t = pa.table([batch.column("topic"), batch.column("partition"), batch.column("offset"), size],
+                 names=["topic", "partition", "offset", "size"])
+    groups = t.group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("offset", "min"), ("offset", "max"), ("offset", "count"), ("size", "sum")])
+    for row in groups.to_pylist():
+        s = seen.setdefault((row["topic"], row["partition"]),
+                            [row["offset_min"], row["offset_max"], 0, 0])
+        s[0], s[1] = min(s[0], row["offset_min"]), max(s[1], row["offset_max"])
+        s[2] += row["offset_count"]
+        s[3] += row["size_sum"] or 0
+
+
+def _counted(batches: Iterable[pa.RecordBatch], seen: dict[tuple[str, int], list[int]]
+             ) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        _count(batch, seen)
+        yield batch
+
+
+def _write_tasks(sink: TableSink, read: TableRead) -> Any:
+    """The function each Spark partition runs: its tasks read and written, one result each."""
+    source, typed = read.source, read.typed
+
+    def run(tasks: Iterable[KafkaInputPartition]) -> Iterator[_TaskResult]:
+        from pyconsumer.spark.reader import read_ranges
+
+        for task in tasks:
+            seen: dict[tuple[str, int], list[int]] = {}
+            batches = (read_ranges(task.ranges, source) if typed is None
+                       else typed.read(task, source))
+
+            files = sink.write(_counted(batches, seen))
+            yield _TaskResult(files, seen)
+
+    return run
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _crash(point: str) -> None:
+    if os.environ.get(CRASH_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _offsets(read: TableRead, held: Mapping[tuple[str, int], int]
+             ) -> tuple[dict[Any, int], dict[Any, int]]:
+    """Start and end offsets of every partition read: the start from the table where it holds
+    one, else per --starting-offsets; the end per --ending-offsets (default latest)."""
+    from pyconsumer.spark.offsets import OffsetReader
+
+    o = read.source
+    offsets = OffsetReader(o, role="ingest-table")
+    try:
+        tps = offsets.partitions()
+        # resolved for every partition: a JSON spec names them all, held or not
+        start = offsets.resolve(o.starting, tps, is_start=True, option="startingOffsets")
+        for tp in tps:
+            if (tp.topic, tp.partition) in held:
+                start[tp] = held[(tp.topic, tp.partition)]
+        end = offsets.resolve(o.ending, tps, is_start=False, option="endingOffsets")
+    finally:
+        offsets.close()
+    return start, end
+
+
+def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: str,
+                     status: StatusLine | None = None) -> IngestSummary:
+    """Read from where the table stopped to the end offsets in Spark tasks that write the data
+    files, then commit them with the offsets in one table commit; what this run added."""
+    from pyconsumer.errors import KafkaError
+    from pyconsumer.spark.offsets import report_data_loss
+    from pyconsumer.spark.planning import OffsetRange, group_ranges, split_ranges
+    from pyconsumer.spark.source import KafkaInputPartition
+
+    started = time.monotonic()
+    o = read.source
+    try:
+        held = sink.resume_offsets()
+        start, end = _offsets(read, held)
+    except SinkError as exc:
+        raise IngestError(str(exc)) from None
+    except KafkaError as exc:
+        raise IngestError(f"the brokers {o.kafka_params.get('bootstrap.servers')}: {exc}") from None
+    ranges = []
+    for tp, e in sorted(end.items()):
+        if tp not in start:
+            continue
+        if start[tp] > e:
+            report_data_loss(o, f"Partition {tp.topic}-{tp.partition}'s starting offset "
+                                f"{start[tp]} (from the table or --starting-offsets) is after "
+                                f"its ending offset {e}")
+            continue
+        ranges.append(OffsetRange(tp.topic, tp.partition, start[tp], e))
+    todo = [r for r in ranges if r.size > 0]
+    tasks = [KafkaInputPartition(t) if read.typed is None else read.typed.partition(t)
+             for t in group_ranges(split_ranges(
+                 todo, min_partitions=o.min_partitions,
+                 max_records_per_partition=o.max_records_per_partition),
+                 o.min_records_per_partition)]
+    results: list[_TaskResult] = []
+    if tasks:
+        sc = spark.sparkContext
+        sc.setJobDescription(f"pyconsumer ingest into {output}")
+        try:
+            results = (sc.parallelize(tasks, len(tasks))
+                       .mapPartitions(_write_tasks(sink, read)).collect())
+        finally:
+            sc.setJobDescription(None)
+    files = [f for r in results for f in r.files]
+    _crash("after-files")
+    # only partitions that moved: the table refuses a commit that repeats some of its offsets
+    offsets = {(r.topic, r.partition): r.end for r in todo}
+    version = None
+    if offsets:
+        try:
+            version = sink.commit(files, offsets)
+        except SinkError as exc:
+            raise IngestError(str(exc)) from None
+    _crash("after-commit")
+    seconds = time.monotonic() - started
+    if status is not None:
+        kind = "version" if _is_delta(sink) else "snapshot"
+        what = (f"committed as {kind} {version}" if version is not None else
+                "nothing new to commit" if not offsets else "already committed by another run")
+        status.log(f"batch: read and wrote {len(tasks)} task{'s' if len(tasks) != 1 else ''} "
+                   f"in {seconds:.1f} s, {what}")
+    seen: dict[tuple[str, int], list[int]] = {}
+    for r in results:
+        for tp, s in r.read.items():
+            if tp not in seen:
+                seen[tp] = list(s)
+                continue
+            t = seen[tp]
+            t[0], t[1] = min(t[0], s[0]), max(t[1], s[1])
+            t[2] += s[2]
+            t[3] += s[3]
+    summary = IngestSummary(mode="batch", output=output, seconds=seconds, micro_batches=1,
+                            files=len(files) if version is not None else 0)
+    if version is not None:
+        summary.partitions = [PartitionSummary(t, p, s[0], s[1], s[2], s[3])
+                              for (t, p), s in sorted(seen.items())]
+    summary.topics = tuple(sorted({t for t, _ in seen}))
+    return summary
+
+
+def _is_delta(sink: TableSink) -> bool:
+    return type(sink).__name__ == "DeltaSink"
