@@ -401,12 +401,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_consume_arguments(consume)
 
     ingest = sub.add_parser(
-        "ingest", help="topics into a Parquet dataset through Spark (batch or streaming)",
+        "ingest", help="topics into a Parquet dataset, a Delta or an Iceberg table through "
+                       "Spark",
         description="Read topics into a Parquet dataset with Spark and the pyconsumer data "
-                    "source. Batch by default (startingOffsets to endingOffsets, appended to "
-                    "DIR). With --checkpoint a streaming query writes with Spark's file sink "
-                    "(exactly-once): --once reads what is there now and stops "
-                    "(Trigger.AvailableNow), otherwise it runs with a processing-time "
+                    "source (or, with --table-format, into a Delta Lake or Iceberg table, "
+                    "exactly once: see the tables flags). Batch by default (startingOffsets "
+                    "to endingOffsets, appended to DIR). With --checkpoint a streaming query "
+                    "writes with Spark's file sink (exactly-once): --once reads what is "
+                    "there now and stops (Trigger.AvailableNow), otherwise it runs with a processing-time "
                     "trigger until Ctrl-C (exit 130). Progress goes to stderr, the summary "
                     "(counted by Spark over the files this run wrote) to stdout. Needs the "
                     "spark extra and Java 17.")

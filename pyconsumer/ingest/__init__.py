@@ -2,9 +2,11 @@
 pyconsumer source. One job a module: :mod:`~pyconsumer.ingest.options` (the inputs, checked
 before Spark starts), :mod:`~pyconsumer.ingest.job` (the batch or streaming run),
 :mod:`~pyconsumer.ingest.values` (typed-value flags as source options, the split into good
-and rejected records), :mod:`~pyconsumer.ingest.progress` (the live progress line) and
-:mod:`~pyconsumer.ingest.summary` (what a run wrote, and its table). The session the job runs
-on comes from :mod:`pyconsumer.spark.session`."""
+and rejected records), :mod:`~pyconsumer.ingest.progress` (the live progress line),
+:mod:`~pyconsumer.ingest.summary` (what a run wrote, and its table) and
+:mod:`~pyconsumer.ingest.tables` (``--table-format delta|iceberg``: Spark tasks write a table's
+data files, one commit with the Kafka offsets). The session the job runs on comes from
+:mod:`pyconsumer.spark.session`."""
 from __future__ import annotations
 
 from pyconsumer.ingest.job import run_ingest, spark_error_message
@@ -19,6 +21,13 @@ from pyconsumer.ingest.options import (
     release_folders,
     source_options,
     unknown_source_options,
+)
+from pyconsumer.ingest.tables import (
+    TableRead,
+    TableTarget,
+    open_table,
+    plan_table_read,
+    run_table_ingest,
 )
 from pyconsumer.ingest.summary import (
     IngestSummary,
@@ -44,4 +53,9 @@ __all__ = [
     "check_offsets",
     "check_source",
     "unknown_source_options",
+    "TableRead",
+    "TableTarget",
+    "open_table",
+    "plan_table_read",
+    "run_table_ingest",
 ]

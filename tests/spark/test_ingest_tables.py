@@ -204,6 +204,43 @@ def test_partition_layout_on_disk(spark: Any, tansu: TansuBroker,
     assert iceberg_rows(wh, "kafka.by_day") == expected_rows(topic, records, at, headers=True)
 
 
+def test_typed_json_values_partitioned_by_a_value_field(
+        spark: Any, tansu: TansuBroker, make_tansu_topic: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from pyconsumer.testing import TestRecord
+
+    topic = make_tansu_topic(2)
+    countries = ["de", "fr", "nl"]
+    records = [TestRecord(key=b"k%d" % i, partition=i % 2, timestamp_ms=1_700_000_000_000 + i,
+                          value=json.dumps({"id": i, "country": countries[i % 3]}).encode()
+                          if i != 7 else b"{not json")
+               for i in range(60)]
+    at = produce(tansu.bootstrap, topic, records)
+    table = str(tmp_path / "typed")
+    code, out, err = ingest(capsys, "-b", tansu.bootstrap, "-t", topic, "--output", table,
+                            "--table-format", "delta", "--value-format", "json",
+                            "--value-schema", "id long, country string",
+                            "--partition-by", "value.country")
+    assert code == 0, err
+    assert summary_of(out, topic) == {0: ("0-29", 30), 1: ("0-29", 30)}
+    folders = {str(p.parent.relative_to(table)) for p in Path(table).rglob("*.parquet")}
+    # the record that does not decode has a null value: its partition value is null
+    assert folders == {f"value_country={c}" for c in countries} | {
+        "value_country=__HIVE_DEFAULT_PARTITION__"}
+    got = sorted(deltalake.DeltaTable(table).to_pyarrow_table().to_pylist(),
+                 key=lambda r: (r["partition"], r["offset"]))
+    want = sorted(({"partition": p, "offset": o, "key": r.key,
+                    "value": None if i == 7 else {"id": i, "country": countries[i % 3]},
+                    "_corrupt_record": b"{not json" if i == 7 else None,
+                    "value_country": None if i == 7 else countries[i % 3]}
+                   for i, (r, (p, o)) in enumerate(zip(records, at))),
+                  key=lambda r: (r["partition"], r["offset"]))
+    keep = ["partition", "offset", "key", "value", "_corrupt_record", "value_country"]
+    assert [{k: r[k] for k in keep} for r in got] == want
+
+
 def test_bad_input_is_refused_before_spark_reads(spark: Any, tansu: TansuBroker,
                                                  make_tansu_topic: Callable[..., str],
                                                  tmp_path: Path,
