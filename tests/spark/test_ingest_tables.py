@@ -403,3 +403,38 @@ def test_kill_9_at_the_commit_crash_points_then_rerun_exactly_once(
     assert code == 0, err
     assert delta_rows(table) == _sorted(produced)
     assert delta_txns(table, topic, 2) == {0: 400, 1: 400}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the JVMs through /proc")
+def test_iceberg_kill_9_after_the_files_then_rerun_exactly_once(
+        spark: Any, tansu: TansuBroker, make_tansu_topic: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    topic = make_tansu_topic(2)
+    records = sample_records(300, partitions=2, seed=71)
+    want = expected_rows(topic, records, produce(tansu.bootstrap, topic, records), headers=True)
+    wh = str(tmp_path / "warehouse")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    args = ["-b", tansu.bootstrap, "-t", topic, "--table-format", "iceberg",
+            "--output", "kafka.killed", "--warehouse", wh, *HEADERS]
+    app = f"pyconsumer ingest kill {tmp_path.name}"
+    proc = _ingest_process(args, app, scratch, "after-files")
+    _, err = _reap(proc, app, wait=120)
+    assert proc.returncode == -signal.SIGKILL, err
+    killed = iceberg_table(wh, "kafka.killed")
+    assert list(Path(killed.location().removeprefix("file://")).rglob("*.parquet")) != []
+    assert killed.snapshots() == []
+    code, out, err = ingest(capsys, *args)
+    assert code == 0, err
+    assert summary_of(out, topic) == {0: ("0-149", 150), 1: ("0-149", 150)}
+    assert iceberg_rows(wh, "kafka.killed") == want
+
+
+def test_target_file_size_spellings() -> None:
+    from pyconsumer.ingest.tables import parse_size
+
+    assert [parse_size(t) for t in ("134217728", "128MiB", "128MB", "16k", "64KiB", "1.5g")] == [
+        134217728, 128 * 2**20, 128 * 10**6, 16 * 1024, 64 * 1024, int(1.5 * 2**30)]
+    for bad in ("", "12 parsecs", "100"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
