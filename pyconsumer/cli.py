@@ -150,9 +150,13 @@ def _ingest(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 raise IngestError(f"--trigger: {exc}") from None
         target = _table_target(args)
+        # a table with --trigger: rounds until Ctrl-C, the offsets kept in the table
+        continuous = target is not None and args.trigger is not None
+        if continuous and args.ending_offsets is not None:
+            raise IngestError("--ending-offsets is for batch runs (without --trigger)")
         opts = source_options(bootstrap=args.bootstrap_server, topics=topics,
                               pattern=args.pattern, starting_offsets=args.starting_offsets,
-                              ending_offsets=None if streaming else
+                              ending_offsets=None if streaming or continuous else
                               (args.ending_offsets or "latest"),
                               options=options, kafka=kafka)
         checked = with_rejects(opts) if args.bad_records is not None else opts
@@ -166,7 +170,7 @@ def _ingest(args: argparse.Namespace) -> int:
         level = options_log.level
         options_log.setLevel(logging.ERROR)
         try:
-            source = parse_options(checked, streaming=streaming)
+            source = parse_options(checked, streaming=streaming or continuous)
         finally:
             options_log.setLevel(level)
     except (IngestError, ConfigurationError) as exc:
@@ -209,7 +213,8 @@ def _ingest(args: argparse.Namespace) -> int:
         return 1
     status = StatusLine(sys.stderr)
     started = time.time()
-    mode = ("streaming, available now" if args.once else "streaming") if streaming else "batch"
+    mode = (("streaming, available now" if args.once else "streaming") if streaming else
+            f"continuous, every {args.trigger}" if continuous else "batch")
     values = describe_values(checked)
     status.log(f"ingest ({mode}): {opts.get('subscribe') or opts.get('subscribePattern') or 'assign'}"
                f" from {args.bootstrap_server} into "
@@ -226,10 +231,16 @@ def _ingest(args: argparse.Namespace) -> int:
                 spark = session.enter_context(temporary_session(
                     args.master, app_name="pyconsumer ingest", conf=conf))
             if target is not None:
-                from pyconsumer.ingest.tables import run_table_ingest
+                from pyconsumer.ingest.tables import run_table_ingest, \
+                    run_table_ingest_continuous
 
-                summary = run_table_ingest(spark, sink, table_read, output=args.output,
-                                           status=status)
+                if continuous:
+                    summary = run_table_ingest_continuous(
+                        spark, sink, table_read, output=args.output,
+                        trigger_ms=parse_trigger_ms(args.trigger), status=status)
+                else:
+                    summary = run_table_ingest(spark, sink, table_read, output=args.output,
+                                               status=status)
             else:
                 summary = run_ingest(
                     spark, output=args.output, bootstrap=args.bootstrap_server, topics=topics,
@@ -278,10 +289,10 @@ def _table_target(args: argparse.Namespace) -> TableTarget | None:
             raise IngestError(f"{table_flags[0]} needs --table-format delta or iceberg")
         return None
     for flag, given in (("--checkpoint", args.checkpoint), ("--once", args.once),
-                        ("--trigger", args.trigger), ("--bad-records", args.bad_records)):
+                        ("--bad-records", args.bad_records)):
         if given:
-            raise IngestError(f"{flag}: --table-format {args.table_format} runs are batch runs "
-                              "that resume from the table, without it")
+            raise IngestError(f"{flag}: --table-format {args.table_format} runs resume from the "
+                              "table, without it (batch, or continuous with --trigger INTERVAL)")
     size = None
     if args.target_file_size is not None:
         try:
@@ -427,7 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --checkpoint: read what is available now, then stop")
     ingest.add_argument("--trigger", metavar="INTERVAL",
                         help="with --checkpoint: micro-batch interval, e.g. 10s (default), "
-                             "500ms, 1m")
+                             "500ms, 1m; with --table-format delta|iceberg: run continuously, "
+                             "a round (one table commit) per interval until Ctrl-C")
     ingest.add_argument("--starting-offsets", default="earliest", metavar="SPEC",
                         help="earliest (default), latest, or JSON like "
                              "'{\"t\":{\"0\":23,\"1\":-2}}' (-2 earliest, -1 latest); in "
@@ -484,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
         "tables", "Write a Delta Lake or Apache Iceberg table, exactly once: Spark tasks write "
                   "the data files from Arrow and the run commits them with the Kafka offsets "
                   "in one table commit, so a rerun goes on where the table stopped (batch "
-                  "runs; needs the delta or iceberg extra).")
+                  "runs, or continuous with --trigger; needs the delta or iceberg extra).")
     tables.add_argument("--table-format", type=str.lower, default="parquet",
                         choices=("parquet", "delta", "iceberg"), metavar="FORMAT",
                         help="parquet (default: a plain dataset), delta (--output is the "

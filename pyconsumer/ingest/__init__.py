@@ -28,6 +28,7 @@ from pyconsumer.ingest.tables import (
     open_table,
     plan_table_read,
     run_table_ingest,
+    run_table_ingest_continuous,
 )
 from pyconsumer.ingest.summary import (
     IngestSummary,
@@ -58,4 +59,5 @@ __all__ = [
     "open_table",
     "plan_table_read",
     "run_table_ingest",
+    "run_table_ingest_continuous",
 ]

@@ -1,5 +1,6 @@
 """``pyconsumer ingest --table-format delta|iceberg``: Kafka into a Delta Lake or Iceberg table,
-exactly once, batch, through Spark tasks that write the data files from Arrow themselves.
+exactly once, batch or continuous, through Spark tasks that write the data files from Arrow
+themselves.
 
 The run, on the driver:
 
@@ -21,6 +22,11 @@ The run, on the driver:
    commit. A rerun resumes from the table: nothing twice, nothing missed. Files written by a run
    that died before its commit are in no commit, so no reader sees them.
 
+Continuous (``--trigger INTERVAL``, :func:`run_table_ingest_continuous`): steps 2-4 as one
+round per trigger until Ctrl-C or a ``stop`` Event, each round reading to the latest offsets
+(capped by maxOffsetsPerTrigger as the source's micro-batches are); no checkpoint, the table
+holds the offsets.
+
 ``PYCONSUMER_INGEST_CRASH_AT`` (internal, for the crash tests only): ``after-files`` or
 ``after-commit`` makes the driver SIGKILL itself at that point of the run.
 """
@@ -29,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +53,7 @@ if TYPE_CHECKING:
     from pyconsumer.spark.source import KafkaInputPartition, TypedRead
 
 __all__ = ["TABLE_FORMATS", "TableTarget", "TableRead", "open_table", "plan_table_read",
-           "run_table_ingest", "parse_size", "CRASH_ENV"]
+           "run_table_ingest", "run_table_ingest_continuous", "parse_size", "CRASH_ENV"]
 
 TABLE_FORMATS = ("parquet", "delta", "iceberg")
 
@@ -215,11 +222,13 @@ def _crash(point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _offsets(read: TableRead, held: Mapping[tuple[str, int], int]
+def _offsets(read: TableRead, held: Mapping[tuple[str, int], int], *, continuous: bool = False
              ) -> tuple[dict[Any, int], dict[Any, int]]:
     """Start and end offsets of every partition read: the start from the table where it holds
-    one, else per --starting-offsets; the end per --ending-offsets (default latest)."""
+    one, else per --starting-offsets; the end per --ending-offsets (default latest), or the
+    latest offsets (capped by maxOffsetsPerTrigger) in a continuous run's round."""
     from pyconsumer.spark.offsets import OffsetReader
+    from pyconsumer.spark.planning import rate_limit
 
     o = read.source
     offsets = OffsetReader(o, role="ingest-table")
@@ -230,16 +239,46 @@ def _offsets(read: TableRead, held: Mapping[tuple[str, int], int]
         for tp in tps:
             if (tp.topic, tp.partition) in held:
                 start[tp] = held[(tp.topic, tp.partition)]
-        end = offsets.resolve(o.ending, tps, is_start=False, option="endingOffsets")
+        if continuous:
+            end = offsets.latest(tps)
+            if o.max_offsets_per_trigger is not None:
+                end = rate_limit(start, end, o.max_offsets_per_trigger)
+        else:
+            end = offsets.resolve(o.ending, tps, is_start=False, option="endingOffsets")
     finally:
         offsets.close()
     return start, end
 
 
-def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: str,
-                     status: StatusLine | None = None) -> IngestSummary:
+@dataclass
+class _Round:
+    """What one round (the batch run, or one trigger of a continuous run) did."""
+
+    tasks: int
+    #: the files committed (none when the round committed nothing)
+    files: int
+    version: int | None
+    #: what the tasks read: (topic, partition) -> [first, last, records, bytes]
+    seen: dict[tuple[str, int], list[int]]
+    seconds: float
+
+
+def _merge(into: dict[tuple[str, int], list[int]], read: Mapping[tuple[str, int], list[int]]
+           ) -> None:
+    for tp, s in read.items():
+        if tp not in into:
+            into[tp] = list(s)
+            continue
+        t = into[tp]
+        t[0], t[1] = min(t[0], s[0]), max(t[1], s[1])
+        t[2] += s[2]
+        t[3] += s[3]
+
+
+def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: str,
+           continuous: bool, status: StatusLine | None) -> _Round:
     """Read from where the table stopped to the end offsets in Spark tasks that write the data
-    files, then commit them with the offsets in one table commit; what this run added."""
+    files, then commit them with the offsets in one table commit (nothing when nothing moved)."""
     from pyconsumer.errors import KafkaError
     from pyconsumer.spark.offsets import report_data_loss
     from pyconsumer.spark.planning import OffsetRange, group_ranges, split_ranges
@@ -249,7 +288,7 @@ def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: st
     o = read.source
     try:
         held = sink.resume_offsets()
-        start, end = _offsets(read, held)
+        start, end = _offsets(read, held, continuous=continuous)
     except SinkError as exc:
         raise IngestError(str(exc)) from None
     except KafkaError as exc:
@@ -295,24 +334,75 @@ def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: st
         kind = "version" if _is_delta(sink) else "snapshot"
         what = (f"committed as {kind} {version}" if version is not None else
                 "nothing new to commit" if not offsets else "already committed by another run")
-        status.log(f"batch: read and wrote {len(tasks)} task{'s' if len(tasks) != 1 else ''} "
+        status.log(f"{label}: read and wrote {len(tasks)} task{'s' if len(tasks) != 1 else ''} "
                    f"in {seconds:.1f} s, {what}")
     seen: dict[tuple[str, int], list[int]] = {}
     for r in results:
-        for tp, s in r.read.items():
-            if tp not in seen:
-                seen[tp] = list(s)
-                continue
-            t = seen[tp]
-            t[0], t[1] = min(t[0], s[0]), max(t[1], s[1])
-            t[2] += s[2]
-            t[3] += s[3]
-    summary = IngestSummary(mode="batch", output=output, seconds=seconds, micro_batches=1,
-                            files=len(files) if version is not None else 0)
-    if version is not None:
-        summary.partitions = [PartitionSummary(t, p, s[0], s[1], s[2], s[3])
-                              for (t, p), s in sorted(seen.items())]
-    summary.topics = tuple(sorted({t for t, _ in seen}))
+        _merge(seen, r.read)
+    return _Round(len(tasks), len(files) if version is not None else 0, version, seen, seconds)
+
+
+def _summarize(summary: IngestSummary, committed: Mapping[tuple[str, int], list[int]],
+               read: Mapping[tuple[str, int], list[int]]) -> None:
+    summary.partitions = [PartitionSummary(t, p, s[0], s[1], s[2], s[3])
+                          for (t, p), s in sorted(committed.items())]
+    summary.topics = tuple(sorted({t for t, _ in read}))
+
+
+def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: str,
+                     status: StatusLine | None = None) -> IngestSummary:
+    """Read from where the table stopped to the end offsets in Spark tasks that write the data
+    files, then commit them with the offsets in one table commit; what this run added."""
+    r = _round(spark, sink, read, output=output, label="batch", continuous=False, status=status)
+    summary = IngestSummary(mode="batch", output=output, seconds=r.seconds, micro_batches=1,
+                            files=r.files)
+    _summarize(summary, r.seen if r.version is not None else {}, r.seen)
+    return summary
+
+
+def _wait(stop: threading.Event, seconds: float) -> bool:
+    """Wait until the next trigger; True when the run is to stop."""
+    return stop.wait(max(0.0, seconds))
+
+
+def run_table_ingest_continuous(spark: Any, sink: TableSink, read: TableRead, *, output: str,
+                                trigger_ms: int, stop: threading.Event | None = None,
+                                status: StatusLine | None = None) -> IngestSummary:
+    """Rounds every ``trigger_ms`` until ``stop`` is set or Ctrl-C: each resumes from the
+    table's offsets, reads to the latest ones (at most about maxOffsetsPerTrigger), writes the
+    files in Spark tasks and commits them with the offsets once; a round with nothing new
+    commits nothing. A round taking longer than the interval is followed by the next at once,
+    so a record waits about one interval (plus a round) before it is committed.
+
+    Ctrl-C during a round leaves its files, if uncommitted, in no commit. The summary counts
+    what this run committed over all its rounds (``interrupted``: stopped by ``stop`` or
+    Ctrl-C, as a streaming run)."""
+    stop = stop if stop is not None else threading.Event()
+    started = time.monotonic()
+    summary = IngestSummary(mode="continuous", output=output, micro_batches=0, busy_seconds=0.0)
+    seen: dict[tuple[str, int], list[int]] = {}
+    read_any: dict[tuple[str, int], list[int]] = {}
+    rounds = 0
+    try:
+        while not stop.is_set():
+            begun = time.monotonic()
+            rounds += 1
+            r = _round(spark, sink, read, output=output, label=f"round {rounds}",
+                       continuous=True, status=status)
+            _merge(read_any, r.seen)
+            if r.version is not None:
+                summary.micro_batches += 1
+                summary.files += r.files
+                assert summary.busy_seconds is not None
+                summary.busy_seconds += r.seconds
+                _merge(seen, r.seen)
+            if _wait(stop, trigger_ms / 1000 - (time.monotonic() - begun)):
+                break
+    except KeyboardInterrupt:
+        pass
+    summary.interrupted = True
+    summary.seconds = time.monotonic() - started
+    _summarize(summary, seen, read_any)
     return summary
 
 

@@ -293,8 +293,8 @@ def test_bad_input_is_refused_before_spark_reads(spark: Any, tansu: TansuBroker,
     code, out, err = ingest(capsys, *common, "--table-format", "delta", "--output",
                             str(tmp_path / "d"), "--checkpoint", str(tmp_path / "ck"))
     assert (code, out) == (2, "")
-    assert err == ("pyconsumer ingest: --checkpoint: --table-format delta runs are batch runs "
-                   "that resume from the table, without it\n")
+    assert err == ("pyconsumer ingest: --checkpoint: --table-format delta runs resume from the "
+                   "table, without it (batch, or continuous with --trigger INTERVAL)\n")
     assert not wh.exists() and not (tmp_path / "p").exists() and not (tmp_path / "d").exists()
     assert not (tmp_path / "ck").exists()
 
