@@ -33,7 +33,7 @@ from pyconsumer.sinks.base import (
 from pyconsumer.sinks.files import ColumnStats, FileRoller, check_writable, delete_files, resolve
 from pyconsumer.sinks.offsets import APP_ID_KEY, offset_properties, parse_offset_properties, should_commit
 from pyconsumer.sinks.schema import check_batch_schema
-from pyconsumer.sinks.partitioning import PartitionBy, parse_partition_by, split_rows
+from pyconsumer.sinks.partitioning import PartitionBy, checked_partitioning, split_rows
 
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -59,9 +59,7 @@ class DeltaSink:
         self.schema = schema
         self.target_file_size = target_file_size
         self.max_commit_attempts = max_commit_attempts
-        self.partition_by = [p if isinstance(p, PartitionBy) else parse_partition_by(p) for p in partition_by]
-        for p in self.partition_by:
-            p.check(schema)
+        self.partition_by = checked_partitioning(partition_by, schema)
         extra = [pa.field(p.name, p.delta_type(schema)) for p in self.partition_by if p.name not in schema.names]
         self.table_schema = pa.schema([*schema, *extra])
         self._fs, self._root = resolve(location)

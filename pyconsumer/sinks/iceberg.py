@@ -33,7 +33,7 @@ from pyconsumer.sinks.base import (
 )
 from pyconsumer.sinks.files import FileRoller, check_writable, delete_files, resolve
 from pyconsumer.sinks.offsets import APP_ID_KEY, offset_properties, parse_offset_properties, should_commit
-from pyconsumer.sinks.partitioning import PartitionBy, parse_partition_by, split_rows
+from pyconsumer.sinks.partitioning import PartitionBy, checked_partitioning, split_rows
 from pyconsumer.sinks.schema import check_batch_schema
 
 _US_PER_HOUR = 3_600_000_000
@@ -66,9 +66,7 @@ class IcebergSink:
         self.app_id = app_id
         self.target_file_size = target_file_size
         self.max_commit_attempts = max_commit_attempts
-        self.partition_by = [p if isinstance(p, PartitionBy) else parse_partition_by(p) for p in partition_by]
-        for p in self.partition_by:
-            p.check(schema)
+        self.partition_by = checked_partitioning(partition_by, schema)
         fs, path = resolve(warehouse)
         check_writable(fs, path, warehouse)
         self.warehouse = warehouse if "://" in warehouse else f"file://{path}"

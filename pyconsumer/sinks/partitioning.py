@@ -106,6 +106,15 @@ def parse_partition_by(spec: str) -> PartitionBy:
     return PartitionBy(tuple(spec.strip().split(".")))
 
 
+def checked_partitioning(partition_by: Sequence[str | PartitionBy], schema: pa.Schema
+                         ) -> list[PartitionBy]:
+    """``partition_by`` (expressions or parsed) parsed and each checked against ``schema``."""
+    parsed = [p if isinstance(p, PartitionBy) else parse_partition_by(p) for p in partition_by]
+    for p in parsed:
+        p.check(schema)
+    return parsed
+
+
 def split_rows(
     batch: pa.RecordBatch, keys: Sequence[pa.Array]
 ) -> Iterator[tuple[tuple[Any, ...], pa.RecordBatch]]:
