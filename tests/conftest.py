@@ -45,7 +45,7 @@ import pytest
 
 from tests.backends import Backend, backends_for, external_kafka, make_backend, start_or_skip
 from pyconsumer.testing import ExternalKafka, KafkaCluster, NotOurCluster, MockCluster, NoidaBroker, TansuBroker  # stdlib-only imports; extras load lazily
-from pyconsumer.testing import BrokerStartError, spark_kafka_jars
+from pyconsumer.testing import BrokerStartError, delta_spark_conf, spark_kafka_jars
 
 _TANSU_FIXTURES = {"tansu", "tansu_topic", "make_tansu_topic"}
 _MOCK_FIXTURES = {"mock_cluster"}
@@ -264,13 +264,26 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     conf = {"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2"}
     global _SPARK_KAFKA_MISSING
+    global _DELTA_SPARK_MISSING
+    jars: list[str] = []
     try:
         # Spark's own format("kafka") beside ours; spark.jars is read only when the JVM starts
-        conf["spark.jars"] = ",".join(spark_kafka_jars())
+        jars += spark_kafka_jars()
     except BrokerStartError as exc:
         if os.environ.get("CI"):
             raise
         _SPARK_KAFKA_MISSING = f"Spark's own Kafka source is not available: {exc}"
+    try:
+        # Spark's own Delta reader and writer: the tables ingest writes are read back by it
+        delta = delta_spark_conf()
+        jars += delta.pop("spark.jars").split(",")
+        conf.update(delta)
+    except BrokerStartError as exc:
+        if os.environ.get("CI"):
+            raise
+        _DELTA_SPARK_MISSING = f"Spark's own Delta reader (delta-spark) is not available: {exc}"
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
     session = local_session("local[2]", app_name="pyconsumer-tests", fast_jvm=True,
                             local_dir=str(tmp_path_factory.mktemp("spark-local")), conf=conf)
     try:
@@ -281,6 +294,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 #: why format("kafka") is missing from the session (None: it is there)
 _SPARK_KAFKA_MISSING: str | None = None
+#: why format("delta") is missing from the session (None: it is there)
+_DELTA_SPARK_MISSING: str | None = None
 
 
 @pytest.fixture
@@ -288,4 +303,12 @@ def spark_kafka(spark: Any) -> Any:
     """The session, known to have Spark's own Kafka source (``format("kafka")``) as well."""
     if _SPARK_KAFKA_MISSING is not None:
         pytest.skip(_SPARK_KAFKA_MISSING)
+    return spark
+
+
+@pytest.fixture
+def spark_delta(spark: Any) -> Any:
+    """The session, known to have Spark's own Delta reader and writer (``format("delta")``)."""
+    if _DELTA_SPARK_MISSING is not None:
+        pytest.skip(_DELTA_SPARK_MISSING)
     return spark

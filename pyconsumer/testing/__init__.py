@@ -12,7 +12,8 @@
   broker that has none.
 - :func:`spark_kafka_jars`, :func:`spark_kafka_session`: Spark's own Kafka source (the JVM
   connector) from Maven Central, for comparisons with ``format("pyconsumer")``;
-  :func:`spark_avro_jar`: spark-avro (``from_avro``) likewise.
+  :func:`spark_avro_jar`: spark-avro (``from_avro``) likewise; :func:`delta_spark_conf`,
+  :func:`delta_spark_jars`: Spark's own Delta reader and writer (delta-spark) likewise.
 - :class:`SparkStandaloneCluster`: a Spark standalone master and workers (PySpark's own launch
   classes), each its own JVM, for running the Spark source on a cluster.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
@@ -29,6 +30,7 @@ pyconsumer's clone)``.
 """
 from __future__ import annotations
 
+from ._delta_spark import DELTA_FOR_SPARK, delta_spark_conf, delta_spark_jars
 from ._errors import MissingExtraError
 from ._fake import FAST_CONSUMER, ConsumerGroup, FakeCluster, FetchSession, RawClient, Request
 from ._external import ExternalKafka, NotOurCluster
@@ -114,6 +116,9 @@ __all__ = [
     "SparkClusterError",
     "SparkStandaloneCluster",
     "SPARK_KAFKA_FALLBACK",
+    "DELTA_FOR_SPARK",
+    "delta_spark_conf",
+    "delta_spark_jars",
     "spark_avro_jar",
     "spark_kafka_jars",
     "spark_kafka_session",
