@@ -12,8 +12,8 @@ Spark does not define the order of its input partitions (its ranges come from a 
 are compared sorted by (topic, partition, offset), after checking that within each side every
 partition's offsets ascend. Each case also checks its row count against what was produced, so
 two equally wrong sources cannot pass. Spark's connector is taken at
-``pyconsumer.testing.spark_kafka_version()`` (4.2.0 while PySpark is 4.3.0: Maven Central
-serves no 4.3.0 connector).
+``pyconsumer.testing.spark_kafka_version()`` (the test tier pins PySpark 4.2.0, the newest
+Spark whose connector Maven Central serves, so both sides run the same Spark).
 
 Where ours deliberately differs, the test asserts both behaviours and says why:
 
