@@ -57,6 +57,16 @@ Cases
   1M records): the run took 8 min on the 2-core machine (a quick one at load ~4 once took 22
   min, format('kafka') then 4.4 min an action).
 
+* ``tables``: Kafka into lakehouse tables on Apache Kafka (bench_tables.py, its own process):
+  5M x 100 B and 1M Confluent-framed Avro records (8 fields) over 6 partitions, local[2], each
+  run into a fresh table and counted back: ``pyconsumer ingest --table-format``'s Arrow writer
+  into Delta, Iceberg and Parquet (Spark tasks write the files from Arrow, one commit with the
+  offsets) against ``format('kafka')`` (+ ``from_avro``) and ``format('pyconsumer')`` into
+  Spark's own Delta writer (delta-spark) and ``format('kafka')`` into Spark's Parquet writer, with
+  ``poll_arrow`` in the driver as the reference; the peak memory of a Spark Python worker and of
+  the JVM per contender. Only when pyspark and Java are there, and not with ``--quick`` unless
+  asked for with ``--cases``.
+
 ``--baseline REV`` also runs the decoder and pyconsumer's end-to-end contenders as built from
 another commit, in the same rounds (benchmarks/baseline.py): how a change moved the hot path,
 with the machine's drift cancelled (an "x the baseline build" column and a target row each).
@@ -95,9 +105,9 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))          # the scripts import each other by their plain names
 
-CASES = ("decode", "values", "e2e1", "e2e6", "e2e6zstd", "scale", "spark", "spark_scale")
+CASES = ("decode", "values", "e2e1", "e2e6", "e2e6zstd", "scale", "spark", "spark_scale", "tables")
 #: the cases a --quick run leaves out unless --cases names them (a JVM and Spark each)
-SLOW_CASES = ("spark", "spark_scale")
+SLOW_CASES = ("spark", "spark_scale", "tables")
 
 
 @dataclass
@@ -525,6 +535,89 @@ def run_spark(quick: bool, rounds: int, broker: str, datasets: list[str] | None 
     return cases
 
 
+#: the tables case's targets: (label, row, reference row, wanted ratio), per data set
+TABLES_TARGETS = (
+    ("Arrow writer into Delta vs format('kafka') into Spark's Delta writer", "arrow_delta", "kafka_delta", 4.0),
+    ("Arrow writer into Delta vs format('pyconsumer') into Spark's Delta writer", "arrow_delta",
+     "pyconsumer_delta", 2.0),
+    ("Arrow writer into Delta vs poll_arrow in the driver", "arrow_delta", "poll_arrow", 0.5),
+)
+TABLES_DESCRIPTIONS = {
+    "arrow_delta": "ingest --table-format delta: Spark tasks write the files from Arrow, one Delta commit",
+    "arrow_iceberg": "ingest --table-format iceberg: the same into Iceberg (pyiceberg, SQLite catalog)",
+    "arrow_parquet": "ingest --table-format parquet: the same into Parquet with pyconsumer's commit log",
+    "kafka_delta": "format('kafka') into Spark's Delta writer (delta-spark)",
+    "pyconsumer_delta": "format('pyconsumer') into Spark's Delta writer (delta-spark)",
+    "kafka_parquet": "format('kafka') into Spark's Parquet writer",
+    "poll_arrow": "pyconsumer poll_arrow in the driver process, no Spark, no table",
+}
+
+
+def tables_cases(stdout: str, broker: str) -> list[Case]:
+    """The tables cases from bench_tables.py's output: one per data set, each Arrow-writer row's
+    peer Spark's own route into the same format where there is one."""
+    m = re.search(r"^spark kafka connector: (\S+) \(PySpark (\S+)\)", stdout, re.M)
+    connector = f"Spark's Kafka connector {m[1]} in PySpark {m[2]}" if m else "Spark's Kafka connector"
+    sets: dict[str, dict[str, list[float]]] = {}
+    sizes: dict[str, int] = {}
+    for r in re.finditer(r"^round \d+ (\w+) (\w+)\s+([\d,]+) records\s+([\d.]+) s", stdout, re.M):
+        n = int(r[3].replace(",", ""))
+        sets.setdefault(r[1], {}).setdefault(r[2], []).append(n / float(r[4]))
+        sizes[r[1]] = n
+    memory: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    for r in re.finditer(r"^memory round \d+ (\w+) (\w+): worker (\d+) MB, jvm (\d+) MB", stdout, re.M):
+        w, j = memory.setdefault(r[1], {}).setdefault(r[2], ([], []))
+        w.append(float(r[3]))
+        j.append(float(r[4]))
+    what = {"bytes": "x 100 B", "avro_typed": "Confluent-framed Avro records of 8 fields, typed columns"}
+    cases = []
+    for ds, rates in sets.items():
+        peers = {name: peer for name, peer in (("arrow_delta", "kafka_delta"),
+                                               ("arrow_parquet", "kafka_parquet"),
+                                               ("pyconsumer_delta", "kafka_delta"))
+                 if name in rates and peer in rates}
+        columns = [("x format('pyconsumer') into Spark's Delta",
+                    {name: "pyconsumer_delta" for name in rates if name.startswith("arrow_")
+                     and "pyconsumer_delta" in rates})]
+        notes = ["each run from the earliest to the latest offsets into a fresh table, counted back by "
+                 "deltalake / pyiceberg / pyarrow; rates include Spark's planning and task start",
+                 f"{connector}; Spark's Delta writer from delta-spark "
+                 "(pyconsumer.testing.delta_spark_jars())"]
+        if memory.get(ds):
+            notes.append("peak resident memory, largest of the rounds: " + "; ".join(
+                f"{name} worker {max(w):.0f} MB, JVM {max(j):.0f} MB" for name, (w, j) in memory[ds].items()))
+        cases.append(Case(
+            f"tables-{ds}-{broker}",
+            f"Broker -> tables, {sizes[ds]:,} {what.get(ds, '')} over 6 partitions (local[2])",
+            rates, [r for r in ("poll_arrow",) if r in rates], dict(TABLES_DESCRIPTIONS), notes, broker,
+            peers, peer_label="x format('kafka') into the same format", columns=columns))
+    return cases
+
+
+def run_tables(quick: bool, rounds: int, broker: str) -> list[Case]:
+    """bench_tables.py in its own process on ``broker``; its round lines parsed."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("tables: pyspark is not installed (pip install -e '.[spark]'): skipped", flush=True)
+        return []
+    if shutil.which("java") is None:
+        print("tables: no java on PATH (Spark needs Java 17): skipped", flush=True)
+        return []
+    cmd = [sys.executable, str(HERE / "bench_tables.py"), "--broker", broker,
+           "--rounds", str(rounds), "--wait-idle", "0"] + (["--quick"] if quick else [])
+    print("tables: " + shlex.join(cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench_tables.py failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                           f"{proc.stderr[-3000:]}")
+    print(proc.stdout, flush=True)
+    cases = tables_cases(proc.stdout, broker)
+    if not cases:
+        raise RuntimeError(f"bench_tables.py printed no round lines:\n{proc.stdout[-3000:]}")
+    return cases
+
+
 # ------------------------------------------------------------------ the report
 
 def _version(dist: str) -> str:
@@ -647,6 +740,10 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
         # Arrow (raw_arrow) does the least a consumer handing out Arrow must do
         add("poll_arrow vs the raw loop decoding into Arrow, 1,000 partitions (proposed)",
             f"scale1000-{broker}", "pc_arrow", "raw_arrow", 1.0)
+    for broker in ("kafka", "tansu"):
+        for ds, title in (("bytes", "100 B"), ("avro_typed", "Avro")):
+            for label, name, ref, want in TABLES_TARGETS:
+                add(f"Tables, {title}: {label}", f"tables-{ds}-{broker}", name, ref, want)
     for c in cases.values():
         rows += [(label, BROKER_TITLES.get(c.broker, "-"), want, got, met) for label, want, got, met in c.extra_targets]
     for c in cases.values():    # --baseline: this tree against the baseline commit, same rounds
@@ -934,6 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
     if "spark_scale" in chosen:
         # a SparkSession of its own, after the spark case's has gone
         cases += run_spark(args.quick, rounds, brokers_for_spark(args.broker), [SPARK_SCALE_SET], args.records)
+    if "tables" in chosen:
+        cases += run_tables(args.quick, rounds, brokers_for_spark(args.broker))
 
     args.out.mkdir(parents=True, exist_ok=True)
     pngs = charts(cases, args.out / "results")
