@@ -177,7 +177,7 @@ def _ingest(args: argparse.Namespace) -> int:
         _err(f"ingest: {exc}")
         return 2
     _require("ingest", ["pyspark"], "spark")
-    if target is not None:
+    if target is not None and target.table_format != "parquet":     # parquet: pyarrow alone
         _require("ingest", [{"delta": "deltalake", "iceberg": "pyiceberg"}[target.table_format]],
                  target.table_format)
     _require_java("ingest")
@@ -275,7 +275,8 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _table_target(args: argparse.Namespace) -> TableTarget | None:
-    """The table a run writes (None: the Parquet dataset), its flags checked (IngestError)."""
+    """The table a run writes (None, without --table-format: the Parquet dataset Spark writes),
+    its flags checked (IngestError)."""
     from pyconsumer.ingest import IngestError
     from pyconsumer.ingest.tables import TableTarget, parse_size
     from pyconsumer.sinks import DEFAULT_TARGET_FILE_SIZE
@@ -284,9 +285,9 @@ def _table_target(args: argparse.Namespace) -> TableTarget | None:
         ("--warehouse", args.warehouse), ("--catalog-uri", args.catalog_uri),
         ("--partition-by", args.partition_by), ("--target-file-size", args.target_file_size))
         if given]
-    if args.table_format == "parquet":
+    if args.table_format is None:
         if table_flags:
-            raise IngestError(f"{table_flags[0]} needs --table-format delta or iceberg")
+            raise IngestError(f"{table_flags[0]} needs --table-format parquet, delta or iceberg")
         return None
     for flag, given in (("--checkpoint", args.checkpoint), ("--once", args.once),
                         ("--bad-records", args.bad_records)):
@@ -438,8 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --checkpoint: read what is available now, then stop")
     ingest.add_argument("--trigger", metavar="INTERVAL",
                         help="with --checkpoint: micro-batch interval, e.g. 10s (default), "
-                             "500ms, 1m; with --table-format delta|iceberg: run continuously, "
-                             "a round (one table commit) per interval until Ctrl-C")
+                             "500ms, 1m; with --table-format: run continuously, a round (one "
+                             "table commit) per interval until Ctrl-C")
     ingest.add_argument("--starting-offsets", default="earliest", metavar="SPEC",
                         help="earliest (default), latest, or JSON like "
                              "'{\"t\":{\"0\":23,\"1\":-2}}' (-2 earliest, -1 latest); in "
@@ -493,15 +494,19 @@ def build_parser() -> argparse.ArgumentParser:
                             "or --bad-records); by default such a run exits 1: a format or "
                             "schema no record fits is most often a mistake")
     tables = ingest.add_argument_group(
-        "tables", "Write a Delta Lake or Apache Iceberg table, exactly once: Spark tasks write "
-                  "the data files from Arrow and the run commits them with the Kafka offsets "
-                  "in one table commit, so a rerun goes on where the table stopped (batch "
-                  "runs, or continuous with --trigger; needs the delta or iceberg extra).")
-    tables.add_argument("--table-format", type=str.lower, default="parquet",
+        "tables", "Write a Parquet, Delta Lake or Apache Iceberg table, exactly once: Spark "
+                  "tasks write the data files from Arrow and the run commits them with the "
+                  "Kafka offsets in one table commit, so a rerun goes on where the table "
+                  "stopped (batch runs, or continuous with --trigger; delta and iceberg need "
+                  "their extra).")
+    tables.add_argument("--table-format", type=str.lower, default=None,
                         choices=("parquet", "delta", "iceberg"), metavar="FORMAT",
-                        help="parquet (default: a plain dataset), delta (--output is the "
-                             "table's path) or iceberg (--output is the table's "
-                             "NAMESPACE.NAME, with --warehouse)")
+                        help="parquet (--output is a local or mounted folder: a plain "
+                             "Parquet dataset with a commit log in its _pyconsumer_log/), "
+                             "delta (--output is the table's path) or iceberg (--output is "
+                             "the table's NAMESPACE.NAME, with --warehouse). Without it Spark "
+                             "writes --output as a Parquet dataset (a batch rerun appends the "
+                             "records again; --checkpoint streams exactly once)")
     tables.add_argument("--warehouse", metavar="DIR",
                         help="iceberg: where the table's files go (and the default catalog, "
                              "DIR/catalog.db)")

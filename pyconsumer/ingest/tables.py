@@ -1,5 +1,6 @@
-"""``pyconsumer ingest --table-format delta|iceberg``: Kafka into a Delta Lake or Iceberg table,
-exactly once, batch or continuous, through Spark tasks that write the data files from Arrow
+"""``pyconsumer ingest --table-format parquet|delta|iceberg``: Kafka into a Parquet table (a plain
+dataset with pyconsumer's commit log, :mod:`pyconsumer.sinks.parquet`), a Delta Lake or an Iceberg
+table, exactly once, batch or continuous, through Spark tasks that write the data files from Arrow
 themselves.
 
 The run, on the driver:
@@ -27,8 +28,12 @@ round per trigger until Ctrl-C or a ``stop`` Event, each round reading to the la
 (capped by maxOffsetsPerTrigger as the source's micro-batches are); no checkpoint, the table
 holds the offsets.
 
-``PYCONSUMER_INGEST_CRASH_AT`` (internal, for the crash tests only): ``after-files`` or
-``after-commit`` makes the driver SIGKILL itself at that point of the run.
+``PYCONSUMER_INGEST_CRASH_AT`` (internal, for the crash tests only): ``before-files`` (the
+offsets resolved, no task run yet), ``after-files`` or ``after-commit`` makes the driver SIGKILL
+itself at that point of the run; ``mid-task`` makes a task's Python worker SIGKILL itself once
+the sink wrote the task's files, before the task returns them, in the task's first attempt only
+(a retry, as Spark's ``spark.task.maxFailures`` or ``local[N,F]`` allow, goes through). The
+setting is read on the driver and travels with the tasks, so it reaches every executor.
 """
 from __future__ import annotations
 
@@ -83,7 +88,7 @@ class TableTarget:
     """Where and how the table is written, as the command line gives it."""
 
     table_format: str
-    #: delta: the table's path or URI; iceberg: the table's NAMESPACE.NAME
+    #: parquet: the table's path; delta: its path or URI; iceberg: the table's NAMESPACE.NAME
     output: str
     warehouse: str | None = None
     catalog_uri: str | None = None
@@ -100,13 +105,13 @@ class TableTarget:
             if "." not in self.output.strip(".") or "/" in self.output:
                 raise IngestError(f"--table-format iceberg: --output {self.output!r} is the "
                                   "table's name, NAMESPACE.NAME (e.g. kafka.events)")
-        elif self.table_format == "delta":
+        elif self.table_format in ("delta", "parquet"):
             for flag, given in (("--warehouse", self.warehouse), ("--catalog-uri", self.catalog_uri)):
                 if given is not None:
-                    raise IngestError(f"{flag} is for --table-format iceberg; a Delta table is "
-                                      "its --output path")
+                    raise IngestError(f"{flag} is for --table-format iceberg; a "
+                                      f"{self.table_format.capitalize()} table is its --output path")
         else:
-            raise IngestError(f"--table-format {self.table_format!r}: give delta or iceberg")
+            raise IngestError(f"--table-format {self.table_format!r}: give parquet, delta or iceberg")
 
 
 @dataclass
@@ -137,6 +142,12 @@ def open_table(target: TableTarget, schema: pa.Schema) -> TableSink:
     the sink's one-line reason)."""
     target.check()
     try:
+        if target.table_format == "parquet":
+            from pyconsumer.sinks.parquet import ParquetSink
+
+            return ParquetSink(target.output, schema, app_id=target.app_id,
+                               partition_by=target.partition_by,
+                               target_file_size=target.target_file_size)
         if target.table_format == "delta":
             from pyconsumer.sinks.delta import DeltaSink
 
@@ -199,6 +210,8 @@ def _counted(batches: Iterable[pa.RecordBatch], seen: dict[tuple[str, int], list
 def _write_tasks(sink: TableSink, read: TableRead) -> Any:
     """The function each Spark partition runs: its tasks read and written, one result each."""
     source, typed = read.source, read.typed
+    # the driver's crash point, in the closure: executors need not share its environment
+    crash_at = os.environ.get(CRASH_ENV)
 
     def run(tasks: Iterable[KafkaInputPartition]) -> Iterator[_TaskResult]:
         from pyconsumer.spark.reader import read_ranges
@@ -209,6 +222,8 @@ def _write_tasks(sink: TableSink, read: TableRead) -> Any:
                        else typed.read(task, source))
 
             files = sink.write(_counted(batches, seen))
+            if crash_at == "mid-task" and files:
+                _crash_task()
             yield _TaskResult(files, seen)
 
     return run
@@ -220,6 +235,37 @@ def _write_tasks(sink: TableSink, read: TableRead) -> Any:
 def _crash(point: str) -> None:
     if os.environ.get(CRASH_ENV) == point:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _crash_task() -> None:
+    """``mid-task``: the task's Python worker SIGKILLs itself, in the task's first attempt."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None or context.attemptNumber() == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _publish(read: TableRead, offsets: Mapping[tuple[str, int], int],
+             status: StatusLine | None) -> None:
+    """``-o commitOffsetsToKafka=true``: commit the offsets the table holds to
+    ``kafka.group.id``, so that lag tools see the job's progress. The table stays the truth (a
+    rerun resumes from it, never from the group), so a failed commit is reported, not fatal."""
+    from pyconsumer.spark.offsets import OffsetReader
+    from pyconsumer.structs import OffsetAndMetadata, TopicPartition
+
+    if not offsets:
+        return
+    reader = OffsetReader(read.source, role="ingest-group-commit")
+    try:
+        reader.consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o)
+                                for (t, p), o in sorted(offsets.items())})
+    except Exception as exc:        # progress for lag tools must never fail the ingest
+        if status is not None:
+            status.log(f"commitOffsetsToKafka: committing the table's offsets to group "
+                       f"{read.source.group_id!r} failed: {exc}")
+    finally:
+        reader.close()
 
 
 def _offsets(read: TableRead, held: Mapping[tuple[str, int], int], *, continuous: bool = False
@@ -309,6 +355,7 @@ def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: 
                  todo, min_partitions=o.min_partitions,
                  max_records_per_partition=o.max_records_per_partition),
                  o.min_records_per_partition)]
+    _crash("before-files")
     results: list[_TaskResult] = []
     if tasks:
         sc = spark.sparkContext
@@ -329,10 +376,12 @@ def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: 
         except SinkError as exc:
             raise IngestError(str(exc)) from None
     _crash("after-commit")
+    if o.commit_offsets_to_kafka:
+        # what the table now holds, as the group's offsets: for lag tools only
+        _publish(read, {(r.topic, r.partition): r.end for r in ranges}, status)
     seconds = time.monotonic() - started
     if status is not None:
-        kind = "version" if _is_delta(sink) else "snapshot"
-        what = (f"committed as {kind} {version}" if version is not None else
+        what = (f"committed as {sink.commit_noun} {version}" if version is not None else
                 "nothing new to commit" if not offsets else "already committed by another run")
         status.log(f"{label}: read and wrote {len(tasks)} task{'s' if len(tasks) != 1 else ''} "
                    f"in {seconds:.1f} s, {what}")
@@ -405,6 +454,3 @@ def run_table_ingest_continuous(spark: Any, sink: TableSink, read: TableRead, *,
     _summarize(summary, seen, read_any)
     return summary
 
-
-def _is_delta(sink: TableSink) -> bool:
-    return type(sink).__name__ == "DeltaSink"

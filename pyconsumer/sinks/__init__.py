@@ -4,7 +4,9 @@ A sink's ``write`` makes Parquet data files and returns small descriptions of th
 Spark task); its ``commit`` adds those files and the offsets reached to the table in one commit (run
 once, by the driver). ``resume_offsets`` reads back where the table stopped.
 
-The table libraries are optional extras: ``pyconsumer.sinks.delta`` needs ``deltalake``,
+``pyconsumer.sinks.parquet`` needs pyarrow alone: a plain Parquet dataset (Hive folders) that any
+reader takes, made exactly once by a small commit log of its own (``_pyconsumer_log/``) on a local or
+mounted path. The table libraries are optional extras: ``pyconsumer.sinks.delta`` needs ``deltalake``,
 ``pyconsumer.sinks.iceberg`` needs ``pyiceberg``; this package imports neither.
 """
 

@@ -66,6 +66,9 @@ class OffsetConflictError(SinkError):
 class TableSink(Protocol):
     """A table that takes Arrow batches of Kafka records and commits them with their offsets."""
 
+    commit_noun: str
+    """What the number commit returns is called in messages: "version", "snapshot", "log version"."""
+
     def resume_offsets(self) -> dict[TopicPartitionKey, int]:
         """The next offset to read for each partition this sink committed, read from the table."""
         ...
@@ -75,7 +78,8 @@ class TableSink(Protocol):
         ...
 
     def commit(self, files: Sequence[DataFile], offsets: Mapping[TopicPartitionKey, int]) -> int | None:
-        """Add the files and the next offsets in one table commit; its version (Delta) or snapshot id (Iceberg).
+        """Add the files and the next offsets in one table commit; its version (Delta, and the Parquet
+        sink's log) or snapshot id (Iceberg).
 
         None when the table already holds these offsets (a rerun): nothing is added, the files are deleted.
         """

@@ -14,7 +14,6 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -25,7 +24,6 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from pyconsumer.sinks.base import (
     DEFAULT_TARGET_FILE_SIZE,
     DataFile,
-    PartitionValue,
     SchemaConflictError,
     SinkError,
     TopicPartitionKey,
@@ -33,9 +31,7 @@ from pyconsumer.sinks.base import (
 from pyconsumer.sinks.files import ColumnStats, FileRoller, check_writable, delete_files, resolve
 from pyconsumer.sinks.offsets import APP_ID_KEY, offset_properties, parse_offset_properties, should_commit
 from pyconsumer.sinks.schema import check_batch_schema
-from pyconsumer.sinks.partitioning import PartitionBy, checked_partitioning, split_rows
-
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+from pyconsumer.sinks.partitioning import PartitionBy, checked_partitioning, hive_directory, hive_schema, hive_split
 
 
 class DeltaSink:
@@ -43,6 +39,8 @@ class DeltaSink:
 
     Holds settings only, so that it pickles into Spark tasks; every call opens the table afresh.
     """
+
+    commit_noun = "version"
 
     def __init__(
         self,
@@ -60,8 +58,7 @@ class DeltaSink:
         self.target_file_size = target_file_size
         self.max_commit_attempts = max_commit_attempts
         self.partition_by = checked_partitioning(partition_by, schema)
-        extra = [pa.field(p.name, p.delta_type(schema)) for p in self.partition_by if p.name not in schema.names]
-        self.table_schema = pa.schema([*schema, *extra])
+        self.table_schema = hive_schema(schema, self.partition_by)
         self._fs, self._root = resolve(location)
         self._uri = location if "://" in location else self._root
         check_writable(self._fs, self._root, location)
@@ -113,17 +110,13 @@ class DeltaSink:
         file_schema = pa.schema([f for f in self.table_schema if f.name not in self.partition_columns])
         roller = FileRoller(
             self._fs, self._root, file_schema, self.target_file_size,
-            directory=_directory, drop=self.partition_columns, describe=delta_stats,
+            directory=hive_directory, drop=self.partition_columns, describe=delta_stats,
         )
         try:
             for batch in batches:
                 check_batch_schema(self.schema, batch.schema, self.location)
-                keys = [p.delta_values(batch) for p in self.partition_by]
-                for p, k in zip(self.partition_by, keys):
-                    if p.name not in batch.schema.names:
-                        batch = batch.append_column(p.name, k)
-                for values, rows in split_rows(batch, keys):
-                    roller.add(tuple((p.name, _text(v)) for p, v in zip(self.partition_by, values)), rows)
+                for partition, rows in hive_split(batch, self.partition_by):
+                    roller.add(partition, rows)
             return roller.finish()
         except BaseException:
             roller.abort()
@@ -173,24 +166,6 @@ class DeltaSink:
             f"could not commit to the Delta table at {self.location} after {self.max_commit_attempts} "
             f"attempts (concurrent writers): {last}"
         )
-
-
-def _text(value: Any) -> PartitionValue:
-    """A partition value as Delta writes it in partitionValues."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return str(value)
-
-
-def _directory(partition: tuple[tuple[str, PartitionValue], ...]) -> str:
-    # Hive-style folders, each value escaped to letters, digits and -_. so that it stays one folder
-    return "/".join(
-        f"{name}={NULL_PARTITION if v is None else quote(str(v), safe='-_.')}" for name, v in partition
-    )
 
 
 def delta_stats(stats: ColumnStats) -> str:

@@ -46,6 +46,8 @@ class IcebergSink:
     (default ``sqlite:///<warehouse>/catalog.db``). Holds settings only, so that it pickles into Spark tasks.
     """
 
+    commit_noun = "snapshot"
+
     def __init__(
         self,
         table: str,

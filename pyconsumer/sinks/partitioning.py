@@ -7,17 +7,22 @@ Spelled ``topic``, ``partition``, ``value.country`` (a field of a struct column)
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyconsumer.sinks.base import SchemaConflictError
+from pyconsumer.sinks.base import PartitionValue, SchemaConflictError
 
 Transform = Literal["identity", "day", "hour"]
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+"""A null partition value's folder name, as Hive, Spark and Delta write it."""
 
 _CALL = re.compile(r"^\s*(day|date|hour)\s*\(\s*([\w.]+)\s*\)\s*$")
 
@@ -130,3 +135,41 @@ def split_rows(
     for g in range(groups.num_rows):
         take = pc.sort_indices(rows[g].values)
         yield tuple(col[g] for col in key_columns), batch.take(rows[g].values.take(take))
+
+
+def hive_schema(schema: pa.Schema, partition_by: Sequence[PartitionBy]) -> pa.Schema:
+    """``schema`` and a column for each partitioning that is not a column already (``timestamp_date``
+    for day(timestamp), ``value_country`` for value.country): the columns of a Hive-partitioned table."""
+    extra = [pa.field(p.name, p.delta_type(schema)) for p in partition_by if p.name not in schema.names]
+    return pa.schema([*schema, *extra])
+
+
+def hive_split(batch: pa.RecordBatch, partition_by: Sequence[PartitionBy]
+               ) -> Iterator[tuple[tuple[tuple[str, PartitionValue], ...], pa.RecordBatch]]:
+    """The batch with its partition columns added (as hive_schema), its rows grouped by their
+    partition: ((name, value as text), ...) and the rows, each group in the batch's order."""
+    keys = [p.delta_values(batch) for p in partition_by]
+    for p, k in zip(partition_by, keys):
+        if p.name not in batch.schema.names:
+            batch = batch.append_column(p.name, k)
+    for values, rows in split_rows(batch, keys):
+        yield tuple((p.name, partition_text(v)) for p, v in zip(partition_by, values)), rows
+
+
+def partition_text(value: Any) -> PartitionValue:
+    """A partition value as Delta's partitionValues and Hive folder names spell it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def hive_directory(partition: tuple[tuple[str, PartitionValue], ...]) -> str:
+    """``name=value/...``: Hive-style folders, each value escaped to letters, digits and -_. so that
+    it stays one folder (readers unescape %XX), a null as NULL_PARTITION; '' when unpartitioned."""
+    return "/".join(
+        f"{name}={NULL_PARTITION if v is None else quote(str(v), safe='-_.')}" for name, v in partition
+    )

@@ -289,7 +289,7 @@ def test_bad_input_is_refused_before_spark_reads(spark: Any, tansu: TansuBroker,
     code, out, err = ingest(capsys, *common, "--output", str(tmp_path / "p"),
                             "--partition-by", "topic")
     assert (code, out) == (2, "")
-    assert err == "pyconsumer ingest: --partition-by needs --table-format delta or iceberg\n"
+    assert err == "pyconsumer ingest: --partition-by needs --table-format parquet, delta or iceberg\n"
     code, out, err = ingest(capsys, *common, "--table-format", "delta", "--output",
                             str(tmp_path / "d"), "--checkpoint", str(tmp_path / "ck"))
     assert (code, out) == (2, "")

@@ -1,8 +1,10 @@
-"""The table sinks' contract, run on Delta (deltalake) and Iceberg (pyiceberg, SQLite catalog) alike.
+"""The table sinks' contract, run on Delta (deltalake), Iceberg (pyiceberg, SQLite catalog) and Parquet
+(a plain dataset with pyconsumer's commit log) alike.
 
 Batches are real record sets (kafka-python's encoder) decoded by pyconsumer into Spark's Kafka schema;
-what the tables hold is read back with the formats' own readers and with plain pyarrow over the files,
-and compared with the records as they were encoded.
+what the tables hold is read back with the formats' own readers and with plain pyarrow over the files
+(for Parquet: over the whole folder, as any reader of a dataset would), and compared with the records
+as they were encoded.
 """
 from __future__ import annotations
 
@@ -26,8 +28,10 @@ from pyconsumer.records import decode_arrow  # noqa: E402
 from pyconsumer.sinks import DataFile, OffsetConflictError, SchemaConflictError, TableSink  # noqa: E402
 from pyconsumer.sinks import delta as delta_mod  # noqa: E402
 from pyconsumer.sinks import iceberg as iceberg_mod  # noqa: E402
+from pyconsumer.sinks import parquet as parquet_mod  # noqa: E402
 from pyconsumer.sinks.delta import DeltaSink  # noqa: E402
 from pyconsumer.sinks.iceberg import IcebergSink  # noqa: E402
+from pyconsumer.sinks.parquet import ParquetSink, committed_files, read_parquet_table  # noqa: E402
 from tests.recordsets import kp_v2, sample_records  # noqa: E402
 
 TOPIC = "orders"
@@ -60,21 +64,25 @@ class Table:
     def __init__(self, kind: str, root: Path) -> None:
         self.kind, self.root = kind, root
 
-    def sink(self, schema: pa.Schema = SCHEMA, **kw: Any) -> DeltaSink | IcebergSink:
+    def sink(self, schema: pa.Schema = SCHEMA, **kw: Any) -> DeltaSink | IcebergSink | ParquetSink:
         if self.kind == "delta":
             return DeltaSink(str(self.root / "table"), schema, **kw)
+        if self.kind == "parquet":
+            return ParquetSink(str(self.root / "table"), schema, **kw)
         return IcebergSink("kafka.orders", schema, warehouse=str(self.root / "warehouse"), **kw)
 
     def read_library(self) -> pa.Table:
         if self.kind == "delta":
             return DeltaTable(str(self.root / "table")).to_pyarrow_table()
+        if self.kind == "parquet":
+            return read_parquet_table(str(self.root / "table"))
         return self._iceberg().scan().to_arrow()
 
     def library_view(self, want: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows as the format's library reads them: pyiceberg 0.12's scan rebuilds a null
         list<struct> as [] (apache/iceberg-python#3833, open), though the files hold the null
         (read_files shows it)."""
-        if self.kind == "delta":
+        if self.kind != "iceberg":
             return want
         return [{**r, "headers": [] if r["headers"] is None else r["headers"]} for r in want]
 
@@ -82,10 +90,15 @@ class Table:
         """The committed data files, as the table's metadata lists them."""
         if self.kind == "delta":
             return [u.removeprefix("file://") for u in DeltaTable(str(self.root / "table")).file_uris()]
+        if self.kind == "parquet":
+            return committed_files(str(self.root / "table"))
         return [t.file.file_path.removeprefix("file://") for t in self._iceberg().scan().plan_files()]
 
     def read_files(self) -> pa.Table:
-        """The committed files read by plain pyarrow (Delta's partition columns from the folder names)."""
+        """The committed files read by plain pyarrow (Delta's partition columns from the folder names);
+        for Parquet the table's folder, whatever is in it (staged files are in `_` folders)."""
+        if self.kind == "parquet":
+            return ds.dataset(str(self.root / "table"), format="parquet", partitioning="hive").to_table()
         part = "hive" if self.kind == "delta" else None
         return ds.dataset(self.file_paths(), format="parquet", partitioning=part).to_table()
 
@@ -95,7 +108,7 @@ class Table:
         return catalog.load_table("kafka.orders")
 
 
-@pytest.fixture(params=["delta", "iceberg"])
+@pytest.fixture(params=["delta", "iceberg", "parquet"])
 def table(request: pytest.FixtureRequest, tmp_path: Path) -> Table:
     return Table(request.param, tmp_path)
 
@@ -172,7 +185,7 @@ def test_a_concurrent_writer_wins_the_race(table: Table, monkeypatch: pytest.Mon
     my_files = mine.write([batch(0, 0, 10)])
     other_part = 0 if same_offsets else 1
     other_files = other.write([batch(other_part, 0, 10)])
-    module = delta_mod if table.kind == "delta" else iceberg_mod
+    module = {"delta": delta_mod, "iceberg": iceberg_mod, "parquet": parquet_mod}[table.kind]
     real = module.should_commit
     raced: list[bool] = []
 
@@ -261,7 +274,7 @@ def test_partition_by_a_field_of_a_typed_value(table: Table) -> None:
 
 
 def _location(table: Table, f: DataFile) -> str:
-    if table.kind == "delta":
+    if table.kind in ("delta", "parquet"):
         return str(table.root / "table" / f.path)
     return table._iceberg().location().removeprefix("file://") + "/" + f.path
 
