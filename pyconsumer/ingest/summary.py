@@ -46,6 +46,9 @@ class IngestSummary:
     dropped: int | None = None
     #: the topics the run read records of (also those whose records were all rejected)
     topics: tuple[str, ...] = ()
+    #: a table run: what it wrote, e.g. "delta table" (None: the Parquet dataset Spark writes);
+    #: its micro-batches are the rounds that committed, its files the data files committed
+    table: str | None = None
     #: typed values: the fields of a decoded key or value null in every record written
     null_fields: tuple[str, ...] = ()
 
@@ -99,13 +102,21 @@ def format_summary(summary: IngestSummary) -> str:
     if per_partition:
         names, right = names + ("bytes",), right + (True,)
     table = format_table(rows, names, right=right)
-    what = {"batch": "batch", "availableNow": "streaming, available now",
-            "continuous": "streaming"}.get(summary.mode, summary.mode)
-    head = (f"ingest summary ({what}; {summary.files} Parquet file"
-            f"{'' if summary.files == 1 else 's'} added to {summary.output}"
-            + (f"; {summary.micro_batches} micro-batch"
-               f"{'' if summary.micro_batches == 1 else 'es'}" if summary.mode != "batch" else "")
-            + (", stopped by Ctrl-C" if summary.interrupted else "") + "):")
+    if summary.table is not None:
+        rounds = summary.micro_batches
+        head = (f"ingest summary ({'continuous' if summary.mode == 'continuous' else 'batch'}; "
+                f"{summary.files} data file{'' if summary.files == 1 else 's'} committed to the "
+                f"{summary.table} {summary.output}"
+                + (f" in {rounds} round{'' if rounds == 1 else 's'}" if summary.mode != "batch" else "")
+                + (", stopped by Ctrl-C" if summary.interrupted else "") + "):")
+    else:
+        what = {"batch": "batch", "availableNow": "streaming, available now",
+                "continuous": "streaming"}.get(summary.mode, summary.mode)
+        head = (f"ingest summary ({what}; {summary.files} Parquet file"
+                f"{'' if summary.files == 1 else 's'} added to {summary.output}"
+                + (f"; {summary.micro_batches} micro-batch"
+                   f"{'' if summary.micro_batches == 1 else 'es'}" if summary.mode != "batch" else "")
+                + (", stopped by Ctrl-C" if summary.interrupted else "") + "):")
     # one unit system for every size in the run (human_bytes: B, kB, MB ...), never "0.0 MB/s"
     busy = ("" if summary.busy_seconds is None else
             f" ({summary.busy_seconds:.2f} s in micro-batches, the rest waiting for records)")

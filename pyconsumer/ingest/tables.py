@@ -404,7 +404,7 @@ def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: st
     files, then commit them with the offsets in one table commit; what this run added."""
     r = _round(spark, sink, read, output=output, label="batch", continuous=False, status=status)
     summary = IngestSummary(mode="batch", output=output, seconds=r.seconds, micro_batches=1,
-                            files=r.files)
+                            files=r.files, table=f"{sink.format_name} table")
     _summarize(summary, r.seen if r.version is not None else {}, r.seen)
     return summary
 
@@ -428,7 +428,8 @@ def run_table_ingest_continuous(spark: Any, sink: TableSink, read: TableRead, *,
     Ctrl-C, as a streaming run)."""
     stop = stop if stop is not None else threading.Event()
     started = time.monotonic()
-    summary = IngestSummary(mode="continuous", output=output, micro_batches=0, busy_seconds=0.0)
+    summary = IngestSummary(mode="continuous", output=output, micro_batches=0, busy_seconds=0.0,
+                            table=f"{sink.format_name} table")
     seen: dict[tuple[str, int], list[int]] = {}
     read_any: dict[tuple[str, int], list[int]] = {}
     rounds = 0

@@ -68,6 +68,8 @@ class TableSink(Protocol):
 
     commit_noun: str
     """What the number commit returns is called in messages: "version", "snapshot", "log version"."""
+    format_name: str
+    """The table format's name as users know it ("Delta", "Iceberg", "Parquet")."""
 
     def resume_offsets(self) -> dict[TopicPartitionKey, int]:
         """The next offset to read for each partition this sink committed, read from the table."""

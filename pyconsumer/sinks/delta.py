@@ -41,6 +41,7 @@ class DeltaSink:
     """
 
     commit_noun = "version"
+    format_name = "Delta"
 
     def __init__(
         self,

@@ -47,6 +47,7 @@ class IcebergSink:
     """
 
     commit_noun = "snapshot"
+    format_name = "Iceberg"
 
     def __init__(
         self,

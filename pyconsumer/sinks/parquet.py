@@ -99,6 +99,7 @@ class ParquetSink:
     """
 
     commit_noun = "log version"
+    format_name = "Parquet"
 
     def __init__(
         self,

@@ -97,6 +97,7 @@ def test_delta_twice_then_more_records_every_record_once(
     assert summary_of(out, topic) == {0: ("0-149", 150), 1: ("0-149", 150)}
     assert re.search(r"total\s+300\s", out)
     assert "batch: read and wrote 1 task in" in err and "committed as version 1" in err
+    assert f"ingest summary (batch; 1 data file committed to the Delta table {table}):" in out
     want = expected_rows(topic, first, first_at, headers=True)
     assert delta_rows(table) == want
     assert delta_txns(table, topic, 2) == {0: 150, 1: 150}

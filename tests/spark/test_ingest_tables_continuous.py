@@ -132,6 +132,10 @@ def test_delta_continuous_restarted_three_times_every_record_once(
     assert len(_round_kinds(err)) == 3
     versions += committed_versions(err)
     assert versions and deltalake.DeltaTable(table).version() == versions[-1]
+    files = len(deltalake.DeltaTable(table).file_uris())
+    assert (f"ingest summary (continuous; {files} data file{'s' if files != 1 else ''} committed "
+            f"to the Delta table {table} in {len(versions)} round{'s' if len(versions) != 1 else ''}, "
+            "stopped by Ctrl-C):") in out
     check_summary(out)
 
     # 2. Ctrl-C during a round: its files are written, its commit never happens
