@@ -333,8 +333,10 @@ def run_all(spark: Any, broker: Any, sets: list[Dataset], contenders: list[str],
             once(ds, contender)
     print(f"warm-up in {time.perf_counter() - t0:.1f} s", flush=True)
     for rnd in range(args.rounds):
+        # rotated from round to round, so no contender always runs on a warmer or cooler machine
+        order = contenders[rnd % len(contenders):] + contenders[:rnd % len(contenders)]
         for ds in sets:
-            for contender in contenders:
+            for contender in order:
                 waited = wait_idle(args.wait_idle) if args.wait_idle > 0 else 0.0
                 elapsed, memory, meter = once(ds, contender)
                 name = f"{ds.name} {contender}"
