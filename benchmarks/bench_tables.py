@@ -37,7 +37,6 @@ Output lines parsed by ``python -m benchmarks`` (the ``tables`` case):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import os
 import shutil
@@ -45,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import brokers       # this folder is sys.path[0]: a script, run as one
@@ -55,6 +54,7 @@ from bench_spark import (
     fill_avro,
     fill_bytes,
     poll_arrow,
+    registry,
     spark_source,
     typed_reader,
     wait_idle,
@@ -223,20 +223,6 @@ def have_parquet_table() -> bool:
 
 # ------------------------------------------------------------------------------ the run
 
-@contextlib.contextmanager
-def registry(wanted: bool) -> Iterator[str]:
-    if not wanted:
-        yield ""
-        return
-    from pyconsumer.testing import FakeSchemaRegistry
-    fake = FakeSchemaRegistry().start()
-    try:
-        print(f"registry: pyconsumer.testing.FakeSchemaRegistry at {fake.url} (in this process)")
-        yield fake.url
-    finally:
-        fake.stop()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--broker", choices=brokers.BROKERS, default="kafka")
@@ -276,7 +262,9 @@ def main() -> None:
     print(f"spark kafka connector: {spark_kafka_version()} (PySpark {pyspark.__version__})")
     work = tempfile.mkdtemp(prefix="bench-tables-")
     try:
-        with brokers.start(args.broker) as broker, registry("avro_typed" in args.datasets) as url:
+        # bench_spark's registry: the in-process FakeSchemaRegistry when the Avro set runs
+        fake = argparse.Namespace(datasets=args.datasets, registry="fake")
+        with brokers.start(args.broker) as broker, registry(fake) as url:
             print(f"broker: {broker.description}")
             sets: list[Dataset] = []
             for name in args.datasets:
