@@ -2,7 +2,8 @@
 
 * ``pyconsumer demo``: start a local Tansu broker, produce sample JSON records with
   confluent-kafka, read them into Spark through the ``pyconsumer`` data source (a count, a
-  groupBy partition, a few rows decoded with ``from_json``), print the figures, clean up.
+  groupBy partition, a few rows decoded with ``from_json``), ingest them into a Delta table and
+  read it back, print the figures, clean up.
 * ``pyconsumer consume``: records to the terminal as JSON lines (like kcat or
   kafka-console-consumer), read by pyconsumer's own KafkaConsumer.
 * ``pyconsumer ingest``: topics into a Parquet dataset through Spark, batch or streaming
@@ -349,11 +350,16 @@ def _demo(args: argparse.Namespace) -> int:
     if args.records < 1 or args.partitions < 1:
         _err("demo: --records and --partitions must be at least 1")
         return 2
+    if args.table is not None and os.path.exists(args.table) and (
+            not os.path.isdir(args.table) or os.listdir(args.table)):
+        _err(f"demo: --table {args.table} exists: the demo writes its Delta table into a new folder")
+        return 2
     from pyconsumer.demo import run_demo
 
     try:
         return run_demo(records=args.records, partitions=args.partitions,
-                        bootstrap=args.bootstrap, topic=args.topic, master=args.master)
+                        bootstrap=args.bootstrap, topic=args.topic, master=args.master,
+                        table=args.table)
     except KeyboardInterrupt:
         _err("demo: interrupted")
         return 130
@@ -389,15 +395,19 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="start Tansu, produce sample JSON records, read them into Spark",
         description="Start a local Tansu broker, produce sample JSON records with "
                     "confluent-kafka, read them into Spark through the pyconsumer data source "
-                    "(a count, a groupBy partition, a few rows decoded with from_json), print "
-                    "the figures and clean up (broker stopped, no files left behind). "
-                    "Needs the demo extra and Java 17.")
+                    "(a count, a groupBy partition, a few rows decoded with from_json), ingest "
+                    "them into a Delta table exactly once and read it back, print the figures "
+                    "and clean up (broker stopped, no files left behind). Needs the demo extra "
+                    "and Java 17.")
     demo.add_argument("--records", type=int, default=1_000_000, help="default 1,000,000")
     demo.add_argument("--partitions", type=int, default=6, help="default 6")
     demo.add_argument("--bootstrap", metavar="HOST:PORT",
                       help="use this broker instead of starting Tansu (a fresh topic is "
                            "created, and deleted at the end)")
     demo.add_argument("--topic", help=argparse.SUPPRESS)
+    demo.add_argument("--table", metavar="PATH",
+                      help="write the demo's Delta table here and keep it (a path that does "
+                           "not exist yet; default: a temporary folder, removed at the end)")
     demo.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
 
     consume = sub.add_parser(

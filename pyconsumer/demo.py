@@ -1,15 +1,19 @@
 """``pyconsumer demo``: start a local Tansu broker (or use one), produce sample JSON records
 with confluent-kafka, read them into Spark through the ``pyconsumer`` data source (a few rows
-decoded with ``from_json``, a count, a groupBy partition), print the figures, clean up."""
+decoded with ``from_json``, a count, a groupBy partition), ingest the topic into a Delta Lake
+table as ``pyconsumer ingest --table-format delta`` does and read the table back (deltalake
+into Arrow, Arrow into Spark), print the figures, clean up."""
 from __future__ import annotations
 
 import contextlib
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 __all__ = ["run_demo", "produce_demo_records"]
@@ -75,8 +79,10 @@ def _tmp_entries() -> set[str]:
         return set()
 
 
-#: what the demo's parts make in /tmp when they leave something: the broker's, and Spark's
-#: scratch and the JVM's (block managers, unpacked native codecs, perf data), PySpark's
+#: what the demo's parts make in /tmp when they leave something: the demo's own folder (the
+#: Delta table's), the broker's, and Spark's scratch and the JVM's (block managers, unpacked
+#: native codecs, perf data), PySpark's
+_DEMOS = re.compile(r"^pyconsumer-demo-")
 _BROKERS = re.compile(r"^tansu")
 _SPARKS = re.compile(r"^(pyconsumer-spark-|spark-|blockmgr-|pyspark-|hsperfdata_|liblz4-java|"
                      r"snappy-|libzstd-jni)")
@@ -86,19 +92,26 @@ def _left_by_the_demo(entries: Iterable[str], *, started_spark: bool = True) -> 
     """The new /tmp entries that are the demo's kind: another process's files are not its
     to report, nor the files of a Spark session the caller gave it."""
     return sorted(e for e in entries
-                  if _BROKERS.match(e) or (started_spark and _SPARKS.match(e)))
+                  if _DEMOS.match(e) or _BROKERS.match(e) or (started_spark and _SPARKS.match(e)))
 
 
 def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | None = None,
              topic: str | None = None, master: str = "local[*]", spark: Any = None,
-             out: IO[str] | None = None) -> int:
-    """The demo: broker, sample data, Spark through the pyconsumer source, figures, cleanup.
+             table: str | None = None, out: IO[str] | None = None) -> int:
+    """The demo: broker, sample data, Spark through the pyconsumer source, the topic into a
+    Delta table (when deltalake is installed) read back into Spark, figures, cleanup.
 
     ``bootstrap`` uses an existing broker (a fresh topic is created and deleted); ``spark``
     an existing session (kept open), otherwise one is started in a temporary directory and
-    removed. Returns 0 when Spark read every produced record."""
+    removed; ``table`` a path for the Delta table, which is kept (it must not exist yet),
+    otherwise the table is made in a temporary directory of the demo's and removed. Returns 0
+    when Spark read every produced record, and the table holds each of them once."""
     out = sys.stdout if out is None else out
     from pyconsumer.console import StatusLine, format_table
+
+    if table is not None and os.path.exists(table) and (
+            not os.path.isdir(table) or os.listdir(table)):
+        raise ValueError(f"the demo's Delta table goes into a new folder: {table} exists")
 
     # on a terminal a long step shows the seconds it has taken so far
     status = StatusLine(out)
@@ -116,6 +129,11 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
     figures: dict[str, Any] = {}
     topic_deleted = False
     ok = False
+    # the Delta table's folder, made (before Spark changes TMPDIR) only when it is the demo's
+    delta_missing = _deltalake_missing()
+    delta = delta_missing is None
+    workdir = (tempfile.mkdtemp(prefix="pyconsumer-demo-") if delta and table is None
+               else None)
     try:
         if bootstrap is None:
             from pyconsumer.testing import TansuBroker
@@ -211,6 +229,15 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
                 ("partition", "records", "offsets", "value bytes"),
                 right=(True, True, False, True)))
 
+            if not delta:
+                say(f"\n{delta_missing}")
+                return
+            assert bootstrap is not None and topic is not None
+            path = table if table is not None else os.path.join(workdir or "", topic)
+            figures.update(_delta_step(session, bootstrap, topic, partitions, path,
+                                       produced=produced, kept=table is not None, say=say,
+                                       waiting=waiting))
+
         if spark is not None:
             with_spark(spark)
         else:
@@ -226,8 +253,11 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
                 say(f"Spark {session.version} ready in {figures['spark_start_s']:.1f} s")
                 with_spark(session)
         ok = figures.get("read") == figures.get("produced") == records \
-            and figures.get("grouped") == records
+            and figures.get("grouped") == records \
+            and (not delta or figures.get("table_ok", False))
     finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
         if created_topic is not None:
             try:
                 _delete_topic(bootstrap, created_topic)  # type: ignore[arg-type]
@@ -244,6 +274,11 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
     if read:
         lines.append(("records/s into Spark", f"{read / figures['count_s']:,.0f} (count), "
                       f"{figures['grouped'] / figures['group_s']:,.0f} (groupBy partition)"))
+    if "table_records" in figures:
+        lines.append(("records in the Delta table",
+                      f"{figures['table_records']:,} (version {figures['table_version']}, "
+                      f"written at {figures['table_records'] / figures['ingest_s']:,.0f} "
+                      "records/s)"))
     lines.append(("seconds", f"{total_s:.1f} in all"
                   + (f" (Spark start {figures['spark_start_s']:.1f})"
                      if "spark_start_s" in figures else "")))
@@ -253,14 +288,133 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
     left = _left_by_the_demo(_tmp_entries() - tmp_before, started_spark=spark is None)
     cleaned = "broker stopped, " if broker is not None else ""
     cleaned += f"topic '{created_topic}' deleted, " if topic_deleted else ""
+    cleaned += "the Delta table removed, " if workdir is not None else ""
     cleaned += "Spark's temporary directory removed, " if spark is None else ""
     if left:
         say(f"\ncleaned up: {cleaned}but left in /tmp: {', '.join(left)}")
     else:
         say(f"\ncleaned up: {cleaned}nothing of the demo's left in /tmp")
     if not ok:
-        say(f"Spark read {read:,} of {records:,} records: something is wrong")
+        say(f"Spark read {read:,} of {records:,} records"
+            + (f", the Delta table holds {figures.get('table_records', 0):,}" if delta else "")
+            + ": something is wrong")
     return 0 if ok else 1
+
+
+def _deltalake_missing() -> str | None:
+    """The line the demo shows instead of its Delta table step when deltalake cannot be
+    imported (None: it can)."""
+    try:
+        import deltalake  # noqa: F401
+    except ImportError:
+        from pyconsumer._install import install_hint
+
+        return ("the Delta table step is skipped: it needs deltalake, which is not installed: "
+                + install_hint("delta"))
+    return None
+
+
+def _delta_step(spark: Any, bootstrap: str, topic: str, partitions: int, path: str, *,
+                produced: int, kept: bool, say: Callable[[str], None],
+                waiting: Callable[[str], Any]) -> dict[str, Any]:
+    """The topic into a Delta table at ``path`` through ``pyconsumer ingest --table-format
+    delta``'s own functions (Spark tasks write the Parquet files from Arrow, the driver commits
+    them with the offsets reached in one Delta commit), then the table read back with deltalake
+    into Arrow and from Arrow into Spark: records, offsets and the offsets the table holds per
+    Kafka partition. Figures: table_records, table_version, ingest_s, and table_ok: the
+    table holds the ``produced`` records, each once."""
+    from deltalake import DeltaTable
+    from pyspark.sql import functions as F
+
+    from pyconsumer.console import format_table
+    from pyconsumer.ingest import IngestError, source_options
+    from pyconsumer.ingest.tables import TableTarget, open_table, plan_table_read, \
+        run_table_ingest
+    from pyconsumer.spark.options import parse_options
+
+    say("\nthe topic into a Delta Lake table, as this command does it (Spark tasks write the "
+        "Parquet files from Arrow, the driver commits them with the offsets reached in one "
+        "Delta commit):")
+    say(f"  pyconsumer ingest -b {bootstrap} -t {topic} --output {path} --table-format delta "
+        "--partition-by partition")
+    t = time.perf_counter()
+    try:
+        with waiting("writing the Delta table"):
+            # the command's own steps: its source options, the table opened (created) for the
+            # read's Arrow schema, one batch run
+            source = parse_options(source_options(bootstrap=bootstrap, topics=[topic],
+                                                  ending_offsets="latest"), streaming=False)
+            read = plan_table_read(source, [topic])
+            sink = open_table(TableTarget("delta", path, partition_by=("partition",)),
+                              read.schema)
+            summary = run_table_ingest(spark, sink, read, output=path)
+    except IngestError as exc:
+        say(f"the Delta table step failed: {exc}")
+        return {"table_ok": False}
+    ingest_s = time.perf_counter() - t
+    version = DeltaTable(path).version()
+    say(f"wrote {summary.records:,} records in {ingest_s:.1f} s "
+        f"({summary.records / ingest_s:,.0f} records/s): {summary.files} Parquet "
+        f"file{'s' if summary.files != 1 else ''} (a folder per Kafka partition), committed "
+        f"as version {version} with the offsets")
+
+    t = time.perf_counter()
+    with waiting("reading the Delta table back"), _arrow_as_batches(spark, produced):
+        arrow = DeltaTable(path).to_pyarrow_table(columns=["partition", "offset"])
+        rows = (spark.createDataFrame(arrow).groupBy("partition")
+                .agg(F.count(F.lit(1)).alias("records"), F.min("offset").alias("first"),
+                     F.max("offset").alias("last"))
+                .orderBy("partition").collect())
+        resume = {p: o for (tp_topic, p), o in sink.resume_offsets().items()
+                  if tp_topic == topic}
+    read_s = time.perf_counter() - t
+    say(f"\nspark.createDataFrame(DeltaTable(path).to_pyarrow_table(columns=[\"partition\", "
+        f"\"offset\"])).groupBy(\"partition\") in {read_s:.2f} s, beside the offsets the "
+        f"table's version {version} holds (a rerun goes on from there):")
+    say(format_table([(r["partition"], f"{r['records']:,}", f"{r['first']}-{r['last']}",
+                       resume.get(r["partition"], "-")) for r in rows],
+                     ("partition", "records", "offsets", "next offset in the table"),
+                     right=(True, True, False, True)))
+    count = arrow.num_rows
+    # every offset of every partition once: 0 up to the table's offset, no gap, no repeat
+    # (the distinct offsets counted on the Arrow table, in the driver: it takes milliseconds)
+    distinct = {g["partition"]: g["offset_count_distinct"] for g in
+                arrow.group_by("partition").aggregate([("offset", "count_distinct")]).to_pylist()}
+    complete = (sorted(r["partition"] for r in rows) == list(range(partitions))
+                and all(r["first"] == 0 and r["records"] == distinct.get(r["partition"])
+                        == r["last"] + 1 == resume.get(r["partition"]) for r in rows))
+    ok = count == produced == summary.records == sum(r["records"] for r in rows) and complete
+    where = "kept" if kept else "removed at the end"
+    say(f"the Delta table at {path} ({where}) holds {count:,} records"
+        + (", every record produced once" if ok else "")
+        + f": read it with deltalake.DeltaTable(\"{path}\").to_pyarrow_table()")
+    return {"table_records": count, "table_version": version, "ingest_s": ingest_s,
+            "table_ok": ok}
+
+
+@contextlib.contextmanager
+def _arrow_as_batches(spark: Any, rows: int) -> Iterator[None]:
+    """While the block runs, ``createDataFrame(arrow_table)`` hands Spark the table as Arrow
+    batches (a few per core) that its tasks decode, not as a local relation: below
+    spark.sql.execution.arrow.localRelationThreshold (48 MB) Spark copies every row into the
+    driver's plan, which for the demo's million rows takes several times as long and hundreds
+    of MB of the driver's heap. The session's own settings are put back after."""
+    conf = spark.conf
+    cores = max(1, int(spark.sparkContext.defaultParallelism))
+    wanted = {"spark.sql.execution.arrow.localRelationThreshold": "0",
+              "spark.sql.execution.arrow.maxRecordsPerBatch":
+                  str(max(10_000, -(-rows // (2 * cores))))}
+    saved = {key: conf.get(key, None) for key in wanted}
+    for key, value in wanted.items():
+        conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:

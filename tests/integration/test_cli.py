@@ -5,6 +5,7 @@ tested in tests/spark/test_cli_spark.py."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 import json
 import os
 import signal
@@ -280,6 +281,17 @@ def test_every_error_line_names_the_command(capsys: pytest.CaptureFixture[str]) 
     assert main(["demo", "--records", "0"]) == 2
     assert capsys.readouterr().err == ("pyconsumer demo: --records and --partitions must be at "
                                        "least 1\n")
+
+
+def test_demo_keeps_its_table_only_in_a_new_folder(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    taken = tmp_path / "lake"
+    taken.mkdir()
+    (taken / "orders.parquet").write_bytes(b"x")
+    assert main(["demo", "--table", str(taken)]) == 2
+    assert capsys.readouterr().err == (f"pyconsumer demo: --table {taken} exists: the demo "
+                                       "writes its Delta table into a new folder\n")
+    assert [p.name for p in taken.iterdir()] == ["orders.parquet"]
 
 
 def test_a_bare_pyconsumer_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:

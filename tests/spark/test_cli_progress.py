@@ -1,9 +1,10 @@
 """No long silence on a terminal: while Spark starts (and the demo's other long steps run),
 ``pyconsumer ingest`` and ``pyconsumer demo`` redraw a line with the seconds taken so far;
 off a terminal nothing extra is written. The demo's last line reports only what is its own
-in /tmp."""
+in /tmp (its Delta table's folder removed)."""
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import re
@@ -43,22 +44,35 @@ def test_ticking_redraws_the_seconds_on_a_terminal_only() -> None:
 
 def test_the_demo_reports_only_its_own_kind_of_files_in_tmp() -> None:
     new = {"lk", "spark-4f1e", "blockmgr-2a", "tansu-4321-x", "pyconsumer-spark-9", "report.txt",
-           "pyconsumer-kafka-x1"}                # a test Kafka's folder: not the demo's
-    assert _left_by_the_demo(new) == ["blockmgr-2a", "pyconsumer-spark-9", "spark-4f1e",
-                                      "tansu-4321-x"]
-    # a session the caller gave the demo keeps its own files
-    assert _left_by_the_demo(new, started_spark=False) == ["tansu-4321-x"]
+           "pyconsumer-kafka-x1",                # a test Kafka's folder: not the demo's
+           "pyconsumer-demo-k3x9"}               # the demo's own (its Delta table's)
+    assert _left_by_the_demo(new) == ["blockmgr-2a", "pyconsumer-demo-k3x9", "pyconsumer-spark-9",
+                                      "spark-4f1e", "tansu-4321-x"]
+    # a session the caller gave the demo keeps its own files; the demo's folder is its own
+    assert _left_by_the_demo(new, started_spark=False) == ["pyconsumer-demo-k3x9", "tansu-4321-x"]
 
 
 def test_the_demo_on_a_terminal_shows_each_long_step_as_it_runs(spark: Any) -> None:
     term = Terminal()
+    before = set(os.listdir("/tmp"))
     assert run_demo(records=600, partitions=2, spark=spark, out=term) == 0
     text = term.getvalue()
+    delta = importlib.util.find_spec("deltalake") is not None
     for step in ("starting a local Tansu broker", "producing 600 JSON records with "
                  "confluent-kafka", "the first query (it also starts Spark's Python workers)",
-                 "df.count()", 'df.groupBy("partition")'):
+                 "df.count()", 'df.groupBy("partition")',
+                 *(("writing the Delta table", "reading the Delta table back") if delta else ())):
         assert re.search(r"\r\x1b\[2K  " + re.escape(step) + r" \.\.\. \d+ s", text), step
     assert "nothing of the demo's left in /tmp" in text
+    if delta:
+        # the table in a folder of the demo's in /tmp, gone with the rest of the demo
+        where = re.search(r"the Delta table at (/\S+/(pyconsumer-demo-[^/]+)/pyconsumer-demo) "
+                          r"\(removed at the end\) holds 600 records, every record produced once: "
+                          r'read it with deltalake\.DeltaTable\("\1"\)\.to_pyarrow_table\(\)', text)
+        assert where is not None, text
+        assert where.group(2) not in set(os.listdir("/tmp")) - before
+        assert not os.path.exists(where.group(1))
+        assert "cleaned up: broker stopped, the Delta table removed, " in text
     lines = [line for line in re.sub(r"\r\x1b\[2K[^\r\n]*", "", text).splitlines() if line]
     assert lines[-1].startswith("cleaned up: broker stopped, ")
 

@@ -1,13 +1,15 @@
 """``pyconsumer ingest`` and ``pyconsumer demo`` on the shared SparkSession (in-process: a
 second JVM would cost ~15 s): the Parquet dataset holds exactly what confluent-kafka produced,
 the summary counts it exactly, a checkpointed --once run reads only what is new, and the demo
-reads every record it produced."""
+reads every record it produced and ends with a Delta table holding each of them once (or, without
+deltalake, one line saying how to get it)."""
 from __future__ import annotations
 
 import io
 import json
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +19,8 @@ from typing import Any
 import pytest
 
 from pyconsumer.cli import main
-from pyconsumer.demo import run_demo
+from pyconsumer._install import install_hint
+from pyconsumer.demo import _demo_values, run_demo
 from pyconsumer.console import StatusLine, human_bytes
 from pyconsumer.ingest import IngestSummary, format_summary, run_ingest
 from pyconsumer.testing import TansuBroker, TestRecord, produce, sample_records
@@ -163,10 +166,19 @@ def test_ingest_continuous_stops_on_request(spark: Any, tansu: TansuBroker,
     assert "stopped by Ctrl-C" in format_summary(summary)
 
 
-def test_demo_reads_every_record_and_cleans_up(spark: Any) -> None:
+def test_demo_reads_every_record_and_cleans_up(spark: Any, tmp_path: Path) -> None:
+    """The demo's figures, and its last step: the topic in a Delta table (kept here, at the
+    path given) holding every produced record once, as deltalake reads it, with the offsets."""
+    deltalake = pytest.importorskip("deltalake")
+    table = str(tmp_path / "demo-table")
     out = io.StringIO()
     before = set(os.listdir("/tmp"))
-    assert run_demo(records=2000, partitions=3, spark=spark, out=out) == 0
+    arrow_conf = ("spark.sql.execution.arrow.localRelationThreshold",
+                  "spark.sql.execution.arrow.maxRecordsPerBatch")
+    conf_before = {key: spark.conf.get(key, None) for key in arrow_conf}
+    assert run_demo(records=2000, partitions=3, spark=spark, table=table, out=out) == 0
+    # the read back changes two Arrow settings of the session for a while: put back after
+    assert {key: spark.conf.get(key, None) for key in arrow_conf} == conf_before
     text = out.getvalue()
     assert re.search(r"records produced\s+2,000", text)
     assert re.search(r"records read into Spark\s+2,000", text)
@@ -180,6 +192,59 @@ def test_demo_reads_every_record_and_cleans_up(spark: Any) -> None:
     assert port is not None
     left = set(os.listdir("/tmp")) - before
     assert not [name for name in left if name.startswith(f"tansu-{port.group(1)}-")]
+
+    # the Delta table step's lines: the command it runs as, what it wrote, the table read
+    # back into Spark per partition beside the offsets the table holds, where it is
+    bootstrap = f"127.0.0.1:{port.group(1)}"
+    assert (f"  pyconsumer ingest -b {bootstrap} -t pyconsumer-demo --output {table} "
+            "--table-format delta --partition-by partition\n") in text
+    assert re.search(r"^wrote 2,000 records in [0-9.]+ s \([0-9,]+ records/s\): \d+ Parquet "
+                     r"files? \(a folder per Kafka partition\), committed as version 1 with the "
+                     r"offsets$", text, re.MULTILINE)
+    assert ('spark.createDataFrame(DeltaTable(path).to_pyarrow_table(columns=["partition", '
+            '"offset"])).groupBy("partition") in ') in text
+    for p, n in ((0, 667), (1, 667), (2, 666)):
+        assert re.search(rf"^\s+{p}\s+{n}\s+0-{n - 1}\s+{n}$", text, re.MULTILINE), p
+    assert (f"the Delta table at {table} (kept) holds 2,000 records, every record produced "
+            f'once: read it with deltalake.DeltaTable("{table}").to_pyarrow_table()\n') in text
+    assert re.search(r"records in the Delta table\s+2,000 \(version 1, written at [0-9,]+ "
+                     r"records/s\)", text)
+    assert "the Delta table removed" not in text     # a table the caller placed stays
+
+    # the table, read by deltalake: every record produced once (record i went to partition
+    # i % 3 at offset i // 3), partitioned by partition, the next offsets in its txn actions
+    delta = deltalake.DeltaTable(table)
+    assert delta.version() == 1 and delta.metadata().partition_columns == ["partition"]
+    rows = delta.to_pyarrow_table(columns=["topic", "partition", "offset", "key", "value"]
+                                  ).to_pylist()
+    assert len(rows) == 2000
+    got = sorted((r["partition"], r["offset"], r["topic"], r["key"], r["value"]) for r in rows)
+    want = sorted((i % 3, i // 3, "pyconsumer-demo", key.encode(), value.encode())
+                  for i, (key, value) in enumerate(_demo_values(2000)))
+    assert got == want
+    for p, n in ((0, 667), (1, 667), (2, 666)):
+        assert sorted(r["offset"] for r in rows if r["partition"] == p) == list(range(n))
+        assert delta.transaction_version(f"pyconsumer-pyconsumer-demo-{p}") == n
+
+
+def test_demo_without_deltalake_skips_the_table_in_one_line(
+        spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """deltalake missing (None in sys.modules: its import raises ImportError in this process):
+    everything else runs, the table step is one line naming the install command, and no
+    folder is made for a table."""
+    monkeypatch.setitem(sys.modules, "deltalake", None)
+    out = io.StringIO()
+    before = set(os.listdir("/tmp"))
+    assert run_demo(records=40, partitions=2, spark=spark, out=out) == 0
+    text = out.getvalue()
+    skip = ("the Delta table step is skipped: it needs deltalake, which is not installed: "
+            + install_hint("delta"))
+    assert text.count(skip) == 1 and "\n\n" + skip + "\n\nfigures:\n" in text
+    assert "pip install -e '.[delta]'" in skip
+    assert "Traceback" not in text and "Delta table at" not in text
+    assert "records in the Delta table" not in text and "the Delta table removed" not in text
+    assert re.search(r"records read into Spark\s+40$", text, re.MULTILINE)
+    assert not [e for e in set(os.listdir("/tmp")) - before if e.startswith("pyconsumer-demo-")]
 
 
 # ----------------------------------------------------------------- typed values: what is counted
