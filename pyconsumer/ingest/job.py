@@ -194,14 +194,22 @@ def spark_error_message(exc: BaseException) -> str:
                 message = _SQLSTATE.sub("", m.group(2) or "")
                 return f"{name}: {message}" if message else name
             break
+    crashed = _WORKER_CRASHED.search(text)
+    if crashed:
+        # a killed or crashed Python worker: Spark's deepest cause is a bare EOFException
+        lost = _LOST_TASK.search(text)
+        return "a Spark Python worker exited unexpectedly (crashed)" + (
+            f" in {lost.group(1)}" if lost else "") + "; the run committed nothing"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if lines and lines[0].startswith("An error occurred while calling"):
         # py4j's "An error occurred while calling o61.parquet." says nothing: the Java
-        # exception's deepest cause does ("java.io.IOException: Mkdirs failed to create ...")
+        # exception's deepest cause with a message does ("java.io.IOException: Mkdirs failed
+        # to create ..."); a bare one ("java.io.EOFException") says less than its parents
         causes = [line[len("Caused by:"):].strip() for line in lines
                   if line.startswith("Caused by:")]
+        told = [c for c in causes if ": " in c]
         first = next((line.lstrip(": ") for line in lines[1:] if line.startswith(":")), None)
-        cause = causes[-1] if causes else first
+        cause = told[-1] if told else causes[-1] if causes else first
         if cause:
             return _SQLSTATE.sub("", cause)[:500]
     for line in lines:
@@ -212,6 +220,8 @@ def spark_error_message(exc: BaseException) -> str:
 
 
 _SQLSTATE = re.compile(r"(\s*SQLSTATE: \w+)+\s*$")
+_WORKER_CRASHED = re.compile(r"Python worker exited unexpectedly \(crashed\)")
+_LOST_TASK = re.compile(r"Lost (task [\d.]+ in stage [\d.]+)")
 
 
 @contextmanager

@@ -510,6 +510,28 @@ def test_spark_error_message_finds_the_python_exception() -> None:
                                          "AssertionError\n")) == "AssertionError"
 
 
+def test_spark_error_message_says_a_python_worker_crashed() -> None:
+    """Spark's deepest cause of a killed worker is a bare java.io.EOFException: the line says
+    what happened instead, and a cause with a message wins over a bare deeper one."""
+    from pyconsumer.ingest import spark_error_message
+
+    crashed = (
+        "An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.\n"
+        ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 3.0 "
+        "failed 1 times, most recent failure: Lost task 1.0 in stage 3.0 (TID 7) (10.0.0.1 executor "
+        "driver): org.apache.spark.SparkException: Python worker exited unexpectedly (crashed). "
+        "Consider setting 'spark.python.worker.faulthandler.enabled' to 'true'.\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner.x(PythonRunner.scala:1)\n"
+        "Caused by: java.io.EOFException\n\tat java.io.DataInputStream.readInt(Unknown Source)\n")
+    assert spark_error_message(Exception(crashed)) == (
+        "a Spark Python worker exited unexpectedly (crashed) in task 1.0 in stage 3.0; "
+        "the run committed nothing")
+    bare_deepest = ("An error occurred while calling o61.save.\n: java.lang.RuntimeException: x\n"
+                    "Caused by: java.io.IOException: the disk is full\n"
+                    "Caused by: java.io.EOFException\n")
+    assert spark_error_message(Exception(bare_deepest)) == "java.io.IOException: the disk is full"
+
+
 def test_spark_error_message_shows_the_java_cause() -> None:
     from pyconsumer.ingest import spark_error_message
 

@@ -21,6 +21,7 @@ import pytest
 from pyconsumer.testing import KafkaCluster, produce, sample_records
 
 from tests.spark.sparkdata import Row, expected_rows, table_rows
+from tests.spark.test_ingest_tables import _jvms
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -75,19 +76,6 @@ class Run:
                 self.proc.wait()
         time.sleep(0.2)                  # the reader thread drains the pipe's last lines
         return self.proc.returncode, out, "".join(self.err)
-
-
-def _jvms(app: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if app.encode() in f.read():
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the JVMs through /proc")

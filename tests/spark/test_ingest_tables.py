@@ -331,13 +331,16 @@ def _ingest_process(args: list[str], app: str, scratch: Path, crash_at: str | No
 def _reap(proc: subprocess.Popen[str], app: str, wait: float = 0) -> tuple[str, str]:
     """The process ended (after ``wait`` seconds at most, else killed) and its JVM gone (it
     exits when its parent dies); the process's stdout and stderr."""
+    out = err = ""
     try:
-        out, err = proc.communicate(timeout=wait or None) if wait else ("", "")
+        if wait:
+            out, err = proc.communicate(timeout=wait)
     except subprocess.TimeoutExpired:
-        out, err = "", ""
-    if proc.poll() is None:
-        proc.kill()
-    more_out, more_err = proc.communicate(timeout=30)
+        pass                    # what was read so far comes with the next communicate()
+    if proc.returncode is None:
+        if proc.poll() is None:
+            proc.kill()
+        out, err = proc.communicate(timeout=30)
     deadline = time.monotonic() + 15
     while _jvms(app) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -345,7 +348,7 @@ def _reap(proc: subprocess.Popen[str], app: str, wait: float = 0) -> tuple[str, 
     for pid in left:                 # our run's JVM, by its id
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"the killed run left its JVM ({app})"
-    return out + more_out, err + more_err
+    return out, err
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the JVMs through /proc")
