@@ -10,13 +10,10 @@ topic, partition, offset, key, value, timestamp (ms), timestampType and headers.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ import pytest
 from pyconsumer.testing import KafkaCluster, SparkStandaloneCluster, produce, sample_records
 from pyconsumer.testing._process import _die_with_parent
 
+from tests.cluster.conftest import FAST_JVM
 from tests.conftest import unique_topic_name
 from tests.spark.sparkdata import Row, expected_rows, table_rows
 
@@ -31,20 +29,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 deltalake = pytest.importorskip("deltalake")
 
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
 #: a safety net for a hung run, not a timed assertion
 RUN_TIMEOUT = 240.0
 PARTITIONS = 3
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[SparkStandaloneCluster]:
-    if importlib.util.find_spec("pyspark") is None:
-        pytest.skip("the cluster tier needs pyspark (pip install -e '.[test]')")
-    if shutil.which("java") is None:
-        pytest.skip("the cluster tier needs Java 17 on PATH")
-    with SparkStandaloneCluster(workers=2, cores=1) as c:
-        yield c
 
 
 def _rows(table: str) -> list[Row]:

@@ -27,27 +27,17 @@ from pyconsumer.testing import (BrokerStartError, KafkaCluster, SparkStandaloneC
                                 produce, sample_records, spark_kafka_jars)
 from pyconsumer.testing._process import _die_with_parent
 
+from tests.cluster.conftest import FAST_JVM
 from tests.conftest import unique_topic_name
 from tests.spark.sparkdata import Row, expected_rows, parquet_rows, table_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
 DRIVER = Path(__file__).with_name("cluster_driver.py")
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
 #: a safety net for a hung driver, not a timed assertion
 DRIVER_TIMEOUT = 240.0
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[SparkStandaloneCluster]:
-    if importlib.util.find_spec("pyspark") is None:
-        pytest.skip("the cluster tier needs pyspark (pip install -e '.[test]')")
-    if shutil.which("java") is None:
-        pytest.skip("the cluster tier needs Java 17 on PATH")
-    # one core a worker: an application with an executor on each has the cluster to itself,
-    # and one that loses a worker waits for it to come back (see Drivers)
-    with SparkStandaloneCluster(workers=2, cores=1) as c:
-        yield c
 
 
 # ------------------------------------------------------------------------------- helpers
