@@ -22,13 +22,19 @@ SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 KRB5_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 
-#: login module class -> the sasl.mechanism values it serves
+#: login module class -> the sasl.mechanism values it serves: the one list of the SASL
+#: mechanism names (the settings check, the consumer's help and the client's mechanism
+#: modules all derive theirs from it)
 MODULE_MECHANISMS: dict[str, tuple[str, ...]] = {
     PLAIN_MODULE: ("PLAIN",),
     SCRAM_MODULE: ("SCRAM-SHA-256", "SCRAM-SHA-512"),
     OAUTHBEARER_MODULE: ("OAUTHBEARER",),
     KRB5_MODULE: ("GSSAPI",),
 }
+
+#: every sasl.mechanism this client speaks, in the order messages list them
+SASL_MECHANISMS: tuple[str, ...] = tuple(
+    mechanism for mechanisms in MODULE_MECHANISMS.values() for mechanism in mechanisms)
 
 FLAGS = ("required", "requisite", "sufficient", "optional")
 
@@ -129,4 +135,4 @@ def check_module(entry: JaasEntry, mechanism: str, setting: str = "sasl.jaas.con
 
 
 __all__ = ["FLAGS", "KRB5_MODULE", "MODULE_MECHANISMS", "OAUTHBEARER_MODULE", "PLAIN_MODULE",
-           "SCRAM_MODULE", "JaasEntry", "check_module", "parse_jaas"]
+           "SASL_MECHANISMS", "SCRAM_MODULE", "JaasEntry", "check_module", "parse_jaas"]

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from pyconsumer.config.jaas import SASL_MECHANISMS as _SASL_MECHANISMS
 from pyconsumer.config.parsers import Invalid, Parser, as_str, split_list
 
 #: A value deserializer: raw bytes (None for a null key/value) -> anything.
@@ -371,9 +372,10 @@ token_provider_parser: Parser[Any] = Parser(
     "callable",
 )
 
-# what security.protocol and sasl.mechanism accept
+# what security.protocol and sasl.mechanism accept (the mechanisms are named once, with
+# the JAAS login modules that serve them)
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+SASL_MECHANISMS = _SASL_MECHANISMS
 
 
 # ---- typed values (value.schema / key.schema, the optional numbers of schema.registry.*)

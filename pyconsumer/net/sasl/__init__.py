@@ -28,20 +28,31 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pyconsumer.errors import ConfigurationError
-from pyconsumer.config.jaas import JaasEntry, check_module, parse_jaas
+from pyconsumer.config.jaas import (
+    KRB5_MODULE,
+    MODULE_MECHANISMS,
+    OAUTHBEARER_MODULE,
+    PLAIN_MODULE,
+    SASL_MECHANISMS,
+    SCRAM_MODULE,
+    JaasEntry,
+    check_module,
+    parse_jaas,
+)
 
 if TYPE_CHECKING:
     from pyconsumer.config import ConsumerConfig
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+# the names come from the settings' one list, so the two never disagree
+MECHANISMS = SASL_MECHANISMS
 
-#: sasl.mechanism -> the module (in this package) holding its ``create``
+#: sasl.mechanism -> the module (in this package) holding its ``create``: one module serves
+#: the mechanisms of one JAAS login module
 _MODULES = {
-    "PLAIN": "plain",
-    "SCRAM-SHA-256": "scram",
-    "SCRAM-SHA-512": "scram",
-    "OAUTHBEARER": "oauthbearer",
-    "GSSAPI": "gssapi_mech",
+    mechanism: module
+    for login_module, module in ((PLAIN_MODULE, "plain"), (SCRAM_MODULE, "scram"),
+                                 (OAUTHBEARER_MODULE, "oauthbearer"), (KRB5_MODULE, "gssapi_mech"))
+    for mechanism in MODULE_MECHANISMS[login_module]
 }
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from scramp import ScramClient
 from scramp.core import ScramException
 
+from pyconsumer.config.jaas import MODULE_MECHANISMS, SCRAM_MODULE
 from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 from pyconsumer.net.sasl import SaslSettings
 
-MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS = MODULE_MECHANISMS[SCRAM_MODULE]
 
 
 class ScramMechanism:
