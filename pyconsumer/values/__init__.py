@@ -7,8 +7,10 @@ Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
 
 - :mod:`~pyconsumer.values.schema`: a Spark DDL string, a pyspark StructType or a pyarrow schema
   -> a pyarrow schema; :func:`infer_schema` from a JSON sample (once, on the driver).
-- :mod:`~pyconsumer.values.json`: :func:`decode_json` (Spark ``from_json`` results) and
-  :func:`decode_string`.
+- :mod:`~pyconsumer.values.json`: :func:`decode_json` (Spark ``from_json`` results), by a
+  pyarrow fast path (:mod:`~pyconsumer.values.json_blocks`) and a Python reader following
+  Spark's rules (:mod:`~pyconsumer.values.json_rows`, :func:`decode_json_rows`).
+- :mod:`~pyconsumer.values.string`: :func:`decode_string`.
 - :mod:`~pyconsumer.values.modes`: the bad-record modes.
 - :mod:`~pyconsumer.values.typed`: :class:`TypedValues`, the one plan the consumer, the Spark
   source and ingest apply to a batch in Spark's Kafka schema (formats, schemas, registry, mode).
@@ -18,7 +20,7 @@ Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
 from __future__ import annotations
 
 from pyconsumer.values.decode import decode_arrow, typed_values
-from pyconsumer.values.json import decode_json, decode_string
+from pyconsumer.values.json import decode_json
 from pyconsumer.values.modes import (
     DEFAULT_CORRUPT_COLUMN,
     MalformedValueError,
@@ -29,6 +31,7 @@ from pyconsumer.values.modes import (
 )
 from pyconsumer.values.result import Decoded
 from pyconsumer.values.schema import SchemaError, infer_schema, parse_ddl, to_arrow_schema
+from pyconsumer.values.string import decode_string
 from pyconsumer.values.typed import ColumnFormat, Format, TypedValues, ValueCounts
 
 __all__ = [

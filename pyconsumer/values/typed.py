@@ -36,7 +36,8 @@ from pyconsumer.values.avro import AvroSchemaError, Schema, arrow_type, parse_sc
 from pyconsumer.values.avro_decode import (
     SchemaId, UnknownSchemaError, WriterSchemas, decode_avro, schema_id_from_header,
 )
-from pyconsumer.values.json import decode_json, decode_string, json_type
+from pyconsumer.values.json import decode_json
+from pyconsumer.values.json_rows import json_type
 from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, MalformedValueError, Mode, apply_mode, parse_mode
 from pyconsumer.values.registry import (
     RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, shared_client,
@@ -44,6 +45,7 @@ from pyconsumer.values.registry import (
 )
 from pyconsumer.values.result import Decoded, as_binary
 from pyconsumer.values.schema import to_arrow_schema
+from pyconsumer.values.string import decode_string
 
 __all__ = ["Format", "ColumnFormat", "TypedValues", "ValueCounts", "SCHEMA_ID_HEADERS"]
 

@@ -17,7 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pyconsumer.values.json import decode_json, decode_json_rows, decode_string
+from pyconsumer.values.json import decode_json
+from pyconsumer.values.json_rows import decode_json_rows
+from pyconsumer.values.string import decode_string
 
 UTC = dt.timezone.utc
 DDL = "a INT, b BIGINT, c DOUBLE, d STRING, e BOOLEAN, f ARRAY<INT>, g STRUCT<x: INT>, t TIMESTAMP, dt DATE, dec DECIMAL(5,2)"
@@ -134,13 +136,13 @@ def test_one_bad_row_among_ten_thousand_nulls_only_itself(monkeypatch: pytest.Mo
     import pyconsumer.values.json as module
 
     python_rows: list[bytes] = []
-    parse_row = module._parse_row
+    parse_row = module.parse_row
 
     def counting(raw: bytes, data_type: pa.StructType) -> Any:
         python_rows.append(raw)
         return parse_row(raw, data_type)
 
-    monkeypatch.setattr(module, "_parse_row", counting)
+    monkeypatch.setattr(module, "parse_row", counting)
     values = [json.dumps({"a": i, "d": f"row {i}"}).encode() for i in range(10_000)]
     values[4321] = b'{"a": 1, "d": "broken'
     values[0] = b'{"a": "first"}'
@@ -429,11 +431,13 @@ def test_a_type_spark_has_no_json_reading_for_is_refused_up_front(data_type: pa.
 def test_a_drifted_field_type_is_screened_out_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     # one row in 50 holds a string, one in 70 a float, where the schema wants an INT: after the first
     # failure a regex pass sends them to the Python reader, and pyarrow reads the rest in one call
+    import pyarrow.json as pajson
+
     import pyconsumer.values.json as module
 
     calls: list[int] = []
     python_rows: list[bytes] = []
-    read_json, parse_row = module.pajson.read_json, module._parse_row
+    read_json, parse_row = pajson.read_json, module.parse_row
 
     def counting_read(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
@@ -443,8 +447,8 @@ def test_a_drifted_field_type_is_screened_out_in_one_pass(monkeypatch: pytest.Mo
         python_rows.append(raw)
         return parse_row(raw, data_type)
 
-    monkeypatch.setattr(module.pajson, "read_json", counting_read)
-    monkeypatch.setattr(module, "_parse_row", counting_parse)
+    monkeypatch.setattr(pajson, "read_json", counting_read)
+    monkeypatch.setattr(module, "parse_row", counting_parse)
     values, want, reasons = [], [], {}
     for i in range(10_000):
         if i % 50 == 0:
