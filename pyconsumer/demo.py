@@ -6,6 +6,7 @@ into Arrow, Arrow into Spark), print the figures, clean up."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -14,7 +15,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyconsumer.console import StatusLine
 
 __all__ = ["run_demo", "produce_demo_records"]
 
@@ -95,6 +99,38 @@ def _left_by_the_demo(entries: Iterable[str], *, started_spark: bool = True) -> 
                   if _DEMOS.match(e) or _BROKERS.match(e) or (started_spark and _SPARKS.match(e)))
 
 
+@dataclasses.dataclass
+class _DemoRun:
+    """One run of the demo: its settings, what its steps found (the figures), and what the
+    cleanup must undo (the broker it started, the topic it created, the table's folder)."""
+
+    records: int
+    partitions: int
+    table: str | None
+    status: StatusLine
+    bootstrap: str = ""
+    topic: str = ""
+    broker: Any = None
+    created_topic: str | None = None
+    topic_deleted: bool = False
+    #: the line shown instead of the Delta table step (None: deltalake can be imported)
+    delta_missing: str | None = None
+    #: the demo's own folder for the Delta table (None when the caller placed it, or no table)
+    workdir: str | None = None
+    figures: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def delta(self) -> bool:
+        return self.delta_missing is None
+
+    def say(self, text: str = "") -> None:
+        self.status.log(text)
+
+    def waiting(self, what: str) -> Any:
+        """On a terminal a long step shows the seconds it has taken so far."""
+        return self.status.ticking(f"  {what} ...")
+
+
 def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | None = None,
              topic: str | None = None, master: str = "local[*]", spark: Any = None,
              table: str | None = None, out: IO[str] | None = None) -> int:
@@ -107,167 +143,226 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
     otherwise the table is made in a temporary directory of the demo's and removed. Returns 0
     when Spark read every produced record, and the table holds each of them once."""
     out = sys.stdout if out is None else out
-    from pyconsumer.console import StatusLine, format_table
+    from pyconsumer.console import StatusLine
 
     if table is not None and os.path.exists(table) and (
             not os.path.isdir(table) or os.listdir(table)):
         raise ValueError(f"the demo's Delta table goes into a new folder: {table} exists")
-
-    # on a terminal a long step shows the seconds it has taken so far
-    status = StatusLine(out)
-
-    def say(text: str = "") -> None:
-        status.log(text)
-
-    def waiting(what: str) -> Any:
-        return status.ticking(f"  {what} ...")
-
+    demo = _DemoRun(records, partitions, table, StatusLine(out))
     tmp_before = _tmp_entries()
     started = time.perf_counter()
-    broker = None
-    created_topic = None
-    figures: dict[str, Any] = {}
-    topic_deleted = False
-    ok = False
-    # the Delta table's folder, made (before Spark changes TMPDIR) only when it is the demo's
-    delta_missing = _deltalake_missing()
-    delta = delta_missing is None
-    workdir = (tempfile.mkdtemp(prefix="pyconsumer-demo-") if delta and table is None
-               else None)
+    _prepare_table_folder(demo)
     try:
-        if bootstrap is None:
-            from pyconsumer.testing import TansuBroker
+        _broker_and_topic(demo, bootstrap, topic)
+        _produce(demo)
+        with _spark_session(demo, spark, master) as session:
+            _first_records(demo, session)
+            df = _whole_topic(demo, session)
+            _count(demo, df)
+            _group_by_partition(demo, df)
+            _delta_table(demo, session)
+        ok = _every_record_read(demo)
+    finally:
+        _clean_up(demo)
+    _say_figures(demo, time.perf_counter() - started)
+    _say_cleaned_up(demo, tmp_before, started_spark=spark is None)
+    if not ok:
+        _say_shortfall(demo)
+    return 0 if ok else 1
 
-            t = time.perf_counter()
-            broker = TansuBroker()
-            with waiting("starting a local Tansu broker"):
-                broker.start()
-                bootstrap = broker.bootstrap
-                topic = topic or "pyconsumer-demo"
-                _create_topic(bootstrap, topic, partitions)
-            say(f"started a local Tansu broker on {bootstrap} (memory storage) and created "
-                f"topic '{topic}' with {partitions} partitions ({time.perf_counter() - t:.1f} s)")
-        else:
-            import uuid
 
-            topic = topic or f"pyconsumer-demo-{uuid.uuid4().hex[:8]}"
-            _create_topic(bootstrap, topic, partitions)
-            created_topic = topic
-            say(f"using the broker at {bootstrap}: created topic '{topic}' with "
-                f"{partitions} partitions")
+def _prepare_table_folder(demo: _DemoRun) -> None:
+    """Whether deltalake is there; the Delta table's folder, made (before Spark changes
+    TMPDIR) only when it is the demo's."""
+    demo.delta_missing = _deltalake_missing()
+    if demo.delta and demo.table is None:
+        demo.workdir = tempfile.mkdtemp(prefix="pyconsumer-demo-")
+
+
+def _broker_and_topic(demo: _DemoRun, bootstrap: str | None, topic: str | None) -> None:
+    """A local Tansu broker started (when no ``bootstrap`` is given) and the topic created."""
+    if bootstrap is None:
+        from pyconsumer.testing import TansuBroker
 
         t = time.perf_counter()
-        with waiting(f"producing {records:,} JSON records with confluent-kafka"):
-            produced = produce_demo_records(bootstrap, topic, records, partitions)
-        produce_s = time.perf_counter() - t
-        figures["produced"] = produced
-        say(f"produced {produced:,} JSON records with confluent-kafka (lz4, round robin) in "
-            f"{produce_s:.1f} s ({produced / produce_s:,.0f} records/s)")
+        demo.broker = TansuBroker()
+        with demo.waiting("starting a local Tansu broker"):
+            demo.broker.start()
+            demo.bootstrap = demo.broker.bootstrap
+            demo.topic = topic or "pyconsumer-demo"
+            _create_topic(demo.bootstrap, demo.topic, demo.partitions)
+        demo.say(f"started a local Tansu broker on {demo.bootstrap} (memory storage) and created "
+                 f"topic '{demo.topic}' with {demo.partitions} partitions "
+                 f"({time.perf_counter() - t:.1f} s)")
+    else:
+        import uuid
 
-        def with_spark(session: Any) -> None:
-            from pyspark.sql import functions as F
+        demo.bootstrap = bootstrap
+        demo.topic = topic or f"pyconsumer-demo-{uuid.uuid4().hex[:8]}"
+        _create_topic(demo.bootstrap, demo.topic, demo.partitions)
+        demo.created_topic = demo.topic
+        demo.say(f"using the broker at {demo.bootstrap}: created topic '{demo.topic}' with "
+                 f"{demo.partitions} partitions")
 
-            from pyconsumer.spark import register
 
-            register(session)
-            def reader() -> Any:     # a DataFrameReader's option() changes it: one per query
-                return (session.read.format("pyconsumer")
-                        .option("kafka.bootstrap.servers", bootstrap))
+def _produce(demo: _DemoRun) -> None:
+    """The sample records produced with confluent-kafka (figure: produced)."""
+    t = time.perf_counter()
+    with demo.waiting(f"producing {demo.records:,} JSON records with confluent-kafka"):
+        produced = produce_demo_records(demo.bootstrap, demo.topic, demo.records, demo.partitions)
+    produce_s = time.perf_counter() - t
+    demo.figures["produced"] = produced
+    demo.say(f"produced {produced:,} JSON records with confluent-kafka (lz4, round robin) in "
+             f"{produce_s:.1f} s ({produced / produce_s:,.0f} records/s)")
 
-            # a few records first: a small query that also starts Spark's Python workers
-            in_partition_0 = (records + partitions - 1) // partitions
-            few = (json.dumps({topic: {"0": 0}}),
-                   json.dumps({topic: {"0": min(5, in_partition_0)}}))
-            t = time.perf_counter()
-            with waiting("the first query (it also starts Spark's Python workers)"):
-                decoded = (reader().option("assign", json.dumps({topic: [0]}))
-                           .option("startingOffsets", few[0]).option("endingOffsets", few[1]).load()
-                           .select("partition", "offset",
-                                   F.from_json(F.col("value").cast("string"),
-                                               DEMO_VALUE_SCHEMA).alias("v"))
-                           .select("partition", "offset", "v.id", "v.user", "v.amount",
-                                   F.date_format(F.timestamp_millis("v.ts"),
-                                                 "yyyy-MM-dd HH:mm:ss.SSS").alias("ts"))
-                           .orderBy("offset").collect())
-            first_s = time.perf_counter() - t
-            say(f"\nthe first records of partition 0 (assign {json.dumps({topic: [0]})}, "
-                f"startingOffsets {few[0]}, endingOffsets {few[1]}), value decoded with "
-                f"from_json(value, \"{DEMO_VALUE_SCHEMA}\") in {first_s:.2f} s (the first "
-                "query also starts Spark's Python workers):")
-            say(format_table([(r["partition"], r["offset"], r["id"], r["user"],
-                               f"{r['amount']:.2f}", r["ts"])
-                              for r in decoded],
-                             ("partition", "offset", "id", "user", "amount", "ts"),
-                             right=(True, True, True, False, True, False)))
 
-            df = reader().option("subscribe", topic).load()
-            say(f"\ndf = spark.read.format(\"pyconsumer\")"
-                f".option(\"kafka.bootstrap.servers\", \"{bootstrap}\")"
-                f".option(\"subscribe\", \"{topic}\").load()")
-            t = time.perf_counter()
-            with waiting("df.count()"):
-                count = df.count()
-            count_s = time.perf_counter() - t
-            figures.update(read=count, count_s=count_s)
-            say(f"df.count() = {count:,} in {count_s:.2f} s ({count / count_s:,.0f} records/s)")
+@contextlib.contextmanager
+def _spark_session(demo: _DemoRun, spark: Any, master: str) -> Iterator[Any]:
+    """The caller's session (kept open), or one started for the demo in a temporary directory
+    and stopped after (figure: spark_start_s); the pyconsumer source registered in it."""
+    from pyconsumer.spark import register
 
-            t = time.perf_counter()
-            with waiting("df.groupBy(\"partition\")"):
-                rows = (df.groupBy("partition")
-                        .agg(F.count(F.lit(1)).alias("records"),
-                             F.min("offset").alias("first"), F.max("offset").alias("last"),
-                             F.sum(F.length("value")).alias("value_bytes"))
-                        .orderBy("partition").collect())
-            group_s = time.perf_counter() - t
-            grouped = sum(r["records"] for r in rows)
-            figures.update(group_s=group_s, grouped=grouped)
-            say(f"\ndf.groupBy(\"partition\").agg(count, min/max offset, sum(length(value))) "
-                f"in {group_s:.2f} s ({grouped / group_s:,.0f} records/s):")
-            say(format_table(
-                [(r["partition"], f"{r['records']:,}", f"{r['first']}-{r['last']}",
-                  f"{r['value_bytes'] or 0:,}") for r in rows],
-                ("partition", "records", "offsets", "value bytes"),
-                right=(True, True, False, True)))
+    if spark is not None:
+        register(spark)
+        yield spark
+        return
+    from pyconsumer.spark.session import temporary_session
 
-            if not delta:
-                say(f"\n{delta_missing}")
-                return
-            assert bootstrap is not None and topic is not None
-            path = table if table is not None else os.path.join(workdir or "", topic)
-            figures.update(_delta_step(session, bootstrap, topic, partitions, path,
-                                       produced=produced, kept=table is not None, say=say,
-                                       waiting=waiting))
+    demo.say(f"\nstarting Spark ({master}) ...")
+    t = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        with demo.waiting("starting Spark"):
+            session = stack.enter_context(temporary_session(master, app_name="pyconsumer demo"))
+        demo.figures["spark_start_s"] = time.perf_counter() - t
+        demo.say(f"Spark {session.version} ready in {demo.figures['spark_start_s']:.1f} s")
+        register(session)
+        yield session
 
-        if spark is not None:
-            with_spark(spark)
-        else:
-            from pyconsumer.spark.session import temporary_session
 
-            say(f"\nstarting Spark ({master}) ...")
-            t = time.perf_counter()
-            with contextlib.ExitStack() as stack:
-                with waiting("starting Spark"):
-                    session = stack.enter_context(
-                        temporary_session(master, app_name="pyconsumer demo"))
-                figures["spark_start_s"] = time.perf_counter() - t
-                say(f"Spark {session.version} ready in {figures['spark_start_s']:.1f} s")
-                with_spark(session)
-        ok = figures.get("read") == figures.get("produced") == records \
-            and figures.get("grouped") == records \
-            and (not delta or figures.get("table_ok", False))
-    finally:
-        if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
-        if created_topic is not None:
-            try:
-                _delete_topic(bootstrap, created_topic)  # type: ignore[arg-type]
-                topic_deleted = True
-            except Exception as exc:
-                say(f"(could not delete topic '{created_topic}': {exc})")
-        if broker is not None:
-            broker.close()
-    total_s = time.perf_counter() - started
-    say("\nfigures:")
+def _reader(demo: _DemoRun, session: Any) -> Any:
+    """A reader of the pyconsumer source on the demo's broker: one per query, since a
+    DataFrameReader's option() changes it."""
+    return session.read.format("pyconsumer").option("kafka.bootstrap.servers", demo.bootstrap)
+
+
+def _first_records(demo: _DemoRun, session: Any) -> None:
+    """A few records of partition 0 decoded with from_json: a small query that also starts
+    Spark's Python workers."""
+    from pyspark.sql import functions as F
+
+    from pyconsumer.console import format_table
+
+    topic = demo.topic
+    in_partition_0 = (demo.records + demo.partitions - 1) // demo.partitions
+    few = (json.dumps({topic: {"0": 0}}),
+           json.dumps({topic: {"0": min(5, in_partition_0)}}))
+    t = time.perf_counter()
+    with demo.waiting("the first query (it also starts Spark's Python workers)"):
+        decoded = (_reader(demo, session).option("assign", json.dumps({topic: [0]}))
+                   .option("startingOffsets", few[0]).option("endingOffsets", few[1]).load()
+                   .select("partition", "offset",
+                           F.from_json(F.col("value").cast("string"),
+                                       DEMO_VALUE_SCHEMA).alias("v"))
+                   .select("partition", "offset", "v.id", "v.user", "v.amount",
+                           F.date_format(F.timestamp_millis("v.ts"),
+                                         "yyyy-MM-dd HH:mm:ss.SSS").alias("ts"))
+                   .orderBy("offset").collect())
+    first_s = time.perf_counter() - t
+    demo.say(f"\nthe first records of partition 0 (assign {json.dumps({topic: [0]})}, "
+             f"startingOffsets {few[0]}, endingOffsets {few[1]}), value decoded with "
+             f"from_json(value, \"{DEMO_VALUE_SCHEMA}\") in {first_s:.2f} s (the first "
+             "query also starts Spark's Python workers):")
+    demo.say(format_table([(r["partition"], r["offset"], r["id"], r["user"],
+                            f"{r['amount']:.2f}", r["ts"])
+                           for r in decoded],
+                          ("partition", "offset", "id", "user", "amount", "ts"),
+                          right=(True, True, True, False, True, False)))
+
+
+def _whole_topic(demo: _DemoRun, session: Any) -> Any:
+    """The DataFrame of the whole topic, which the next queries read."""
+    df = _reader(demo, session).option("subscribe", demo.topic).load()
+    demo.say(f"\ndf = spark.read.format(\"pyconsumer\")"
+             f".option(\"kafka.bootstrap.servers\", \"{demo.bootstrap}\")"
+             f".option(\"subscribe\", \"{demo.topic}\").load()")
+    return df
+
+
+def _count(demo: _DemoRun, df: Any) -> None:
+    """df.count() (figures: read, count_s)."""
+    t = time.perf_counter()
+    with demo.waiting("df.count()"):
+        count = df.count()
+    count_s = time.perf_counter() - t
+    demo.figures.update(read=count, count_s=count_s)
+    demo.say(f"df.count() = {count:,} in {count_s:.2f} s ({count / count_s:,.0f} records/s)")
+
+
+def _group_by_partition(demo: _DemoRun, df: Any) -> None:
+    """Records, offsets and value bytes per partition (figures: grouped, group_s)."""
+    from pyspark.sql import functions as F
+
+    from pyconsumer.console import format_table
+
+    t = time.perf_counter()
+    with demo.waiting("df.groupBy(\"partition\")"):
+        rows = (df.groupBy("partition")
+                .agg(F.count(F.lit(1)).alias("records"),
+                     F.min("offset").alias("first"), F.max("offset").alias("last"),
+                     F.sum(F.length("value")).alias("value_bytes"))
+                .orderBy("partition").collect())
+    group_s = time.perf_counter() - t
+    grouped = sum(r["records"] for r in rows)
+    demo.figures.update(group_s=group_s, grouped=grouped)
+    demo.say(f"\ndf.groupBy(\"partition\").agg(count, min/max offset, sum(length(value))) "
+             f"in {group_s:.2f} s ({grouped / group_s:,.0f} records/s):")
+    demo.say(format_table(
+        [(r["partition"], f"{r['records']:,}", f"{r['first']}-{r['last']}",
+          f"{r['value_bytes'] or 0:,}") for r in rows],
+        ("partition", "records", "offsets", "value bytes"),
+        right=(True, True, False, True)))
+
+
+def _delta_table(demo: _DemoRun, session: Any) -> None:
+    """The topic into a Delta table and read back (see :func:`_delta_step`), or the one line
+    saying why the step is skipped."""
+    if not demo.delta:
+        demo.say(f"\n{demo.delta_missing}")
+        return
+    path = demo.table if demo.table is not None else os.path.join(demo.workdir or "", demo.topic)
+    demo.figures.update(_delta_step(session, demo.bootstrap, demo.topic, demo.partitions, path,
+                                    produced=demo.figures["produced"],
+                                    kept=demo.table is not None, say=demo.say,
+                                    waiting=demo.waiting))
+
+
+def _every_record_read(demo: _DemoRun) -> bool:
+    """Spark read every record produced, and the table (when there is one) holds each once."""
+    figures = demo.figures
+    return (figures.get("read") == figures.get("produced") == demo.records
+            and figures.get("grouped") == demo.records
+            and (not demo.delta or figures.get("table_ok", False)))
+
+
+def _clean_up(demo: _DemoRun) -> None:
+    """The demo's table folder removed, the topic it created deleted, the broker it started
+    stopped (whatever happened before)."""
+    if demo.workdir is not None:
+        shutil.rmtree(demo.workdir, ignore_errors=True)
+    if demo.created_topic is not None:
+        try:
+            _delete_topic(demo.bootstrap, demo.created_topic)
+            demo.topic_deleted = True
+        except Exception as exc:
+            demo.say(f"(could not delete topic '{demo.created_topic}': {exc})")
+    if demo.broker is not None:
+        demo.broker.close()
+
+
+def _say_figures(demo: _DemoRun, total_s: float) -> None:
+    """The figures of the run, one aligned line each."""
+    figures = demo.figures
+    demo.say("\nfigures:")
     read = figures.get("read", 0)
     lines = [("records produced", f"{figures.get('produced', 0):,}"),
              ("records read into Spark", f"{read:,}")]
@@ -284,21 +379,27 @@ def run_demo(*, records: int = 1_000_000, partitions: int = 6, bootstrap: str | 
                      if "spark_start_s" in figures else "")))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
-        say(f"  {k.ljust(width)}  {v}")
-    left = _left_by_the_demo(_tmp_entries() - tmp_before, started_spark=spark is None)
-    cleaned = "broker stopped, " if broker is not None else ""
-    cleaned += f"topic '{created_topic}' deleted, " if topic_deleted else ""
-    cleaned += "the Delta table removed, " if workdir is not None else ""
-    cleaned += "Spark's temporary directory removed, " if spark is None else ""
+        demo.say(f"  {k.ljust(width)}  {v}")
+
+
+def _say_cleaned_up(demo: _DemoRun, tmp_before: set[str], *, started_spark: bool) -> None:
+    """What the cleanup did, and what of the demo's kind is left in /tmp."""
+    left = _left_by_the_demo(_tmp_entries() - tmp_before, started_spark=started_spark)
+    cleaned = "broker stopped, " if demo.broker is not None else ""
+    cleaned += f"topic '{demo.created_topic}' deleted, " if demo.topic_deleted else ""
+    cleaned += "the Delta table removed, " if demo.workdir is not None else ""
+    cleaned += "Spark's temporary directory removed, " if started_spark else ""
     if left:
-        say(f"\ncleaned up: {cleaned}but left in /tmp: {', '.join(left)}")
+        demo.say(f"\ncleaned up: {cleaned}but left in /tmp: {', '.join(left)}")
     else:
-        say(f"\ncleaned up: {cleaned}nothing of the demo's left in /tmp")
-    if not ok:
-        say(f"Spark read {read:,} of {records:,} records"
-            + (f", the Delta table holds {figures.get('table_records', 0):,}" if delta else "")
-            + ": something is wrong")
-    return 0 if ok else 1
+        demo.say(f"\ncleaned up: {cleaned}nothing of the demo's left in /tmp")
+
+
+def _say_shortfall(demo: _DemoRun) -> None:
+    demo.say(f"Spark read {demo.figures.get('read', 0):,} of {demo.records:,} records"
+             + (f", the Delta table holds {demo.figures.get('table_records', 0):,}"
+                if demo.delta else "")
+             + ": something is wrong")
 
 
 def _deltalake_missing() -> str | None:
