@@ -183,11 +183,25 @@ def _count(batch: pa.RecordBatch, seen: dict[tuple[str, int], list[int]]) -> Non
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    size = pa.array([0] * batch.num_rows, pa.int64())
-    for name in ("key", "value"):
-        column = batch.column(name)
-        if pa.types.is_binary(column.type) or pa.types.is_string(column.type):
-            size = pc.add(size, pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0))
+    from pyconsumer.sinks.files import single_partition
+
+    texts = [batch.column(name) for name in ("key", "value")
+             if pa.types.is_binary(batch.schema.field(name).type) or pa.types.is_string(batch.schema.field(name).type)]
+    one = single_partition(batch)
+    if one is not None:
+        mm = pc.min_max(batch.column("offset"))
+        size_sum = sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in texts)
+        s = seen.setdefault(one, [mm["min"].as_py(), mm["max"].as_py(), 0, 0])
+        s[0], s[1] = min(s[0], mm["min"].as_py()), max(s[1], mm["max"].as_py())
+        s[2] += batch.num_rows
+        s[3] += size_sum
+        return
+    size: pa.Array | None = None
+    for column in texts:
+        length = pc.fill_null(pc.cast(pc.binary_length(column), pa.int64()), 0)
+        size = length if size is None else pc.add(size, length)
+    if size is None:
+        size = pa.nulls(batch.num_rows, pa.int64()).fill_null(0)
     t = pa.table([batch.column("topic"), batch.column("partition"), batch.column("offset"), size],
                  names=["topic", "partition", "offset", "size"])
     groups = t.group_by(["topic", "partition"], use_threads=False).aggregate(
@@ -216,12 +230,22 @@ def _write_tasks(sink: TableSink, read: TableRead) -> Any:
     def run(tasks: Iterable[KafkaInputPartition]) -> Iterator[_TaskResult]:
         from pyconsumer.spark.reader import read_ranges
 
+        from pyconsumer.ingest.prefetch import Prefetched
+
         for task in tasks:
             seen: dict[tuple[str, int], list[int]] = {}
-            batches = (read_ranges(task.ranges, source) if typed is None
-                       else typed.read(task, source))
 
-            files = sink.write(_counted(batches, seen))
+            def batches(task: KafkaInputPartition = task, seen: dict[tuple[str, int], list[int]] = seen
+                        ) -> Iterator[pa.RecordBatch]:
+                read = (read_ranges(task.ranges, source) if typed is None else typed.read(task, source))
+                return _counted(read, seen)
+
+            # fetching and decoding the next batches overlaps the encoding of the current ones
+            prefetched = Prefetched(batches, name="pyconsumer-ingest-read")
+            try:
+                files = sink.write(prefetched)
+            finally:
+                prefetched.close()
             if crash_at == "mid-task" and files:
                 _crash_task()
             yield _TaskResult(files, seen)

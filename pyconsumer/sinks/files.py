@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import time
 import uuid
@@ -73,8 +74,83 @@ def _orderable(t: pa.DataType) -> bool:
             or pa.types.is_date(t) or pa.types.is_boolean(t))
 
 
+#: rows of a file's first batch looked at to choose its columns' encodings
+ENCODING_SAMPLE = 2048
+
+
+@dataclass(frozen=True)
+class Encodings:
+    """How a file's columns are encoded: the dictionary columns, and others' own encodings."""
+
+    dictionary: list[str]
+    plain: dict[str, str]
+
+
+def leaf_paths(schema: pa.Schema) -> dict[str, list[str]]:
+    """Each top-level column's Parquet leaf column paths (a struct's fields, a list's elements...)."""
+    buf = io.BytesIO()
+    pq.write_table(schema.empty_table(), buf)
+    buf.seek(0)
+    parquet_schema = pq.read_metadata(buf).schema
+    out: dict[str, list[str]] = {name: [] for name in schema.names}
+    for i in range(len(parquet_schema)):
+        path = parquet_schema.column(i).path
+        out[path.split(".", 1)[0]].append(path)
+    return out
+
+
+def choose_encodings(first: pa.RecordBatch, leaves: dict[str, list[str]]) -> Encodings:
+    """The encodings of a file's columns, judged on a sample of its first batch.
+
+    The Parquet encoder tries a dictionary on every column and gives it up per column chunk only
+    once its dictionary page is full, which for mostly-distinct columns (keys, ids, offsets,
+    timestamps) costs about as much as the rest of the encoding. Top-level columns whose sample
+    is mostly distinct are written without one: integers and timestamps delta-encoded (offsets
+    and times of a partition rise, so their deltas pack small), text and binary plain. Every other
+    column keeps the dictionary (nested columns are not judged); leaves maps a column to its
+    Parquet leaf paths, which is what the writer's dictionary list names.
+    """
+    # rows spread over the whole batch: a repeating pattern longer than a prefix still shows
+    step = max(1, first.num_rows // ENCODING_SAMPLE)
+    sample = first.take(pa.array(range(0, first.num_rows, step)[:ENCODING_SAMPLE], pa.int64()))
+    dictionary: list[str] = []
+    plain: dict[str, str] = {}
+    for name, column in zip(sample.schema.names, sample.columns):
+        t = column.type
+        texts = pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) \
+            or pa.types.is_large_string(t)
+        numbers = pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)
+        if (texts or numbers) and len(column) >= 64 \
+                and pc.count_distinct(column, mode="all").as_py() * 2 > len(column):
+            plain[name] = "DELTA_BINARY_PACKED" if numbers else "PLAIN"
+        else:
+            dictionary.extend(leaves[name])
+    return Encodings(dictionary, plain)
+
+
+def single_partition(batch: pa.RecordBatch) -> tuple[str, int] | None:
+    """The (topic, partition) of a batch whose rows all have the same, else None.
+
+    A task's batches mostly come one partition each; two min/max scans are much cheaper than a
+    grouping.
+    """
+    if batch.num_rows == 0:
+        return None
+    parts = pc.min_max(batch.column("partition"))
+    if parts["min"] != parts["max"]:
+        return None
+    topics = pc.min_max(batch.column("topic"))
+    if topics["min"] != topics["max"] or not topics["min"].is_valid:
+        return None
+    return topics["min"].as_py(), parts["min"].as_py()
+
+
 def offset_ranges(batch: pa.RecordBatch) -> dict[tuple[str, int], tuple[int, int]]:
     """First and last offset of each (topic, partition) in a batch of Kafka records."""
+    one = single_partition(batch)
+    if one is not None:
+        mm = pc.min_max(batch.column("offset"))
+        return {one: (mm["min"].as_py(), mm["max"].as_py())}
     t = pa.table([batch.column("topic"), batch.column("partition"), batch.column("offset")],
                  names=["topic", "partition", "offset"])
     g = t.group_by(["topic", "partition"], use_threads=False).aggregate([("offset", "min"), ("offset", "max")])
@@ -116,6 +192,7 @@ class FileRoller:
             raise ValueError(f"target file size must be positive, not {target_size}")
         self._fs, self._root, self._schema, self._target = fs, root, file_schema, target_size
         self._directory, self._drop, self._describe = directory, list(drop), describe
+        self._leaves = leaf_paths(file_schema)
         self._open: dict[Partition, _OpenFile] = {}
         self._done: list[DataFile] = []
         self._written: list[str] = []
@@ -132,20 +209,20 @@ class FileRoller:
             self._add_slice(partition, batch.slice(start, per_slice))
 
     def _add_slice(self, partition: Partition, batch: pa.RecordBatch) -> None:
+        data = batch.drop_columns(self._drop) if self._drop else batch
+        data = data.select(self._schema.names)
         f = self._open.get(partition)
         if f is None:
-            f = self._open[partition] = self._new_file(partition)
+            f = self._open[partition] = self._new_file(partition, data)
         for tp, (lo, hi) in offset_ranges(batch).items():
             old = f.offsets.get(tp)
             f.offsets[tp] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
-        data = batch.drop_columns(self._drop) if self._drop else batch
-        data = data.select(self._schema.names)
         f.stats.update(data)
         f.writer.write_batch(data)
         if f.stream.tell() >= self._target:
             self._close(partition)
 
-    def _new_file(self, partition: Partition) -> _OpenFile:
+    def _new_file(self, partition: Partition, first: pa.RecordBatch) -> _OpenFile:
         folder = self._directory(partition)
         relpath = f"{folder}/" if folder else ""
         relpath += f"part-{uuid.uuid4().hex}.parquet"
@@ -153,7 +230,10 @@ class FileRoller:
         self._fs.create_dir(full.rpartition("/")[0], recursive=True)
         self._written.append(full)
         stream = self._fs.open_output_stream(full)
-        return _OpenFile(relpath, stream, pq.ParquetWriter(stream, self._schema, compression="snappy"))
+        encodings = choose_encodings(first, self._leaves)
+        writer = pq.ParquetWriter(stream, self._schema, compression="snappy",
+                                  use_dictionary=encodings.dictionary, column_encoding=encodings.plain)
+        return _OpenFile(relpath, stream, writer)
 
     def _close(self, partition: Partition) -> None:
         f = self._open.pop(partition)

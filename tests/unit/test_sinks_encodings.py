@@ -1,0 +1,94 @@
+"""The data files' column encodings: chosen per file from its first batch, read back unchanged."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from pyconsumer.sinks.files import FileRoller, choose_encodings, leaf_paths, offset_ranges, single_partition
+
+N = 10_000
+
+SCHEMA = pa.schema([
+    ("key", pa.binary()),
+    ("value", pa.binary()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("timestamp", pa.timestamp("us", tz="UTC")),
+    ("typed", pa.struct([("country", pa.string()), ("tags", pa.list_(pa.string()))])),
+])
+
+
+def batch(n: int = N, start: int = 0, partition: int = 0, topic: str = "t") -> pa.RecordBatch:
+    return pa.record_batch([
+        pa.array([b"k%09d" % i for i in range(start, start + n)]),            # all distinct
+        pa.array([b"v%d" % (i % 4096) for i in range(start, start + n)]),      # a 4096-value cycle
+        pa.array([topic] * n),
+        pa.array([partition] * n, pa.int32()),
+        pa.array(range(start, start + n), pa.int64()),
+        pa.array([1_700_000_000_000_000 + i * 1000 for i in range(start, start + n)], pa.timestamp("us", tz="UTC")),
+        pa.array([{"country": ["fr", "de", "nl"][i % 3], "tags": ["a", "b"][: i % 3]} for i in range(n)],
+                 SCHEMA.field("typed").type),
+    ], schema=SCHEMA)
+
+
+def test_distinct_columns_lose_the_dictionary_repeating_ones_keep_it() -> None:
+    enc = choose_encodings(batch(), leaf_paths(SCHEMA))
+    assert enc.plain == {"key": "PLAIN", "offset": "DELTA_BINARY_PACKED", "timestamp": "DELTA_BINARY_PACKED"}
+    # the value cycles through 4096 values: a prefix of the batch would look all distinct
+    assert enc.dictionary == ["value", "topic", "partition", "typed.country", "typed.tags.list.element"]
+
+
+def test_a_small_first_batch_keeps_every_dictionary() -> None:
+    enc = choose_encodings(batch(20), leaf_paths(SCHEMA))
+    assert enc.plain == {}
+    assert set(enc.dictionary) == {"key", "value", "topic", "partition", "offset", "timestamp",
+                                   "typed.country", "typed.tags.list.element"}
+
+
+def encodings_on_disk(path: str) -> dict[str, set[str]]:
+    meta = pq.read_metadata(path)
+    out: dict[str, set[str]] = {}
+    for rg in range(meta.num_row_groups):
+        for c in range(meta.num_columns):
+            col = meta.row_group(rg).column(c)
+            out.setdefault(col.path_in_schema, set()).update(col.encodings)
+    return out
+
+
+def test_the_files_carry_the_chosen_encodings_and_read_back_unchanged(tmp_path: Path) -> None:
+    roller = FileRoller(pafs.LocalFileSystem(), str(tmp_path), SCHEMA, 1 << 30, directory=lambda _: "")
+    sent = [batch(N, i * N) for i in range(3)]
+    for b in sent:
+        roller.add((), b)
+    [f] = roller.finish()
+    path = os.path.join(tmp_path, f.path)
+    on_disk = encodings_on_disk(path)
+    assert "DELTA_BINARY_PACKED" in on_disk["offset"] and "DELTA_BINARY_PACKED" in on_disk["timestamp"]
+    assert not {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & on_disk["key"]
+    for dictionary_coded in ("value", "topic", "partition", "typed.country"):
+        assert {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & on_disk[dictionary_coded], dictionary_coded
+    assert pq.read_table(path).equals(pa.Table.from_batches(sent))
+    assert f.rows == 3 * N and f.offsets[0].first == 0 and f.offsets[0].last == 3 * N - 1
+
+
+def test_offset_ranges_of_one_partition_and_of_many() -> None:
+    assert single_partition(batch(100, 7, partition=3)) == ("t", 3)
+    assert offset_ranges(batch(100, 7, partition=3)) == {("t", 3): (7, 106)}
+    mixed = pa.Table.from_batches([batch(5, 0, 1), batch(5, 100, 2), batch(5, 50, 1, topic="u")]).combine_chunks()
+    [one] = mixed.to_batches()
+    assert single_partition(one) is None
+    assert offset_ranges(one) == {("t", 1): (0, 4), ("t", 2): (100, 104), ("u", 1): (50, 54)}
+    same_partition_two_topics = pa.Table.from_batches([batch(5, 0, 1), batch(5, 9, 1, topic="u")]).combine_chunks()
+    [two] = same_partition_two_topics.to_batches()
+    assert single_partition(two) is None
+    assert offset_ranges(two) == {("t", 1): (0, 4), ("u", 1): (9, 13)}
+
+
+def test_an_empty_batch_has_no_partition() -> None:
+    assert single_partition(batch(0)) is None
