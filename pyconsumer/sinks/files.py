@@ -77,55 +77,86 @@ def _orderable(t: pa.DataType) -> bool:
 #: rows of a file's first batch looked at to choose its columns' encodings
 ENCODING_SAMPLE = 2048
 
+#: a text or binary column whose sample snappy shrinks by less than this is stored uncompressed
+MIN_COMPRESSION_GAIN = 0.1
+
 
 @dataclass(frozen=True)
 class Encodings:
-    """How a file's columns are encoded: the dictionary columns, and others' own encodings."""
+    """How a file's leaf columns are written: which keep a dictionary, which have an encoding of
+    their own (and no dictionary), which are stored uncompressed (the rest: snappy)."""
 
     dictionary: list[str]
-    plain: dict[str, str]
+    encoding: dict[str, str]
+    uncompressed: list[str]
+
+    def writer_options(self, leaves: Sequence[str]) -> dict[str, Any]:
+        """The ParquetWriter arguments for a file of these leaf columns."""
+        return {
+            "use_dictionary": self.dictionary,
+            "column_encoding": self.encoding,
+            "compression": {leaf: "none" if leaf in self.uncompressed else "snappy" for leaf in leaves},
+        }
 
 
-def leaf_paths(schema: pa.Schema) -> dict[str, list[str]]:
-    """Each top-level column's Parquet leaf column paths (a struct's fields, a list's elements...)."""
+def leaf_paths(schema: pa.Schema) -> list[str]:
+    """The Parquet leaf column paths of a schema (a struct's fields, a list's elements...), the
+    names the writer's per-column options take."""
     buf = io.BytesIO()
     pq.write_table(schema.empty_table(), buf)
     buf.seek(0)
     parquet_schema = pq.read_metadata(buf).schema
-    out: dict[str, list[str]] = {name: [] for name in schema.names}
-    for i in range(len(parquet_schema)):
-        path = parquet_schema.column(i).path
-        out[path.split(".", 1)[0]].append(path)
-    return out
+    return [parquet_schema.column(i).path for i in range(len(parquet_schema))]
 
 
-def choose_encodings(first: pa.RecordBatch, leaves: dict[str, list[str]]) -> Encodings:
+def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
     """The encodings of a file's columns, judged on a sample of its first batch.
 
     The Parquet encoder tries a dictionary on every column and gives it up per column chunk only
     once its dictionary page is full, which for mostly-distinct columns (keys, ids, offsets,
-    timestamps) costs about as much as the rest of the encoding. Top-level columns whose sample
-    is mostly distinct are written without one: integers and timestamps delta-encoded (offsets
-    and times of a partition rise, so their deltas pack small), text and binary plain. Every other
-    column keeps the dictionary (nested columns are not judged); leaves maps a column to its
-    Parquet leaf paths, which is what the writer's dictionary list names.
+    timestamps) costs about as much as the rest of the encoding. Columns (and fields of structs)
+    whose sample is mostly distinct are written without one: integers and timestamps
+    delta-encoded (offsets and times of a partition rise, so their deltas pack small), text and
+    binary plain. Text and binary that snappy barely shrinks (compressed or encrypted payloads)
+    are stored uncompressed: compressing them costs a third of the encoding and saves nothing.
+    Every other leaf (inside lists and maps too) keeps the dictionary and snappy.
     """
     # rows spread over the whole batch: a repeating pattern longer than a prefix still shows
     step = max(1, first.num_rows // ENCODING_SAMPLE)
     sample = first.take(pa.array(range(0, first.num_rows, step)[:ENCODING_SAMPLE], pa.int64()))
-    dictionary: list[str] = []
-    plain: dict[str, str] = {}
-    for name, column in zip(sample.schema.names, sample.columns):
+    encoding: dict[str, str] = {}
+    uncompressed: list[str] = []
+
+    def judge(path: str, column: pa.Array) -> None:
         t = column.type
-        texts = pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) \
-            or pa.types.is_large_string(t)
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                judge(f"{path}.{t.field(i).name}", column.field(i))
+            return
+        texts = pa.types.is_binary(t) or pa.types.is_string(t)
         numbers = pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)
-        if (texts or numbers) and len(column) >= 64 \
-                and pc.count_distinct(column, mode="all").as_py() * 2 > len(column):
-            plain[name] = "DELTA_BINARY_PACKED" if numbers else "PLAIN"
-        else:
-            dictionary.extend(leaves[name])
-    return Encodings(dictionary, plain)
+        if not (texts or numbers) or len(column) - column.null_count < 64:
+            return
+        if pc.count_distinct(column, mode="only_valid").as_py() * 2 > len(column) - column.null_count:
+            encoding[path] = "DELTA_BINARY_PACKED" if numbers else "PLAIN"
+        if texts and not _compressible(column):
+            uncompressed.append(path)
+
+    for name, column in zip(sample.schema.names, sample.columns):
+        judge(name, column)
+    return Encodings([leaf for leaf in leaves if leaf not in encoding], encoding, uncompressed)
+
+
+def _compressible(column: pa.Array) -> bool:
+    values = column.buffers()[2]
+    size = pc.sum(pc.binary_length(column)).as_py() or 0
+    if values is None or size == 0:
+        return True
+    offsets = column.buffers()[1]
+    first = int.from_bytes(offsets.slice(column.offset * 4, 4).to_pybytes(), "little", signed=True) \
+        if offsets is not None else 0
+    data = values.slice(first, size)
+    return pa.compress(data, "snappy").size <= size * (1 - MIN_COMPRESSION_GAIN)
 
 
 def single_partition(batch: pa.RecordBatch) -> tuple[str, int] | None:
@@ -230,9 +261,8 @@ class FileRoller:
         self._fs.create_dir(full.rpartition("/")[0], recursive=True)
         self._written.append(full)
         stream = self._fs.open_output_stream(full)
-        encodings = choose_encodings(first, self._leaves)
-        writer = pq.ParquetWriter(stream, self._schema, compression="snappy",
-                                  use_dictionary=encodings.dictionary, column_encoding=encodings.plain)
+        writer = pq.ParquetWriter(stream, self._schema,
+                                  **choose_encodings(first, self._leaves).writer_options(self._leaves))
         return _OpenFile(relpath, stream, writer)
 
     def _close(self, partition: Partition) -> None:

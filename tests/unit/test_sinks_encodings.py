@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +21,8 @@ SCHEMA = pa.schema([
     ("partition", pa.int32()),
     ("offset", pa.int64()),
     ("timestamp", pa.timestamp("us", tz="UTC")),
-    ("typed", pa.struct([("country", pa.string()), ("tags", pa.list_(pa.string()))])),
+    ("typed", pa.struct([("country", pa.string()), ("tags", pa.list_(pa.string())), ("id", pa.int64()),
+                         ("blob", pa.binary())])),
 ])
 
 
@@ -32,23 +34,35 @@ def batch(n: int = N, start: int = 0, partition: int = 0, topic: str = "t") -> p
         pa.array([partition] * n, pa.int32()),
         pa.array(range(start, start + n), pa.int64()),
         pa.array([1_700_000_000_000_000 + i * 1000 for i in range(start, start + n)], pa.timestamp("us", tz="UTC")),
-        pa.array([{"country": ["fr", "de", "nl"][i % 3], "tags": ["a", "b"][: i % 3]} for i in range(n)],
+        pa.array([{"country": ["fr", "de", "nl"][i % 3], "tags": ["a", "b"][: i % 3], "id": i * 7,
+                   "blob": random.Random(i).randbytes(40) if i % 5 else None} for i in range(n)],
                  SCHEMA.field("typed").type),
     ], schema=SCHEMA)
 
 
 def test_distinct_columns_lose_the_dictionary_repeating_ones_keep_it() -> None:
     enc = choose_encodings(batch(), leaf_paths(SCHEMA))
-    assert enc.plain == {"key": "PLAIN", "offset": "DELTA_BINARY_PACKED", "timestamp": "DELTA_BINARY_PACKED"}
+    assert enc.encoding == {"key": "PLAIN", "offset": "DELTA_BINARY_PACKED", "timestamp": "DELTA_BINARY_PACKED",
+                            "typed.id": "DELTA_BINARY_PACKED", "typed.blob": "PLAIN"}
     # the value cycles through 4096 values: a prefix of the batch would look all distinct
     assert enc.dictionary == ["value", "topic", "partition", "typed.country", "typed.tags.list.element"]
+    # random bytes do not compress; keys, repeating values and text do
+    assert enc.uncompressed == ["typed.blob"]
+
+
+def test_a_sliced_column_is_judged_on_its_own_bytes() -> None:
+    # the first half random, the second a repeated text: a slice of each judged alone
+    blobs = [random.Random(i).randbytes(50) for i in range(300)] + [b"abc" * 20] * 300
+    schema = pa.schema([("b", pa.binary())])
+    whole = pa.record_batch([pa.array(blobs)], schema=schema)
+    assert choose_encodings(whole.slice(0, 300), ["b"]).uncompressed == ["b"]
+    assert choose_encodings(whole.slice(300, 300), ["b"]).uncompressed == []
 
 
 def test_a_small_first_batch_keeps_every_dictionary() -> None:
     enc = choose_encodings(batch(20), leaf_paths(SCHEMA))
-    assert enc.plain == {}
-    assert set(enc.dictionary) == {"key", "value", "topic", "partition", "offset", "timestamp",
-                                   "typed.country", "typed.tags.list.element"}
+    assert enc.encoding == {} and enc.uncompressed == []
+    assert enc.dictionary == leaf_paths(SCHEMA)
 
 
 def encodings_on_disk(path: str) -> dict[str, set[str]]:
@@ -58,6 +72,16 @@ def encodings_on_disk(path: str) -> dict[str, set[str]]:
         for c in range(meta.num_columns):
             col = meta.row_group(rg).column(c)
             out.setdefault(col.path_in_schema, set()).update(col.encodings)
+    return out
+
+
+def compressions_on_disk(path: str) -> dict[str, set[str]]:
+    meta = pq.read_metadata(path)
+    out: dict[str, set[str]] = {}
+    for rg in range(meta.num_row_groups):
+        for c in range(meta.num_columns):
+            col = meta.row_group(rg).column(c)
+            out.setdefault(col.path_in_schema, set()).add(col.compression)
     return out
 
 
@@ -73,6 +97,9 @@ def test_the_files_carry_the_chosen_encodings_and_read_back_unchanged(tmp_path: 
     assert not {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & on_disk["key"]
     for dictionary_coded in ("value", "topic", "partition", "typed.country"):
         assert {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & on_disk[dictionary_coded], dictionary_coded
+    compression = compressions_on_disk(path)
+    assert compression["typed.blob"] == {"UNCOMPRESSED"}
+    assert all(compression[c] == {"SNAPPY"} for c in compression if c != "typed.blob")
     assert pq.read_table(path).equals(pa.Table.from_batches(sent))
     assert f.rows == 3 * N and f.offsets[0].first == 0 and f.offsets[0].last == 3 * N - 1
 
