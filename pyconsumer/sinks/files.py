@@ -156,7 +156,8 @@ def _compressible(column: pa.Array) -> bool:
     first = int.from_bytes(offsets.slice(column.offset * 4, 4).to_pybytes(), "little", signed=True) \
         if offsets is not None else 0
     data = values.slice(first, size)
-    return pa.compress(data, "snappy").size <= size * (1 - MIN_COMPRESSION_GAIN)
+    packed: pa.Buffer = pa.compress(data, "snappy")
+    return bool(packed.size <= size * (1 - MIN_COMPRESSION_GAIN))
 
 
 def single_partition(batch: pa.RecordBatch) -> tuple[str, int] | None:
