@@ -112,7 +112,7 @@ def _consumer_settings(opts: ConsumeOptions) -> dict[str, Any]:
     if opts.group:
         settings["group.id"] = opts.group
         # shorter than the library's 45 s: a broker may hold the first join for part of the
-        # session timeout (Tansu about half of it), which a person at a terminal waits through
+        # session timeout, which a person at a terminal waits through
         settings["session.timeout.ms"] = CLI_SESSION_TIMEOUT_MS
         settings["heartbeat.interval.ms"] = CLI_SESSION_TIMEOUT_MS // 4
     settings.update(opts.settings)          # -X wins

@@ -40,7 +40,7 @@ def read_api_versions(version: int, frame: bytearray | memoryview, describe: str
         raise KafkaProtocolError(f"{describe}: {e}") from None
     if code == ErrorCode.UNSUPPORTED_VERSION:
         # KIP-511: the broker answers with a v0 body listing what it supports; when that
-        # body does not parse (librdkafka's mock sends a malformed one) fall back to v0
+        # body does not parse (some brokers send a malformed one) fall back to v0
         retry = 0
         try:
             for k in _api_versions_body(0, frame)["api_keys"]:

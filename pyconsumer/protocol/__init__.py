@@ -194,7 +194,7 @@ def api_versions_error_code(payload: Buffer) -> int:
     """The error code of an ApiVersions response, read before (and without) the rest.
 
     On UNSUPPORTED_VERSION a broker may answer in a format other than the version asked
-    (librdkafka's mock cluster even sends a malformed flexible body), so only these two bytes
+    (or even a malformed flexible body), so only these two bytes
     are trusted.
     """
     r = Reader(payload)

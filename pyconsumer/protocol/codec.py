@@ -627,8 +627,8 @@ def decode_body(message: Message, version: int, r: Reader) -> dict[str, Any]:
             f"Malformed {message.name} v{version}: {e.message} at field {_where(e.path)} "
             f"(byte {e.pos})"
         ) from None
-    # Bytes after the body are ignored, as Kafka's own readers do: librdkafka's mock cluster,
-    # for one, appends a stray byte to some flexible Metadata responses.
+    # Bytes after the body are ignored, as Kafka's own readers do: a broker that appends a
+    # stray byte to a flexible response is still understood.
     return body
 
 

@@ -7,7 +7,7 @@ Types are Kafka's: int8/16/32/64, uint16, float64, bool, string, bytes, records,
 for arrays, and a capitalised name for a struct whose fields follow on deeper lines.
 Versions are ``N+``, ``A-B``, ``N`` or ``none``. Two deliberate leniencies: SyncGroupResponse's
 Assignment and JoinGroupResponse's ProtocolName, Leader and MemberId are read as nullable
-(librdkafka's mock sends nulls with an error code). Blocks with api key -1 are not requests but
+(a broker may send nulls beside an error code). Blocks with api key -1 are not requests but
 the embedded formats of the consumer group protocol (JoinGroup metadata, SyncGroup assignment).
 Field names and versions follow Apache Kafka's
 message specs (clients/src/main/resources/common/message/*.json); the codec
