@@ -204,12 +204,11 @@ def _assign(consumer: Any, opts: ConsumeOptions, known: Sequence[str], deadline:
         tps.extend(TopicPartition(topic, p) for p in sorted(parts))
     consumer.assign(tps)
     if opts.offset == "latest" or (opts.offset is None and not opts.from_beginning):
-        # "from the end" exact on every broker (Tansu's ListOffsets(latest) can be hundreds
-        # of records short, which printed old records as new)
-        from pyconsumer.consumer.log_end import confirm_end_offsets
+        # "from the end" exact on every broker (a broker whose ListOffsets(latest) falls short
+        # of the log end would print old records as new)
+        from pyconsumer.consumer.log_end import end_offsets_exact
 
-        ends = confirm_end_offsets(_consumer_settings(opts),
-                                   consumer.end_offsets(tps, timeout_ms=deadline.left_ms()))
+        ends = end_offsets_exact(consumer, tps, _consumer_settings(opts), timeout_ms=deadline.left_ms())
         for tp in tps:
             consumer.seek(tp, ends[tp])
     elif opts.offset == "earliest":

@@ -268,6 +268,16 @@ class KafkaConsumer:
                 for n in self._client.ready_nodes()}
 
     @_exclusive
+    def finalized_features(self) -> dict[int, dict[str, int]]:
+        """Node id -> {feature: finalized level} each connected broker advertised in its
+        ApiVersions answer (Kafka's ``metadata.version`` and the like; empty for a broker that
+        versions no features)."""
+        if self._client is None:
+            return {}
+        return {n.node_id: self._client.finalized_features(n.node_id)
+                for n in self._client.ready_nodes()}
+
+    @_exclusive
     def list_topics(self, timeout_ms: float | None = None) -> dict[str, list[PartitionInfo]]:
         """Java's ``listTopics``: the same as :meth:`topics` (topic -> its partitions).
         kafka-python's ``topics()`` returns a set of names; ours returns this dict, whose keys

@@ -226,6 +226,11 @@ class NetworkClient:
         conn = self._conns.get(node_id)
         return {} if conn is None or not conn.is_ready() else conn.negotiated_versions()
 
+    def finalized_features(self, node_id: int) -> dict[str, int]:
+        """The cluster features a READY connection's broker advertised as finalized."""
+        conn = self._conns.get(node_id)
+        return {} if conn is None or not conn.is_ready() else dict(conn.finalized_features)
+
     def in_flight_count(self, node_id: int | None = None) -> int:
         if node_id is not None:
             conn = self._conns.get(node_id)

@@ -342,6 +342,11 @@ class BrokerConnection:
         return self._versions.ranges
 
     @property
+    def finalized_features(self) -> dict[str, int]:
+        """Feature name -> finalized level the broker advertised (empty: none, or not yet)."""
+        return self._versions.finalized_features
+
+    @property
     def api_versions_version(self) -> int | None:
         """The ApiVersions version the broker answered without error."""
         return self._versions.answered

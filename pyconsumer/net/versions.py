@@ -72,15 +72,24 @@ class BrokerVersions:
         self.ranges: dict[int, tuple[int, int]] = {}
         #: the ApiVersions version the broker answered without error
         self.answered: int | None = None
+        #: feature name -> finalized max level (ApiVersions v3+; empty from a broker that
+        #: versions no cluster features) and the epoch they were finalized at (-1: none)
+        self.finalized_features: dict[str, int] = {}
+        self.features_epoch = -1
 
     def accept(self, version: int, body: ApiVersionsResponse) -> None:
         self.ranges = {k["api_key"]: (k["min_version"], k["max_version"])
                        for k in body["api_keys"]}
         self.answered = version
+        self.finalized_features = {f["name"]: f["max_version_level"]
+                                   for f in body.get("finalized_features") or []}
+        self.features_epoch = body.get("finalized_features_epoch", -1)
 
     def clear(self) -> None:
         self.ranges = {}
         self.answered = None
+        self.finalized_features = {}
+        self.features_epoch = -1
 
     def version_for(self, api_key: int, describe: str, min_version: int = 0,
                     max_version: int | None = None) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from pyconsumer.consumer.consumer import KafkaConsumer
-from pyconsumer.consumer.log_end import confirm_end_offsets
+from pyconsumer.consumer.log_end import end_offsets_exact
 from pyconsumer.errors import (
     ConfigurationError,
     DataLossError,
@@ -43,10 +43,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# how long a fetch may take to confirm the log end offsets ListOffsets gave
-
 # driver lookups fetch only to read watermarks: never wait at the broker for data
-_DRIVER_DEFAULTS = {"fetch.max.wait.ms": "1"}   # (Tansu answers 0 with nothing)
+_DRIVER_DEFAULTS = {"fetch.max.wait.ms": "1"}   # (a broker may answer 0 with nothing at all)
 
 
 DATA_LOSS_HINT = ("Some data may have been lost because it is no longer available in Kafka "
@@ -184,10 +182,8 @@ class OffsetReader:
         parts = sorted(tps)
         if not parts:
             return {}
-        listed = self._retrying("fetching latest offsets",
-                                lambda: self.consumer.end_offsets(parts))
-        # ListOffsets(latest) confirmed by a fetch (Tansu's can be hundreds of records short)
-        return confirm_end_offsets(self._settings(), listed)
+        return self._retrying("fetching latest offsets",
+                              lambda: end_offsets_exact(self.consumer, parts, self._settings()))
 
     def by_timestamp(self, timestamps: Mapping[TopicPartition, int], *, is_start: bool
                      ) -> dict[TopicPartition, int]:

@@ -59,6 +59,8 @@ class ProxyStats:
     rewritten: int = 0            # Metadata / FindCoordinator answers re-encoded
     bytes_to_broker: int = 0
     bytes_to_client: int = 0
+    #: requests forwarded, by api key
+    requests: dict[int, int] = dataclasses.field(default_factory=dict)
 
 
 class _Direction:
@@ -173,7 +175,7 @@ class FaultProxy:
     @property
     def stats(self) -> ProxyStats:
         with self._lock:
-            return dataclasses.replace(self._stats)
+            return dataclasses.replace(self._stats, requests=dict(self._stats.requests))
 
     @property
     def open_connections(self) -> int:
@@ -398,6 +400,8 @@ class FaultProxy:
                 up.lost = link.down.lost = True      # not Kafka framing: stop interpreting
                 break
             link.requests[correlation] = (key, version)
+            with self._lock:
+                self._stats.requests[key] = self._stats.requests.get(key, 0) + 1
             up.remaining = size - 8
         self._enqueue(up, data, release)
 
