@@ -9,7 +9,7 @@ ends, is not fetched again until drained (buffering is bounded to about two resp
 partition). When a partition of the node has nothing in hand and data waiting (it starves),
 the prefetch goes as a full fetch listing the starving partitions first and the prefetched
 ones last: a full fetch opens a new session in request order, so on Kafka the starving ones
-are filled first; a broker that keeps its own order (Tansu) may give a partition its
+are filled first; a broker that keeps its own order may give a partition its
 prefetched response before the others get theirs, so a partition gets at most two responses
 in a row. The prefetched data is used only if the position reaches exactly the offset it was
 asked for (a seek, a pause or an error in between makes it stale, and stale data is dropped:
