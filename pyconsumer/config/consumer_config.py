@@ -20,12 +20,12 @@ from pyconsumer.config.parsers import (
     string,
     string_list,
 )
-from pyconsumer.config.ssl import TLS_PROTOCOLS, ssl_context_parser
 from pyconsumer.config.table import Setting, java_only_action, log, warn_no_effect
 
 from pyconsumer.config.values import (
     SASL_MECHANISMS,
     SECURITY_PROTOCOLS,
+    TLS_PROTOCOLS,
     OffsetResetStrategy,
     check_group_instance_id,
     assignors_parser,
@@ -35,6 +35,7 @@ from pyconsumer.config.values import (
     interceptor_classes_parser,
     interceptors_parser,
     parse_auto_offset_reset,
+    ssl_context_parser,
     token_provider_parser,
     optional_int,
     optional_number,

@@ -1,5 +1,6 @@
-"""TLS for broker connections: the ``ssl.context`` setting's parser, the TLS versions the
-settings name, and the ``ssl.SSLContext`` built from the consumer settings.
+"""TLS for broker connections: the ``ssl.SSLContext`` built from the consumer settings (the
+``ssl.context`` setting's parser and the TLS versions the settings name are in
+:mod:`pyconsumer.config.values`, below the settings table this module reads).
 
 ``security.protocol=SSL`` and ``SASL_SSL`` wrap every broker connection in TLS (SASL itself is
 in :mod:`pyconsumer.net.sasl`, run by the connection after TLS and ApiVersions). The
@@ -15,27 +16,9 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
-from typing import TYPE_CHECKING, Any
 
-from pyconsumer.config.parsers import Invalid, Parser
+from pyconsumer.config.consumer_config import ConsumerConfig
 from pyconsumer.errors import ConfigurationError
-
-if TYPE_CHECKING:   # annotations only: the config module imports this one for its parser
-    from pyconsumer.config.consumer_config import ConsumerConfig
-
-TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
-
-
-def _parse_ssl_context(raw: Any) -> ssl.SSLContext | None:
-    if raw is None or isinstance(raw, ssl.SSLContext):
-        return raw
-    raise Invalid("expected an ssl.SSLContext or None")
-
-
-ssl_context_parser: Parser[ssl.SSLContext | None] = Parser(
-    _parse_ssl_context, "an ssl.SSLContext or None", "object"
-)
-
 
 _VERSIONS = {
     "TLSv1": ssl.TLSVersion.TLSv1, "TLSv1.1": ssl.TLSVersion.TLSv1_1,
@@ -103,4 +86,4 @@ def _load_pem_pair(ctx: ssl.SSLContext, chain: str, key: str, password: str | No
         os.unlink(path)
 
 
-__all__ = ["TLS_PROTOCOLS", "build_ssl_context", "check_security", "ssl_context_parser"]
+__all__ = ["build_ssl_context", "check_security"]

@@ -4,17 +4,23 @@ pyconsumer recognises but does not implement (ignored or refused)."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from collections.abc import Mapping
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from pyconsumer.config.parsers import REQUIRED, Parser
-
-if TYPE_CHECKING:
-    from pyconsumer.config.consumer_config import ConsumerConfig
 
 # the package's one logger: every config message is under "pyconsumer.config"
 log = logging.getLogger("pyconsumer.config")
 
 T = TypeVar("T")
+
+
+class SettingsHolder(Protocol):
+    """What a :class:`Setting` reads its value from (a ConsumerConfig: named structurally, as
+    the config module sits above this one)."""
+
+    @property
+    def _values(self) -> Mapping[str, Any]: ...
 
 
 # --------------------------------------------------------------------------- the table
@@ -80,8 +86,8 @@ class Setting(Generic[T]):
     @overload
     def __get__(self, obj: None, owner: type) -> Setting[T]: ...
     @overload
-    def __get__(self, obj: ConsumerConfig, owner: type) -> T: ...
-    def __get__(self, obj: ConsumerConfig | None, owner: type) -> Setting[T] | T:
+    def __get__(self, obj: SettingsHolder, owner: type) -> T: ...
+    def __get__(self, obj: SettingsHolder | None, owner: type) -> Setting[T] | T:
         if obj is None:
             return self
         return obj._values[self.name]  # type: ignore[no-any-return]

@@ -1,10 +1,11 @@
 """The domain parsers: the values of settings that mean more than a Java type (bootstrap
 servers, auto.offset.reset, group.instance.id, deserializers, assignors, interceptors, the
-OAuth token provider) and the names the security settings accept."""
+OAuth token provider, ssl.context) and the names the security settings accept."""
 from __future__ import annotations
 
 import importlib
 import re
+import ssl
 import struct
 import uuid
 from collections.abc import Callable
@@ -376,6 +377,23 @@ token_provider_parser: Parser[Any] = Parser(
 # the JAAS login modules that serve them)
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = _SASL_MECHANISMS
+
+
+# ---- ssl.context and the TLS versions ssl.protocol / ssl.enabled.protocols name (the context
+# built from the settings is config.ssl's, which reads a whole config)
+
+TLS_PROTOCOLS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+
+
+def _parse_ssl_context(raw: Any) -> ssl.SSLContext | None:
+    if raw is None or isinstance(raw, ssl.SSLContext):
+        return raw
+    raise Invalid("expected an ssl.SSLContext or None")
+
+
+ssl_context_parser: Parser[ssl.SSLContext | None] = Parser(
+    _parse_ssl_context, "an ssl.SSLContext or None", "object"
+)
 
 
 # ---- typed values (value.schema / key.schema, the optional numbers of schema.registry.*)
