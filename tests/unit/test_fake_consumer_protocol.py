@@ -244,7 +244,7 @@ def test_a_commit_crossing_an_epoch_bump_is_retried_with_the_new_epoch(
             membership = c._membership                # ... and its heartbeat answer said so
             assert isinstance(membership, ConsumerProtocolMembership)
             membership.member_epoch += 1
-            membership.coordinator.generation = membership.member_epoch
+            membership.notify_epoch_change(membership.member_epoch, membership.member_id)
             answer = cluster.default_answer(req)
             for t in answer["topics"]:
                 for p in t["partitions"]:

@@ -17,6 +17,8 @@ Java's ``AbstractCoordinator`` + ``ConsumerCoordinator`` membership half:
 * error codes are classified once (:mod:`pyconsumer.consumer.group.errors`): retry, the
   coordinator moved (find it again), rejoin, lost, MEMBER_ID_REQUIRED, fatal
   (FENCED_INSTANCE_ID: raised from poll(), and from every poll() after: the member is fenced);
+* the member owns its generation and member id (the coordinator hears them change, for the
+  commits, through its ``MemberStateListener``);
 * static membership: ``group.instance.id`` is sent everywhere; a static member does not leave
   the group on close (its session keeps its partitions until it comes back);
 * heartbeats: a poll hook of the network client (:meth:`GroupMembership.heartbeat_step`) runs
@@ -31,12 +33,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.group.assignors import Assignor, RebalanceProtocol, assignor_for
 from pyconsumer.consumer.group.assignors.sticky import StickyAssignor
-from pyconsumer.consumer.group.coordinator import ConsumerCoordinator
 from pyconsumer.consumer.group.errors import GroupAction, classify
 from pyconsumer.consumer.group.embedded import (
     Assignment,
@@ -48,6 +49,7 @@ from pyconsumer.consumer.group.embedded import (
 )
 from pyconsumer.consumer.group.heartbeat import HeartbeatTimer
 from pyconsumer.consumer.group.membership import MembershipBase, MemberState
+from pyconsumer.consumer.group.seams import NO_GENERATION, NO_MEMBER_ID, GroupCoordinator
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     CommitFailedError,
@@ -73,8 +75,8 @@ log = logging.getLogger(__name__)
 
 def _named(value: str | None, field: str, answer: str) -> str:
     """A JoinGroup string Kafka never sends null in this ``answer``. The codec reads
-    member_id, leader and protocol_name as nullable (librdkafka's mock sends nulls beside an
-    error code); protocol_name is nullable on the wire from v7 (an empty string before), but
+    member_id, leader and protocol_name as nullable (an answer with an error code may carry
+    nulls); protocol_name is nullable on the wire from v7 (an empty string before), but
     the broker leaves it out only beside an error. A null one here is a broken answer: said
     at once, rather than kept as the member's id or the group's protocol."""
     if value is None:
@@ -87,7 +89,7 @@ class _OutOfTime(Exception):
 
 
 class GroupMembership(MembershipBase):
-    def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
+    def __init__(self, coordinator: GroupCoordinator, client: NetworkClient,
                  config: ConsumerConfig, subscriptions: SubscriptionState,
                  on_unassigned: Callable[[set[TopicPartition]], None],
                  consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
@@ -98,6 +100,9 @@ class GroupMembership(MembershipBase):
                           for a in self.assignors)
         self.protocol = RebalanceProtocol.COOPERATIVE if cooperative else RebalanceProtocol.EAGER
         self.state = MemberState.UNJOINED
+        # the member's identity: this membership's alone; the coordinator hears it change
+        self._generation = NO_GENERATION
+        self._member_id = NO_MEMBER_ID
         self.rejoin_needed = True
         self.rejoin_reason = "initial join"
         self.timer = HeartbeatTimer(
@@ -116,15 +121,20 @@ class GroupMembership(MembershipBase):
 
     @property
     def generation(self) -> int:
-        return self.coordinator.generation
+        return self._generation
 
     @property
     def member_id(self) -> str:
-        return self.coordinator.member_id
+        return self._member_id
+
+    def _set_generation(self, generation: int, member_id: str) -> None:
+        """The one place the identity changes (any thread): commits carry it from now on."""
+        self._generation, self._member_id = generation, member_id
+        self.notify_epoch_change(generation, member_id)
 
     def request_rejoin(self, reason: str) -> None:
         if not self.rejoin_needed:
-            log.info("group %s: rejoining: %s", self.coordinator.group_id, reason)
+            log.info("group %s: rejoining: %s", self.group_id, reason)
         self.rejoin_needed = True
         self.rejoin_reason = reason
 
@@ -153,16 +163,14 @@ class GroupMembership(MembershipBase):
     def reset_generation(self, reason: str) -> None:
         """Forget the generation (any thread: this only records). The owned partitions are
         lost; the application thread hands them back in its next poll()."""
-        if self.coordinator.generation != -1 or self.coordinator.member_id:
-            log.info("group %s: resetting the generation (%s)", self.coordinator.group_id,
-                     reason)
-        self.coordinator.generation = -1
-        self.coordinator.member_id = ""
+        if self._generation != NO_GENERATION or self._member_id:
+            log.info("group %s: resetting the generation (%s)", self.group_id, reason)
+        self._set_generation(NO_GENERATION, NO_MEMBER_ID)
         self.state = MemberState.UNJOINED
         self.request_rejoin(reason)
 
     def generation_lost(self) -> bool:
-        return self.coordinator.generation == -1 and not self.coordinator.member_id
+        return self._generation == NO_GENERATION and not self._member_id
 
     def handle_lost_partitions(self) -> None:
         """Application thread: a reset generation's partitions are lost (Java onJoinPrepare
@@ -172,7 +180,7 @@ class GroupMembership(MembershipBase):
         lost = self._owned()
         if not lost:
             return
-        log.info("group %s: partitions lost with the generation: %s", self.coordinator.group_id,
+        log.info("group %s: partitions lost with the generation: %s", self.group_id,
                  sorted(map(str, lost)))
         self.subscriptions.assign_from_subscribed([])
         self.on_unassigned(lost)
@@ -199,12 +207,12 @@ class GroupMembership(MembershipBase):
             return
         if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
             raise RebalanceInProgressError(
-                f"Offset commit cannot be completed since the group {self.coordinator.group_id} "
+                f"Offset commit cannot be completed since the group {self.group_id} "
                 "is rebalancing: call poll() to complete the rebalance, then commit the "
                 "partitions still assigned")
         raise CommitFailedError(
             f"Offset commit cannot be completed since the consumer is not part of an active "
-            f"group {self.coordinator.group_id} for auto partition assignment (its generation "
+            f"group {self.group_id} for auto partition assignment (its generation "
             f"was reset: {self.rejoin_reason}); it is likely that the consumer was kicked out "
             "of the group (e.g. max.poll.interval.ms exceeded); the offsets were not committed")
 
@@ -246,7 +254,7 @@ class GroupMembership(MembershipBase):
                     time.monotonic() + self.config.default_api_timeout_ms / 1000.0)
             except KafkaError as e:
                 log.warning("group %s: commit before rebalance failed: %s",
-                            self.coordinator.group_id, e)
+                            self.group_id, e)
         if self.generation_lost():
             self.handle_lost_partitions()
         elif self.protocol is RebalanceProtocol.EAGER:
@@ -311,7 +319,7 @@ class GroupMembership(MembershipBase):
             self._join_fut = self._sync_fut = None
             self.coordinator.metrics.rebalance_failed()
             log.debug("group %s: join round failed, retrying: %s",
-                      self.coordinator.group_id, r.error)
+                      self.group_id, r.error)
             if self.generation_lost() and self._owned():
                 self._prepared = False     # hand the lost partitions back first
             raise
@@ -340,53 +348,49 @@ class GroupMembership(MembershipBase):
         raise Retry(err)
 
     def _send_join(self) -> Future[Response]:
-        group = self.coordinator.group_id
-        protocols = [{"name": a.name, "metadata": self._subscription_metadata(a)}
-                     for a in self.assignors]
+        group = self.group_id
+        protocols: list[bodies.JoinGroupRequestProtocol] = [
+            {"name": a.name, "metadata": self._subscription_metadata(a)} for a in self.assignors]
         member_id, reason = self.member_id, self.rejoin_reason
-        instance = self.coordinator.group_instance_id
+        instance = self.group_instance_id
         session, rebalance = self.config.session_timeout_ms, self.config.max_poll_interval_ms
 
-        def body(version: int) -> dict[str, Any]:
+        def body(version: int) -> bodies.JoinGroupRequest:
             return {"group_id": group, "session_timeout_ms": session,
                     "rebalance_timeout_ms": rebalance, "member_id": member_id,
                     "group_instance_id": instance, "protocol_type": "consumer",
                     "protocols": protocols, "reason": reason}
 
-        assert self.coordinator.coordinator is not None
         # the broker may hold a JoinGroup until every member rejoined (the rebalance timeout)
-        return self.client.send(self.coordinator.coordinator, ApiKey.JOIN_GROUP, body,
-                                timeout_ms=rebalance + 5000)
+        return self.coordinator.send(ApiKey.JOIN_GROUP, body, timeout_ms=rebalance + 5000)
 
     def _after_join(self, resp: Response) -> Future[Response]:
         body = body_of(resp, ApiKey.JOIN_GROUP)
         code = body["error_code"]
         if code == ErrorCode.MEMBER_ID_REQUIRED:
             # rejoin at once with it (KIP-394)
-            self.coordinator.member_id = _named(body["member_id"], "member_id",
-                                                "MEMBER_ID_REQUIRED")
+            self._set_generation(self._generation, _named(body["member_id"], "member_id",
+                                                          "MEMBER_ID_REQUIRED"))
         if code:
             self._group_error(ApiKey.JOIN_GROUP, code, "JoinGroup")
         joined = _named(body["member_id"], "member_id", "without error")
         leader = _named(body["leader"], "leader", "without error")
         protocol_name = _named(body["protocol_name"], "protocol_name", "without error")
-        self.coordinator.generation = body["generation_id"]
-        self.coordinator.member_id = joined
+        self._set_generation(body["generation_id"], joined)
         self.state = MemberState.COMPLETING_REBALANCE
-        assignments: list[dict[str, Any]] = []
+        assignments: list[bodies.SyncGroupRequestAssignment] = []
         if leader == joined and not body.get("skip_assignment", False):
             assignments = self._lead(protocol_name, body["members"])
-        group, generation, member_id = self.coordinator.group_id, self.generation, self.member_id
-        instance = self.coordinator.group_instance_id
+        group, generation, member_id = self.group_id, self.generation, self.member_id
+        instance = self.group_instance_id
 
-        def sync_body(version: int) -> dict[str, Any]:
+        def sync_body(version: int) -> bodies.SyncGroupRequest:
             return {"group_id": group, "generation_id": generation, "member_id": member_id,
                     "group_instance_id": instance, "protocol_type": "consumer",
                     "protocol_name": protocol_name, "assignments": assignments}
 
-        assert self.coordinator.coordinator is not None
-        return self.client.send(self.coordinator.coordinator, ApiKey.SYNC_GROUP, sync_body,
-                                timeout_ms=self.config.max_poll_interval_ms + 5000)
+        return self.coordinator.send(ApiKey.SYNC_GROUP, sync_body,
+                                     timeout_ms=self.config.max_poll_interval_ms + 5000)
 
     def _after_sync(self, resp: Response) -> Assignment:
         body = body_of(resp, ApiKey.SYNC_GROUP)
@@ -396,7 +400,7 @@ class GroupMembership(MembershipBase):
         return decode_assignment(body["assignment"] or b"")
 
     def _lead(self, protocol_name: str, members: list[bodies.JoinGroupResponseMember]
-              ) -> list[dict[str, Any]]:
+              ) -> list[bodies.SyncGroupRequestAssignment]:
         assignor = next((a for a in self.assignors if a.name == protocol_name), None)
         if assignor is None:
             raise KafkaError(f"the group chose assignor {protocol_name!r}, which this member "
@@ -411,7 +415,7 @@ class GroupMembership(MembershipBase):
         metadata = self.client.update_metadata(topics, timeout_ms=self.config.request_timeout_ms)
         counts = {t: len(p) for t in topics if (p := metadata.partitions_for(t))}
         result = assignor.assign(counts, subs)
-        log.info("group %s: leader assigned with %s: %s", self.coordinator.group_id,
+        log.info("group %s: leader assigned with %s: %s", self.group_id,
                  assignor.name, {m: [str(tp) for tp in tps] for m, tps in result.items()})
         return [{"member_id": m, "assignment": encode_assignment(Assignment(tps))}
                 for m, tps in result.items()]
@@ -441,7 +445,7 @@ class GroupMembership(MembershipBase):
                 self.request_rejoin("partitions were revoked in a cooperative rebalance")
         added = new - owned if self.protocol is RebalanceProtocol.COOPERATIVE else new
         self.run_listener("on_partitions_assigned", added)
-        log.info("group %s: generation %d, member %s, assigned %s", self.coordinator.group_id,
+        log.info("group %s: generation %d, member %s, assigned %s", self.group_id,
                  self.generation, self.member_id, sorted(map(str, new)))
 
     # ------------------------------------------------------------------ heartbeat
@@ -459,7 +463,7 @@ class GroupMembership(MembershipBase):
         if timer.poll_timeout_expired(now):
             log.warning("group %s: consumer poll timeout has expired: poll() was not called "
                         "within max.poll.interval.ms=%d; leaving the group, its partitions "
-                        "are lost", coordinator.group_id, self.config.max_poll_interval_ms)
+                        "are lost", self.group_id, self.config.max_poll_interval_ms)
             self.maybe_leave("consumer poll timeout has expired")
             return None
         if timer.session_expired(now):
@@ -472,12 +476,11 @@ class GroupMembership(MembershipBase):
                    timer.time_to_poll_timeout(now))
 
     def _send_heartbeat(self, now: float) -> None:
-        group, gen, member = self.coordinator.group_id, self.generation, self.member_id
-        instance = self.coordinator.group_instance_id
-        assert self.coordinator.coordinator is not None
-        fut = self.client.send(self.coordinator.coordinator, ApiKey.HEARTBEAT, {
-            "group_id": group, "generation_id": gen, "member_id": member,
-            "group_instance_id": instance})
+        group, gen, member = self.group_id, self.generation, self.member_id
+        body: bodies.HeartbeatRequest = {"group_id": group, "generation_id": gen,
+                                         "member_id": member,
+                                         "group_instance_id": self.group_instance_id}
+        fut = self.coordinator.send(ApiKey.HEARTBEAT, body)
         self.timer.sent(now)
         self.coordinator.metrics.heartbeat_sent(fut)
         fut.add_callback(lambda f: self._on_heartbeat(f, gen), any_thread=True)
@@ -498,14 +501,14 @@ class GroupMembership(MembershipBase):
         action = classify(ApiKey.HEARTBEAT, code)
         if action is GroupAction.NONE:
             return
-        err = error_for_code(code, f"heartbeat for group {self.coordinator.group_id}")
+        err = error_for_code(code, f"heartbeat for group {self.group_id}")
         assert err is not None
         if action is GroupAction.COORDINATOR_MOVED:
             self.coordinator.mark_coordinator_unknown(f"heartbeat: {err.message}")
         elif action is GroupAction.RETRY:
             self.timer.failed(now)
         elif action is GroupAction.FATAL and code != ErrorCode.FENCED_INSTANCE_ID:
-            log.warning("group %s: heartbeat error %s", self.coordinator.group_id, err)
+            log.warning("group %s: heartbeat error %s", self.group_id, err)
             self._fatal = err
         else:
             self.on_group_error(action, err)
@@ -517,15 +520,14 @@ class GroupMembership(MembershipBase):
         session (their partitions wait for them). The generation is reset either way, so the
         partitions still owned are lost at the next poll() (any thread; ``deadline``: wait
         for the answer, application thread only)."""
-        if (self.coordinator.group_instance_id is None and self.member_id
+        if (self.group_instance_id is None and self.member_id
                 and not self.coordinator.coordinator_unknown()):
-            group, member = self.coordinator.group_id, self.member_id
-            assert self.coordinator.coordinator is not None
-            fut = self.client.send(self.coordinator.coordinator, ApiKey.LEAVE_GROUP,
-                                   lambda v: {"group_id": group, "member_id": member,
-                                              "members": [{"member_id": member,
-                                                           "group_instance_id": None,
-                                                           "reason": reason}]})
+            # v0-2 name the member, v3+ list it (the encoder keeps what the version has)
+            leave: bodies.LeaveGroupRequest = {
+                "group_id": self.group_id, "member_id": self.member_id,
+                "members": [{"member_id": self.member_id, "group_instance_id": None,
+                             "reason": reason}]}
+            fut = self.coordinator.send(ApiKey.LEAVE_GROUP, leave)
             fut.add_callback(lambda f: None, any_thread=True)
             # a JoinGroup/SyncGroup in flight is answered first (a broker serves a connection
             # one request at a time), which may take the whole rebalance: a member that was

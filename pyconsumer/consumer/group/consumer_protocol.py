@@ -23,8 +23,10 @@ threading model of the classic membership (:mod:`pyconsumer.consumer.group.class
   exceeded: the member leaves, and the next poll() hands the partitions back as lost and
   rejoins; fatal errors (authorization, UNRELEASED_INSTANCE_ID, an unsupported assignor or
   regex, no API 68 at the broker) are raised from every poll();
-* commits carry the member epoch (OffsetCommit's GenerationIdOrMemberEpoch) and member id;
-  ``group_metadata()`` reports them;
+* the member owns its id and epoch; commits carry the epoch (OffsetCommit's
+  GenerationIdOrMemberEpoch) and member id once a heartbeat answer gave them, none while
+  joining or out of the group: the coordinator hears them through its
+  ``MemberStateListener``; ``group_metadata()`` reports them;
 * ``enforce_rebalance()`` does nothing but log, as Java: the broker decides.
 
 The pure parts (what an assignment means, which fields a heartbeat carries) are in
@@ -39,7 +41,6 @@ from collections.abc import Callable
 from typing import Any
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.group.coordinator import ConsumerCoordinator
 from pyconsumer.consumer.group.errors import GroupAction, classify
 from pyconsumer.consumer.group.heartbeat import HeartbeatTimer
 from pyconsumer.consumer.group.membership import MembershipBase, MemberState
@@ -52,6 +53,7 @@ from pyconsumer.consumer.group.reconciliation import (
     assignment_from_response,
     plan,
 )
+from pyconsumer.consumer.group.seams import GroupCoordinator
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
     CommitFailedError,
@@ -76,7 +78,7 @@ NO_CONSUMER_PROTOCOL = (
 
 
 class ConsumerProtocolMembership(MembershipBase):
-    def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
+    def __init__(self, coordinator: GroupCoordinator, client: NetworkClient,
                  config: ConsumerConfig, subscriptions: SubscriptionState,
                  on_unassigned: Callable[[set[TopicPartition]], None],
                  consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
@@ -137,11 +139,11 @@ class ConsumerProtocolMembership(MembershipBase):
         self.timer.next_due = 0.0
         if self.state is MemberState.UNSUBSCRIBED:
             log.info("group %s: joining with the consumer protocol as member %s",
-                     self.coordinator.group_id, self.member_id)
+                     self.group_id, self.member_id)
 
     def request_rejoin(self, reason: str) -> None:
         log.warning("group %s: enforce_rebalance(%s) has no effect with group.protocol=consumer: "
-                    "the broker decides when to reassign", self.coordinator.group_id, reason)
+                    "the broker decides when to reassign", self.group_id, reason)
 
     def check_metadata(self) -> None:
         """A regular expression is the broker's to evaluate; locally it only names the
@@ -174,7 +176,7 @@ class ConsumerProtocolMembership(MembershipBase):
         return self.state is MemberState.STABLE and not self.attention()
 
     def _join(self, reason: str) -> None:
-        log.info("group %s: member %s joins (epoch 0): %s", self.coordinator.group_id,
+        log.info("group %s: member %s joins (epoch 0): %s", self.group_id,
                  self.member_id, reason)
         self._start_over(MemberState.JOINING)
         self._first_reconciliation = True
@@ -188,7 +190,7 @@ class ConsumerProtocolMembership(MembershipBase):
         self._owned_by_id = {}
         if not lost:
             return
-        log.info("group %s: partitions lost (%s): %s", self.coordinator.group_id,
+        log.info("group %s: partitions lost (%s): %s", self.group_id,
                  self._lost_reason, sorted(map(str, lost)))
         self.subscriptions.assign_from_subscribed([])
         self.on_unassigned(lost)
@@ -217,7 +219,7 @@ class ConsumerProtocolMembership(MembershipBase):
             # ids of topics the metadata does not know yet: reconcile the rest now, these
             # once the metadata names them
             log.info("group %s: assignment names topic ids not in the metadata yet: %s",
-                     self.coordinator.group_id, sorted(map(str, r.unresolved)))
+                     self.group_id, sorted(map(str, r.unresolved)))
             self._unresolved_seen = metadata_version
             self.client.metadata.request_update()
         else:
@@ -228,7 +230,7 @@ class ConsumerProtocolMembership(MembershipBase):
             return
         self._first_reconciliation = False
         log.info("group %s: member %s epoch %d reconciles: revoke %s, add %s",
-                 self.coordinator.group_id, self.member_id, self.member_epoch,
+                 self.group_id, self.member_id, self.member_epoch,
                  sorted(map(str, r.revoked)), sorted(map(str, r.added)))
         if r.revoked:
             if self.config.enable_auto_commit:
@@ -237,7 +239,7 @@ class ConsumerProtocolMembership(MembershipBase):
                         self.config.default_api_timeout_ms))
                 except KafkaError as e:
                     log.warning("group %s: commit before revoking %s failed: %s",
-                                self.coordinator.group_id, sorted(map(str, r.revoked)), e)
+                                self.group_id, sorted(map(str, r.revoked)), e)
             kept = [tp for tp in self.subscriptions.assigned_partitions() if tp not in r.revoked]
             self.subscriptions.assign_from_subscribed(kept)
             self.on_unassigned(set(r.revoked))
@@ -268,14 +270,14 @@ class ConsumerProtocolMembership(MembershipBase):
             return
         raise CommitFailedError(
             f"Offset commit cannot be completed since the consumer is not part of an active "
-            f"group {self.coordinator.group_id} (member {self.member_id}, state "
+            f"group {self.group_id} (member {self.member_id}, state "
             f"{self.state.value}{': ' + self._lost_reason if self._lost_reason else ''}); the "
             "offsets were not committed")
 
     def on_group_error(self, action: GroupAction, err: KafkaError) -> None:
         """A commit's answer: the heartbeat is the authority on membership, so a stale epoch
         or an unknown member here only fails the commit (CommitFailedError)."""
-        log.debug("group %s: commit answered %s (%s)", self.coordinator.group_id, err,
+        log.debug("group %s: commit answered %s (%s)", self.group_id, err,
                   action.value)
 
     def on_coordinator_found(self) -> None:
@@ -297,7 +299,7 @@ class ConsumerProtocolMembership(MembershipBase):
         if self.state is MemberState.STABLE and timer.poll_timeout_expired(now):
             log.warning("group %s: consumer poll timeout has expired: poll() was not called "
                         "within max.poll.interval.ms=%d; leaving the group, its partitions "
-                        "are lost", coordinator.group_id, self.config.max_poll_interval_ms)
+                        "are lost", self.group_id, self.config.max_poll_interval_ms)
             self._send_leave()
             self._lose(MemberState.STALE, "max.poll.interval.ms exceeded")
             return None
@@ -312,18 +314,16 @@ class ConsumerProtocolMembership(MembershipBase):
     def _body(self, epoch: int) -> dict[str, Any]:
         sub = self.subscriptions
         return self.fields.build(
-            group_id=self.coordinator.group_id, member_id=self.member_id, member_epoch=epoch,
-            instance_id=self.coordinator.group_instance_id, rack_id=self.config.client_rack,
+            group_id=self.group_id, member_id=self.member_id, member_epoch=epoch,
+            instance_id=self.group_instance_id, rack_id=self.config.client_rack,
             rebalance_timeout_ms=self.config.max_poll_interval_ms,
             topics=() if sub.pattern is not None else sub.subscription,
             regex=sub.pattern.pattern if sub.pattern is not None else None,
             server_assignor=self.config.group_remote_assignor, owned=self._owned_by_id)
 
     def _send_heartbeat(self, now: float) -> None:
-        body = self._body(self.member_epoch)
-        assert self.coordinator.coordinator is not None
-        fut = self.client.send(self.coordinator.coordinator, ApiKey.CONSUMER_GROUP_HEARTBEAT,
-                               body)
+        fut = self.coordinator.send(ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                                    self._body(self.member_epoch))
         self.timer.sent(now)
         self.coordinator.metrics.heartbeat_sent(fut)
         incarnation = self._incarnation
@@ -344,7 +344,7 @@ class ConsumerProtocolMembership(MembershipBase):
             elif isinstance(err, KafkaError) and err.retriable:
                 self.coordinator.mark_coordinator_unknown(f"heartbeat failed: {err}")
             else:
-                log.warning("group %s: heartbeat failed: %s", self.coordinator.group_id, err)
+                log.warning("group %s: heartbeat failed: %s", self.group_id, err)
             return
         self.timer.received(now)
         assert fut.value is not None
@@ -363,17 +363,16 @@ class ConsumerProtocolMembership(MembershipBase):
                 self.timer.next_due += interval / 1000.0 - self.timer.interval
             self.timer.interval = interval / 1000.0
         if self.state is MemberState.JOINING:
-            log.info("group %s: member %s joined at epoch %d", self.coordinator.group_id,
+            log.info("group %s: member %s joined at epoch %d", self.group_id,
                      self.member_id, self.member_epoch)
             self.state = MemberState.STABLE
-        self.coordinator.generation = self.member_epoch
-        self.coordinator.member_id = self.member_id
+        self.notify_epoch_change(self.member_epoch, self.member_id)
         if (assignment := body["assignment"]) is not None:
             self._target = assignment_from_response(assignment)
             self._target_version += 1
 
     def _on_heartbeat_error(self, code: int, message: str | None, now: float) -> None:
-        group = self.coordinator.group_id
+        group = self.group_id
         action = classify(ApiKey.CONSUMER_GROUP_HEARTBEAT, code)
         err = error_for_code(code, f"ConsumerGroupHeartbeat of member {self.member_id} in "
                              f"group {group}" + (f": {message}" if message else ""))
@@ -400,11 +399,10 @@ class ConsumerProtocolMembership(MembershipBase):
         self._incarnation += 1
         self._lost_reason = reason
         self.member_epoch = JOIN_EPOCH
-        self.coordinator.generation = -1
-        self.coordinator.member_id = ""
+        self.notify_no_generation()
 
     def _set_fatal(self, err: KafkaError) -> None:
-        log.error("group %s: %s", self.coordinator.group_id, err)
+        log.error("group %s: %s", self.group_id, err)
         self._fatal = err
         self.state = MemberState.FATAL
 
@@ -413,12 +411,11 @@ class ConsumerProtocolMembership(MembershipBase):
     def _send_leave(self, deadline: float | None = None) -> None:
         if self.coordinator.coordinator_unknown():
             return
-        epoch = LEAVE_STATIC_EPOCH if self.coordinator.group_instance_id else LEAVE_EPOCH
-        body = {"group_id": self.coordinator.group_id, "member_id": self.member_id,
-                "member_epoch": epoch, "instance_id": self.coordinator.group_instance_id}
-        assert self.coordinator.coordinator is not None
-        fut = self.client.send(self.coordinator.coordinator, ApiKey.CONSUMER_GROUP_HEARTBEAT,
-                               body)
+        epoch = LEAVE_STATIC_EPOCH if self.group_instance_id else LEAVE_EPOCH
+        # the fields a leave does not need are left out (sent as their defaults)
+        body: dict[str, object] = {"group_id": self.group_id, "member_id": self.member_id,
+                                   "member_epoch": epoch, "instance_id": self.group_instance_id}
+        fut = self.coordinator.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
         fut.add_callback(lambda f: None, any_thread=True)
         if deadline is not None:
             self.client.poll(timeout_ms=remaining_ms(deadline), future=fut, wakeup=False)
@@ -426,7 +423,7 @@ class ConsumerProtocolMembership(MembershipBase):
     def maybe_leave(self, reason: str, deadline: float | None = None) -> None:
         """Leave the group (epoch -1; a static member -2, which keeps its assignment at the
         broker until it returns or its session ends). The caller has revoked the partitions."""
-        log.info("group %s: member %s leaves: %s", self.coordinator.group_id, self.member_id,
+        log.info("group %s: member %s leaves: %s", self.group_id, self.member_id,
                  reason)
         if self.state in (MemberState.JOINING, MemberState.STABLE):
             # Java's LEAVING: the heartbeat thread sends no more, and the answer to one it
@@ -445,8 +442,7 @@ class ConsumerProtocolMembership(MembershipBase):
         self.state = state
         self._incarnation += 1
         self.member_epoch = JOIN_EPOCH
-        self.coordinator.generation = -1
-        self.coordinator.member_id = ""
+        self.notify_no_generation()
         self._target = None
         self._reconciled_version = self._target_version
 

@@ -12,10 +12,14 @@ Java's ``ConsumerCoordinator`` (offset part) over ``AbstractCoordinator`` (disco
   retries until a deadline, or asynchronous with a callback run from poll()/commit(), in order;
 * auto-commit every auto.commit.interval.ms from poll(), and once more on close.
 
-The group membership builds on this class and is attached to it once (:meth:`attach`, a
-:class:`~pyconsumer.consumer.group.membership.Membership`): it sets ``generation`` and
-``member_id``, says whether a commit may be made now and hears what commits' answers say
-about the generation.
+The group membership is attached once (:meth:`attach`, seen here only as a
+:class:`~pyconsumer.consumer.group.seams.GroupMember`): it owns the member's identity, and
+this coordinator registers with it as its
+:class:`~pyconsumer.consumer.group.seams.MemberStateListener` to hear the generation or member
+epoch and member id commits carry (Java's commit manager hears the membership manager the
+same way); it says whether a commit may be made now and hears what commits' answers say about
+the generation. The membership sees this class as a
+:class:`~pyconsumer.consumer.group.seams.GroupCoordinator`.
 """
 from __future__ import annotations
 
@@ -23,12 +27,17 @@ import collections
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.consumer.group.errors import GroupAction, classify
-from pyconsumer.consumer.group.membership import Membership
+from pyconsumer.consumer.group.seams import (
+    NO_GENERATION,
+    NO_MEMBER_ID,
+    GroupMember,
+    GroupRequest,
+)
 from pyconsumer.consumer.partition_errors import PartitionAction
 from pyconsumer.consumer.partition_errors import classify as partition_action
 from pyconsumer.errors import (
@@ -43,7 +52,7 @@ from pyconsumer.errors import (
 )
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.net.client import NetworkClient
-from pyconsumer.net.connection import Response
+from pyconsumer.net.connection import RequestBody, Response
 from pyconsumer.net.deadline import Retry, remaining_ms, retry_until
 from pyconsumer.net.future import Future
 from pyconsumer.net.responses import body_of
@@ -53,7 +62,12 @@ from pyconsumer.structs import BrokerInfo, OffsetAndMetadata, TopicPartition
 if TYPE_CHECKING:
     from pyconsumer.protocol.bodies import (
         Coordinator,
+        FindCoordinatorRequest,
         FindCoordinatorResponse,
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetFetchRequest,
+        OffsetFetchRequestTopics,
         OffsetFetchResponseTopic,
         OffsetFetchResponseTopics,
     )
@@ -61,6 +75,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COORDINATOR_ID_BASE = 2**31 - 1
+
+
+def _wire(body: object) -> RequestBody:
+    """A typed body (or a function of the version returning one) as the network client
+    takes it: a TypedDict is the plain dict the encoder reads."""
+    return cast("RequestBody", body)
+
 
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], KafkaError | None], Any]
 
@@ -75,9 +96,9 @@ class ConsumerCoordinator:
         self.config = config
         self.subscriptions = subscriptions
         self.group_id: str = config.group_id
-        self.group_instance_id: str | None = config.group_instance_id
-        self.generation = -1
-        self.member_id = ""
+        #: what commits carry: (generation or member epoch, member id), as the membership
+        #: last said (one tuple: read whole from any thread)
+        self._commit_identity: tuple[int, str] = (NO_GENERATION, NO_MEMBER_ID)
         self.coordinator: int | None = None
         self._find: Future[Response] | None = None
         self._last_find_error: KafkaError | None = None
@@ -90,15 +111,27 @@ class ConsumerCoordinator:
         self._next_auto_commit = time.monotonic() + interval
         #: the group membership (attach()): asked before a commit, told what group answers
         #: say about the generation and when the coordinator was found
-        self._membership: Membership | None = None
+        self._membership: GroupMember | None = None
         #: the interceptors' on_commit: hears the offsets of every successful commit
         self.on_commit: Callable[[dict[TopicPartition, OffsetAndMetadata]], None] | None = None
 
-    def attach(self, membership: Membership) -> None:
-        """The membership this coordinator serves; set once, before any request."""
+    def attach(self, membership: GroupMember) -> None:
+        """The membership this coordinator serves; set once, before any request. The
+        coordinator hears the membership's identity change from then on."""
         if self._membership is not None:
             raise ValueError(f"group {self.group_id}: the coordinator already has a membership")
         self._membership = membership
+        membership.register_state_listener(self)
+
+    def on_member_epoch_updated(self, epoch: int, member_id: str) -> None:
+        """The membership's :class:`~pyconsumer.consumer.group.seams.MemberStateListener`:
+        commits carry ``epoch`` and ``member_id`` from now on."""
+        self._commit_identity = (epoch, member_id)
+
+    @property
+    def group_instance_id(self) -> str | None:
+        return self._membership.group_instance_id if self._membership is not None \
+            else self.config.group_instance_id
 
     def check_can_commit(self) -> None:
         """Raises when a commit cannot be made now (the membership says why)."""
@@ -142,12 +175,12 @@ class ConsumerCoordinator:
             return fut
         group = self.group_id
 
-        def body(version: int) -> dict[str, Any]:
+        def body(version: int) -> FindCoordinatorRequest:
             if version >= 4:
                 return {"key_type": 0, "coordinator_keys": [group]}
             return {"key": group, "key_type": 0}
 
-        self._find = self.client.send(node, ApiKey.FIND_COORDINATOR, body)
+        self._find = self.client.send(node, ApiKey.FIND_COORDINATOR, _wire(body))
         self._find.add_callback(self._on_find, any_thread=True)
         return self._find
 
@@ -226,14 +259,20 @@ class ConsumerCoordinator:
 
     # ------------------------------------------------------------------ one request, retried
 
-    def _call(self, api: ApiKey, body: Callable[[int], dict[str, Any]],
+    def send(self, api: ApiKey, body: GroupRequest | Callable[[int], GroupRequest],
+             timeout_ms: float | None = None) -> Future[Response]:
+        """Send to the coordinator, which must be known (the membership's requests)."""
+        assert self.coordinator is not None
+        return self.client.send(self.coordinator, api, _wire(body), timeout_ms=timeout_ms)
+
+    def _call(self, api: ApiKey, body: Callable[[int], OffsetCommitRequest | OffsetFetchRequest],
               parse: Callable[[Response], Any], deadline: float, what: str) -> Any:
         """Send to the coordinator and parse, retrying retriable outcomes until ``deadline``."""
         def attempt() -> Any:
             if not self.ensure_coordinator_ready(deadline):
                 raise Retry(self._last_find_error)
             assert self.coordinator is not None
-            fut = self.client.send(self.coordinator, api, body)
+            fut = self.client.send(self.coordinator, api, _wire(body))
             if api == ApiKey.OFFSET_COMMIT:
                 self.metrics.commit_sent(fut)
             self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
@@ -293,11 +332,13 @@ class ConsumerCoordinator:
             by_topic[tp.topic].append(tp.partition)
         group = self.group_id
 
-        def body(version: int) -> dict[str, Any]:
-            topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+        def body(version: int) -> OffsetFetchRequest:
             if version >= 8:
+                topics: list[OffsetFetchRequestTopics] = [
+                    {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
                 return {"groups": [{"group_id": group, "topics": topics}], "require_stable": True}
-            return {"group_id": group, "topics": topics, "require_stable": True}
+            return {"group_id": group, "require_stable": True,
+                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
 
         def parse(resp: Response) -> dict[TopicPartition, OffsetAndMetadata | None]:
             body = body_of(resp, ApiKey.OFFSET_FETCH)
@@ -345,22 +386,24 @@ class ConsumerCoordinator:
     # ------------------------------------------------------------------ commits
 
     def _commit_request(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
-                        ) -> tuple[Callable[[int], dict[str, Any]], Callable[[Response], None]]:
+                        ) -> tuple[Callable[[int], OffsetCommitRequest],
+                                   Callable[[Response], None]]:
         """The OffsetCommit body (a function of the version) and its parser. The generation
         (the member epoch with the consumer protocol) is the one of the moment the commit was
         asked for; a STALE_MEMBER_EPOCH answer while a heartbeat brought the member a newer
         epoch (its acknowledgement crossed the commit) is retried at once with the new one, as
         Java does: the member still owns what it commits."""
-        by_topic: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+        by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, om in offsets.items():
             by_topic[tp.topic].append({
                 "partition_index": tp.partition, "committed_offset": om.offset,
                 "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
                 "commit_timestamp": -1, "committed_metadata": om.metadata})
-        member, instance = self.member_id, self.group_instance_id
-        sent = [self.generation]
+        generation, member = self._commit_identity
+        instance = self.group_instance_id
+        sent = [generation]
 
-        def body(version: int) -> dict[str, Any]:
+        def body(version: int) -> OffsetCommitRequest:
             return {"group_id": self.group_id, "generation_id_or_member_epoch": sent[0],
                     "member_id": member, "group_instance_id": instance,
                     "retention_time_ms": -1,
@@ -370,7 +413,7 @@ class ConsumerCoordinator:
                 self._parse_commit(resp, sent[0])
             except Retry as r:
                 if getattr(r.error, "errno", None) == ErrorCode.STALE_MEMBER_EPOCH:
-                    sent[0] = self.generation
+                    sent[0] = self._commit_identity[0]
                 raise
         return body, parse
 
@@ -383,7 +426,7 @@ class ConsumerCoordinator:
                     continue
                 tp = TopicPartition(t["name"], p["partition_index"])
                 if code == ErrorCode.STALE_MEMBER_EPOCH and \
-                        0 < self.generation != sent_generation:
+                        0 < self._commit_identity[0] != sent_generation:
                     err = error_for_code(code, f"committing {tp} at member epoch "
                                          f"{sent_generation}")
                     raise Retry(err, backoff=False)
@@ -438,7 +481,7 @@ class ConsumerCoordinator:
 
         def send() -> None:
             assert self.coordinator is not None
-            fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT, body)
+            fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT, _wire(body))
             self.metrics.commit_sent(fut)
             self._async_in_flight += 1
             fut.add_callback(done)

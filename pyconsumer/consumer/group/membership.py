@@ -5,26 +5,31 @@
 Two siblings implement it: :mod:`pyconsumer.consumer.group.classic` (JoinGroup/SyncGroup) and
 :mod:`pyconsumer.consumer.group.consumer_protocol` (KIP-848). Neither imports the other; the
 facade picks one by ``group.protocol`` and hands it to the coordinator with
-:meth:`~pyconsumer.consumer.group.coordinator.ConsumerCoordinator.attach`.
+:meth:`~pyconsumer.consumer.group.coordinator.ConsumerCoordinator.attach`. A membership owns
+the member's identity and sees the coordinator only as a
+:class:`~pyconsumer.consumer.group.seams.GroupCoordinator`; this module does not import the
+coordinator's.
 """
 from __future__ import annotations
 
 import enum
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.group.errors import GroupAction
 from pyconsumer.consumer.group.heartbeat import HeartbeatThread, HeartbeatTimer
+from pyconsumer.consumer.group.seams import (
+    NO_GENERATION,
+    NO_MEMBER_ID,
+    GroupCoordinator,
+    GroupMember,
+    MemberStateListener,
+)
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import KafkaError
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
-
-if TYPE_CHECKING:
-    # the coordinator types its collaborator with Membership: this module only names it
-    from pyconsumer.consumer.group.coordinator import ConsumerCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -48,21 +53,17 @@ class MemberState(enum.Enum):
 
 
 @runtime_checkable
-class Membership(Protocol):
+class Membership(GroupMember, Protocol):
     """A consumer's membership in its group, whichever the protocol.
 
     The facade subscribes, leaves and reports the generation through it; the poll loop
-    drives it (:meth:`check_metadata`, :meth:`ensure_active_group`); the coordinator asks it
-    before a commit and tells it what group answers said (:meth:`check_can_commit`,
-    :meth:`on_group_error`, :meth:`on_coordinator_found`)."""
+    drives it (:meth:`check_metadata`, :meth:`ensure_active_group`); the coordinator sees it
+    as a :class:`~pyconsumer.consumer.group.seams.GroupMember`: it reads the identity, hears
+    it change, asks before a commit and tells what group answers said."""
 
     #: the application's rebalance listener (None: none)
     listener: Any
 
-    @property
-    def generation(self) -> int: ...
-    @property
-    def member_id(self) -> str: ...
     @property
     def rejoin_needed(self) -> bool:
         """The application thread has group work to do in poll()."""
@@ -85,15 +86,6 @@ class Membership(Protocol):
     def start_heartbeat_thread(self) -> None: ...
     def stop_heartbeat_thread(self) -> None: ...
     def close(self) -> None: ...
-
-    # ------------------------------------------------------------------ the coordinator's side
-
-    def check_can_commit(self) -> None:
-        """Raise when a commit cannot be made now (not a stable member)."""
-    def on_group_error(self, action: GroupAction, err: KafkaError) -> None:
-        """What a group request's answer said about the membership (any thread)."""
-    def on_coordinator_found(self) -> None:
-        """The coordinator was found (any thread)."""
 
 
 class RebalanceListener(Protocol):
@@ -120,14 +112,18 @@ def call_listener(listener: Any, method: str, partitions: set[TopicPartition]) -
 
 
 class MembershipBase:
-    """What both group protocols' memberships share: the rebalance listener (run in the
-    application's thread with the client lock set aside), the fatal error raised from every
-    poll(), the heartbeat poll hook and the background heartbeat thread."""
+    """What both group protocols' memberships share: the group's identity and the listeners
+    that hear the member's epoch change, the rebalance listener (run in the application's
+    thread with the client lock set aside), the fatal error raised from every poll(), the
+    heartbeat poll hook and the background heartbeat thread."""
 
-    def __init__(self, coordinator: ConsumerCoordinator, client: NetworkClient,
+    def __init__(self, coordinator: GroupCoordinator, client: NetworkClient,
                  config: ConsumerConfig, subscriptions: SubscriptionState,
                  on_unassigned: Callable[[set[TopicPartition]], None],
                  consumed: Callable[[], dict[TopicPartition, OffsetAndMetadata]]) -> None:
+        assert config.group_id is not None
+        self.group_id: str = config.group_id
+        self.group_instance_id: str | None = config.group_instance_id
         self.coordinator = coordinator
         self.client = client
         self.config = config
@@ -137,6 +133,19 @@ class MembershipBase:
         self.listener: Any = None
         self._fatal: KafkaError | None = None  # raised from every poll() once set
         self._thread: HeartbeatThread | None = None
+        self._state_listeners: list[MemberStateListener] = []
+
+    def register_state_listener(self, listener: MemberStateListener) -> None:
+        self._state_listeners.append(listener)
+
+    def notify_epoch_change(self, epoch: int, member_id: str) -> None:
+        """Tell the listeners the generation or epoch and member id commits carry now
+        (``NO_GENERATION``, ``NO_MEMBER_ID``: none). Any thread."""
+        for listener in self._state_listeners:
+            listener.on_member_epoch_updated(epoch, member_id)
+
+    def notify_no_generation(self) -> None:
+        self.notify_epoch_change(NO_GENERATION, NO_MEMBER_ID)
 
     #: set by each membership (the heartbeat interval is its protocol's)
     timer: HeartbeatTimer
@@ -161,7 +170,7 @@ class MembershipBase:
 
     def start_heartbeat_thread(self) -> None:
         if self._thread is None:
-            self._thread = HeartbeatThread(self.client, self.coordinator.group_id)
+            self._thread = HeartbeatThread(self.client, self.group_id)
             self._thread.start()
 
     def stop_heartbeat_thread(self) -> None:
