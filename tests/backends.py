@@ -15,6 +15,10 @@ Capabilities
 - ``groups_classic``: JoinGroup/SyncGroup groups; ``groups_consumer``: KIP-848 heartbeats.
 - ``fetch_sessions``: a real (non-zero) fetch session id.
 - ``fetch_limits``: responses honour ``max.partition.fetch.bytes`` (Tansu sends 5 MB).
+
+Answers a test broker gives where Apache Kafka would not, and that the consumer raises from
+poll() as Java's does before it carries on, are named here too (:func:`broker_quirk`): a
+scenario's polling loop may go on after one of them, and after nothing else.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from pyconsumer.errors import ErrorCode, KafkaError
 from pyconsumer.structs import TopicPartition
 from pyconsumer.testing import KafkaCluster, MissingToolError, NotOurCluster, TestRecord, produce
 
@@ -107,6 +112,15 @@ CAPABILITIES: dict[str, frozenset[str]] = {
     FAKE: frozenset({"codecs", "headers", "list_offsets", "commit", "commit_metadata", "groups_classic",
                      "groups_consumer", "fetch_sessions", "fetch_limits"}),
 }
+
+def broker_quirk(error: BaseException) -> bool:
+    """An error poll() raised that only a test broker's quirk causes. librdkafka's mock
+    completes a classic group's sync on the leader's SyncGroup and answers a follower's that
+    arrives after it with INVALID_REQUEST (Kafka answers it with the assignment): Java raises
+    that from poll(), and the member rejoins at the next one."""
+    return (isinstance(error, KafkaError) and getattr(error, "errno", None) == ErrorCode.INVALID_REQUEST
+            and "SyncGroup" in str(error))
+
 
 # short group timers: a classic group forms in seconds on every backend (Tansu waits about
 # half the session timeout)

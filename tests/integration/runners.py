@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from pyconsumer import ConsumerRecord, KafkaConsumer, TopicPartition
-from pyconsumer.errors import CommitFailedError, RebalanceInProgressError
+from pyconsumer.errors import CommitFailedError, KafkaError, RebalanceInProgressError
+from tests.backends import broker_quirk
 
 
 def tps(topic: str, n: int) -> set[TopicPartition]:
@@ -28,6 +29,7 @@ class Runner:
         self.errors: list[BaseException] = []
         self.assignment: set[TopicPartition] = set()
         self.commit_failures: list[BaseException] = []
+        self.quirks: list[KafkaError] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -36,7 +38,13 @@ class Runner:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                got = self.consumer.poll(timeout_ms=100)
+                try:
+                    got = self.consumer.poll(timeout_ms=100)
+                except KafkaError as e:
+                    if not broker_quirk(e):
+                        raise
+                    self.quirks.append(e)          # a test broker's: the next poll() rejoins
+                    continue
                 for tp, recs in got.items():
                     self.records += [(tp, r.offset) for r in recs]
                 if got and self.commit:

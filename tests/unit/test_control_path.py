@@ -91,7 +91,7 @@ def test_poll_timeout_counts_from_the_last_poll() -> None:
     (ApiKey.JOIN_GROUP, ErrorCode.UNKNOWN_MEMBER_ID, GroupAction.LOST),
     (ApiKey.SYNC_GROUP, ErrorCode.REBALANCE_IN_PROGRESS, GroupAction.REJOIN),
     (ApiKey.SYNC_GROUP, ErrorCode.FENCED_INSTANCE_ID, GroupAction.FATAL),
-    (ApiKey.SYNC_GROUP, ErrorCode.INVALID_REQUEST, GroupAction.REJOIN),     # the mock's late sync
+    (ApiKey.SYNC_GROUP, ErrorCode.INVALID_REQUEST, GroupAction.FATAL),      # raised, as Java
     (ApiKey.JOIN_GROUP, ErrorCode.INVALID_REQUEST, GroupAction.FATAL),
     (ApiKey.SYNC_GROUP, ErrorCode.MEMBER_ID_REQUIRED, GroupAction.FATAL),   # only a join asks
     (ApiKey.OFFSET_COMMIT, ErrorCode.REBALANCE_IN_PROGRESS, GroupAction.REJOIN),

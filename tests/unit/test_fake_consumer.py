@@ -10,9 +10,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 
 from pyconsumer import KafkaConsumer
-from pyconsumer.errors import ErrorCode
+from pyconsumer.errors import ErrorCode, KafkaError
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 
@@ -354,14 +355,20 @@ def test_committed_offset_past_a_truncation_is_validated(
     assert cluster.requests_of(ApiKey.OFFSET_FOR_LEADER_EPOCH)
 
 
-def test_a_sync_answered_invalid_request_rejoins(make_cluster: Callable[..., FakeCluster]) -> None:
-    # librdkafka's mock answers a SyncGroup that comes after the group went stable with
-    # INVALID_REQUEST (a slow follower): the member rejoins and gets its partitions
+def test_a_sync_answered_invalid_request_is_raised_then_the_member_rejoins(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    # as Java: an unexpected SyncGroup error is raised from poll(), and the member, still
+    # needing to rejoin, joins again at the next poll() and gets its partitions (librdkafka's
+    # mock answers a follower's late SyncGroup this way: tests/backends.py names it)
     cluster = make_cluster(1, topics={"t": 2})
     expected = {TP("t", p): produce(cluster, "t", p, 3) for p in range(2)}
     cluster.inject(ApiKey.SYNC_GROUP, ErrorCode.INVALID_REQUEST, count=1)
     with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g-sync",
                        enable_auto_commit=False, **FAST) as c:
+        deadline = time.monotonic() + 5.0
+        with pytest.raises(KafkaError, match="INVALID_REQUEST"):
+            while time.monotonic() < deadline:
+                assert c.poll(50) == {}
         assert consume(c, {tp: len(v) for tp, v in expected.items()}) == expected
         assert c.assignment() == set(expected)
     syncs = cluster.requests_of(ApiKey.SYNC_GROUP)

@@ -52,13 +52,6 @@ _BY_API: dict[ApiKey, dict[int, GroupAction]] = {
         # a JoinGroup that timed out at the broker is answered by rejoining, not by moving
         ErrorCode.REQUEST_TIMED_OUT: GroupAction.RETRY,
     },
-    ApiKey.SYNC_GROUP: {
-        # librdkafka's mock answers a SyncGroup that arrives after the group became stable
-        # (a follower slower than the leader) with INVALID_REQUEST, where a broker would give
-        # the assignment; rejoining is the way to get it (librdkafka rejoins on any SyncGroup
-        # error; Java would raise it)
-        ErrorCode.INVALID_REQUEST: GroupAction.REJOIN,
-    },
     ApiKey.OFFSET_COMMIT: {
         ErrorCode.REQUEST_TIMED_OUT: GroupAction.COORDINATOR_MOVED,
     },

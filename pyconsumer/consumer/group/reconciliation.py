@@ -11,7 +11,8 @@ means for the member, and what the next ConsumerGroupHeartbeat must carry. No I/
 * A heartbeat carries only what changed since the last one the broker answered (Java's
   ``HeartbeatState``): everything when joining or after a failed heartbeat, the owned partitions
   once a reconciliation completed (the acknowledgement), the subscription after it changed.
-  Subscribed names and regex always travel together (librdkafka's mock requires it).
+  Subscribed names and regex always travel together (the regex empty without a pattern):
+  a broker never sees one of them change alone.
 """
 from __future__ import annotations
 
