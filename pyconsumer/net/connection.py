@@ -45,7 +45,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from pyconsumer import protocol
@@ -146,8 +146,9 @@ class Response(NamedTuple):
     body: dict[str, Any]
 
 
-#: a request body, or a function of the version (chosen when the request is sent) giving one
-RequestBody = dict[str, Any] | Callable[[int], dict[str, Any]]
+#: a request body (a dict, or a TypedDict of protocol.bodies), or a function of the version
+#: (chosen when the request is sent) giving one
+RequestBody = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 
 
 class _Request:

@@ -29,7 +29,12 @@ it is valid (an OFFSET_OUT_OF_RANGE from the replica is not acted on until the l
 too).
 
 Every answered partition's record set is indexed here, once (:class:`RecordSetIndex`): the
-buffer, the cursor and the metrics read it instead of walking the bytes again.
+buffer, the cursor and the metrics read it instead of walking the bytes again. The one-pass
+decoder hands its indexes over in response order; each is taken with its topic and partition
+as the response is walked, kept only if it is of that partition's record set (else the set is
+indexed again), and travels with the partition from there. An answered partition the request
+did not list is ignored (a debug line); one it listed that the answer leaves out has no data
+this time and is asked for again.
 
 Per-partition cost (issue 26): the poll()s between two responses ask only whether every
 fetch node is busy (the nodes of the fetchable partitions are kept until the metadata, the
@@ -47,8 +52,8 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, cast
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch import decode
@@ -105,6 +110,36 @@ def _entry_packer(codec: StructCodec) -> Callable[..., Encoded | None] | None:
     """The packer of a Fetch version's partition entry from its fields' values (None: a
     version whose entry lacks one of them, encoded from the dict as before)."""
     return struct_packer(codec, _ENTRY_FIELDS)
+
+
+#: one answered partition that was asked for: its part of the response, the index of its
+#: record set, and what its request asked
+Answered = tuple[TopicPartition, "bodies.PartitionData", RecordSetIndex, PartitionData]
+
+
+def _decoder_indexes(body: bodies.FetchResponse) -> list[RecordSetIndex] | None:
+    """The indexes the one-pass decoder built as it walked the response, one per partition in
+    response order (protocol.decode_response), if it gave exactly one per partition; None
+    otherwise (a body from elsewhere: each record set is indexed here)."""
+    indexes: list[RecordSetIndex] | None = getattr(body, "indexes", None)
+    if indexes is None or len(indexes) != sum(len(t["partitions"]) for t in body["responses"]):
+        return None
+    return indexes
+
+
+def _topics_with_indexes(body: bodies.FetchResponse, indexes: list[RecordSetIndex] | None
+                         ) -> Iterator[tuple[bodies.FetchableTopicResponse,
+                                             Sequence[RecordSetIndex | None]]]:
+    """Each topic of the response with the decoder's indexes of its partitions (None each,
+    without them): an index travels with its topic and partition from here on."""
+    k = 0
+    for t in body["responses"]:
+        n = len(t["partitions"])
+        if indexes is None:
+            yield t, (None,) * n
+        else:
+            yield t, indexes[k:k + n]
+            k += n
 
 
 class FetchRequests:
@@ -608,10 +643,13 @@ class FetchRequests:
         fut.add_callback(lambda f: self._on_response(f, node, data))
 
     def _request_body(self, data: FetchRequestData, version: int, max_bytes: int,
-                      max_wait_ms: int | None = None) -> dict[str, Any]:
-        """The Fetch body for ``data`` at ``version`` (chosen when it goes on the wire)."""
+                      max_wait_ms: int | None = None) -> bodies.FetchRequest:
+        """The Fetch body for ``data`` at ``version`` (chosen when it goes on the wire). A
+        partition entry, or a topic's whole array of them, may be an :class:`Encoded` standing
+        in for the struct (written as is): the TypedDict's lists are cast to say so."""
         config = self.config
-        topics: dict[str, tuple[uuid.UUID, Any]] = {}
+        topics: dict[str, tuple[uuid.UUID, list[bodies.FetchPartition | Encoded]]] = {}
+        arrays: dict[str, tuple[uuid.UUID, Encoded]] = {}
         codec = request_struct(ApiKey.FETCH, version, ("topics", "partitions")) \
             if self.encode_template else None
         pack = None if codec is None else _entry_packer(codec)
@@ -621,7 +659,7 @@ class FetchRequests:
             encoded = self._encoded = {tp: e for tp, e in encoded.items()
                                        if self.subscriptions.is_assigned(tp)}
         for tp, p in data.partitions_at(version).items():
-            entry: dict[str, Any] | Encoded | None = None
+            entry: bodies.FetchPartition | Encoded | None = None
             if codec is not None:
                 key = (version, p.fetch_offset, p.current_leader_epoch, p.max_bytes)
                 kept = encoded.get(tp)
@@ -649,8 +687,12 @@ class FetchRequests:
                 forgotten.setdefault((tp.topic, topic_id), []).append(tp.partition)
         if codec is not None:      # every entry encoded: each topic's array goes as one
             flexible = is_flexible(ApiKey.FETCH, version)
-            topics = {name: (topic_id, encoded_array(entries, flexible))
+            arrays = {name: (topic_id, encoded_array(cast("list[Encoded]", entries), flexible))
                       for name, (topic_id, entries) in topics.items()}
+        listed_topics: list[bodies.FetchTopic] = [
+            {"topic": name, "topic_id": topic_id,
+             "partitions": cast("list[bodies.FetchPartition]", ps)}
+            for name, (topic_id, ps) in (arrays.items() if codec is not None else topics.items())]
         return {
             "replica_id": -1,
             "max_wait_ms": config.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms,
@@ -659,8 +701,7 @@ class FetchRequests:
             "isolation_level": 1 if self._read_committed else 0,
             "session_id": data.metadata.session_id,
             "session_epoch": data.metadata.epoch,
-            "topics": [{"topic": name, "topic_id": topic_id, "partitions": ps}
-                       for name, (topic_id, ps) in topics.items()],
+            "topics": listed_topics,
             "forgotten_topics_data": [{"topic": name, "topic_id": topic_id, "partitions": ps}
                                       for (name, topic_id), ps in forgotten.items()],
             "rack_id": config.client_rack or "",
@@ -682,89 +723,92 @@ class FetchRequests:
         body = body_of(response, ApiKey.FETCH)
         code = body.get("error_code", 0)
         by_name = response.version <= _LAST_VERSION_BY_NAME
-        parts: list[tuple[TopicPartition, bodies.PartitionData, RecordSetIndex]] = []
+        parts: list[Answered] = []
+        named: set[TopicPartition] = set()
         topic_bytes: list[tuple[str | None, int]] = []
         unknown_ids = 0
-        # the decoder's indexes, one per partition in order, built as it walked the response
-        # (protocol.decode_response; a body from elsewhere has none: indexed here)
-        indexes: list[RecordSetIndex] | None = getattr(body, "indexes", None)
-        k = 0
+        indexes = _decoder_indexes(body)
         session_partitions = data.session_partitions
-        asks: list[PartitionData | None] = []          # what was asked of each of parts
-        for t in body["responses"]:
+        for t, topic_indexes in _topics_with_indexes(body, indexes):
             name = t["topic"] if by_name else data.topic_names.get(t["topic_id"])
             known = None if name is None else self._partitions_of(name)
             size = 0
-            for p in t["partitions"]:
+            for p, index in zip(t["partitions"], topic_indexes):
                 # each partition's record set indexed once: the bytes counted here, the end
                 # and bound for the buffer, the batches for its cursor
-                named = None
+                at: TopicPartition | None = None
                 if known is not None:
                     i = p["partition_index"]
-                    named = known.get(i)
-                    if named is None:                 # not assigned: made once and kept
+                    at = known.get(i)
+                    if at is None:                    # not assigned: made once and kept
                         assert name is not None
-                        named = known[i] = TopicPartition(name, i)
-                asked = None if named is None else session_partitions.get(named)
+                        at = known[i] = TopicPartition(name, i)
+                asked = None if at is None else session_partitions.get(at)
                 offset = 0 if asked is None else asked.fetch_offset
-                if indexes is None:
-                    index = RecordSetIndex(p.get("records"), offset)
-                else:
-                    index = indexes[k]
-                    k += 1
-                    if offset:                 # built at offset 0: judged again from its entries
-                        index.set_fetch_offset(offset)
+                records = p.get("records")
+                if index is None or index.size != (0 if records is None else len(records)):
+                    # no index from the decoder, or not this record set's: indexed here
+                    index = RecordSetIndex(records, offset)
+                elif offset:                   # built at offset 0: judged again from its entries
+                    index.set_fetch_offset(offset)
                 size += index.size
-                if named is not None:
-                    parts.append((named, p, index))
-                    asks.append(asked)
+                if at is None:
+                    continue
+                named.add(at)
+                if asked is None:
+                    # the request did not list it (Java refuses such an answer): no data
+                    log.debug("fetch from node %d answered %s, which it did not ask for: "
+                              "ignored", node, at)
+                    continue
+                parts.append((at, p, index, asked))
             topic_bytes.append((name, size))
             if name is None:
                 unknown_ids += 1
         if not code:
             self.metrics.fetch_answered(node, topic_bytes)
         if handler is None or not handler.handle_response(
-                code, body.get("session_id", 0), {tp for tp, _, _ in parts}, unknown_ids):
+                code, body.get("session_id", 0), named, unknown_ids):
             if code and code not in _SESSION_ERRORS:
                 log.warning("fetch from node %d: %s", node, error_for_code(code))
                 self.client.metadata.request_update()
             return
+        # a partition asked for but not answered has no data this time (a full fetch) or
+        # none new (a session's incremental answer leaves out what did not change): its next
+        # fetch asks again
         self._check_ahead(parts)
         apply_answer = self.buffer.apply_answer
         empty_at, lagging, touched = self._empty_at, self._lagging, self._touched
-        for (tp, p, index), asked in zip(parts, asks):
-            if asked is not None:     # an incremental answer leaves out what did not change
-                if not p["error_code"] and not p.get("records"):
-                    # nothing to hand out: take its news now rather than queue it behind
-                    # other partitions' data, where it would keep its partition from being
-                    # fetched again until that data drained (brokers that cap a response
-                    # answer the partitions past the cap this way)
-                    st = apply_answer(tp, asked.fetch_offset, p)
-                    empty_at[tp] = asked.fetch_offset
-                    if st is None:               # stale: judged from its state as it is
-                        st = self.subscriptions.state_or_none(tp)
-                    if st is not None:           # its high watermark may have moved
-                        # it may lag now, or be caught up (then dropped from _lagging
-                        # unless touched: data it holds may still move it)
-                        hw, position = st.high_watermark, st.position
-                        if hw is None or hw < 0 or position is None or position.offset < hw:
-                            lagging[tp] = None
-                        elif tp not in touched:
-                            lagging.pop(tp, None)
-                    continue
-                # its position moves as it drains, its high watermark when it is read
-                touched[tp] = None
-                lagging[tp] = None
-                fetched = Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
-                if not p["error_code"]:
-                    fetched.index = index
-                    fetched.bound = index.bound
-                    if self.prefetch:
-                        fetched.end = index.end
-                self.buffer.add(fetched)
+        for tp, p, index, asked in parts:
+            if not p["error_code"] and not p.get("records"):
+                # nothing to hand out: take its news now rather than queue it behind
+                # other partitions' data, where it would keep its partition from being
+                # fetched again until that data drained (brokers that cap a response
+                # answer the partitions past the cap this way)
+                st = apply_answer(tp, asked.fetch_offset, p)
+                empty_at[tp] = asked.fetch_offset
+                if st is None:               # stale: judged from its state as it is
+                    st = self.subscriptions.state_or_none(tp)
+                if st is not None:           # its high watermark may have moved
+                    # it may lag now, or be caught up (then dropped from _lagging
+                    # unless touched: data it holds may still move it)
+                    hw, position = st.high_watermark, st.position
+                    if hw is None or hw < 0 or position is None or position.offset < hw:
+                        lagging[tp] = None
+                    elif tp not in touched:
+                        lagging.pop(tp, None)
+                continue
+            # its position moves as it drains, its high watermark when it is read
+            touched[tp] = None
+            lagging[tp] = None
+            fetched = Fetched(tp, asked.fetch_offset, asked.max_bytes, p, response.version)
+            if not p["error_code"]:
+                fetched.index = index
+                fetched.bound = index.bound
+                if self.prefetch:
+                    fetched.end = index.end
+            self.buffer.add(fetched)
 
-    def _check_ahead(self, parts: list[tuple[TopicPartition, bodies.PartitionData,
-                                             RecordSetIndex]]) -> None:
+    def _check_ahead(self, parts: list[Answered]) -> None:
         """A large answer's batch CRCs checked on a decode thread as it arrives
         (RecordSetIndex.verify_crcs): the polling thread then reads each batch's bytes once,
         when it decodes it, instead of twice (check.crcs reads them all first). A batch not
@@ -772,7 +816,7 @@ class FetchRequests:
         answer's first partition with data (a one-partition answer is not checked ahead)."""
         if not self.config.check_crcs or self._decode_threads < 2:
             return
-        work = [(index, records) for _, p, index in parts
+        work = [(index, records) for _, p, index, _ in parts
                 if index.size and not p["error_code"] and (records := p.get("records")) is not None]
         # the first partition with data is left to the walker, which starts on it at once:
         # checked ahead too, the two would race over the same batches (one partition, 1 MB
@@ -815,7 +859,7 @@ class FetchRequests:
             handler.notify_close()
             data = handler.new_builder().build()
 
-            def body(version: int, d: FetchRequestData = data) -> dict[str, Any]:
+            def body(version: int, d: FetchRequestData = data) -> bodies.FetchRequest:
                 return self._request_body(d, version, self.config.fetch_max_bytes, max_wait_ms=0)
 
             futures.append(self.client.send(node, ApiKey.FETCH, body, timeout_ms=timeout_ms))
