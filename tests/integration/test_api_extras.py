@@ -17,9 +17,7 @@ from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.errors import IllegalStateError
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import ConsumerGroupMetadata
-from pyconsumer.testing import MockCluster, TansuBroker, TestRecord, produce
-
-from tests.fakecluster import FakeCluster
+from pyconsumer.testing import FakeCluster, MockCluster, TansuBroker, TestRecord, produce
 
 TP = TopicPartition
 FAST: dict[str, Any] = dict(fetch_max_wait_ms=100, heartbeat_interval_ms=100,

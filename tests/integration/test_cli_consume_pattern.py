@@ -13,8 +13,7 @@ import pytest
 from pyconsumer import TopicPartition
 from pyconsumer.cli import main
 from pyconsumer.console import whole_name_pattern
-
-from tests.fakecluster import FakeCluster
+from pyconsumer.testing import FakeCluster
 
 TOPICS = ["shop.orders", "orders", "orders-archive", "payments"]
 

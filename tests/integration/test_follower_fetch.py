@@ -3,7 +3,7 @@ answer names a ``preferred_read_replica`` is fetched from that broker until the 
 expires (metadata.max.age.ms), fails, or the replica answers OFFSET_OUT_OF_RANGE (then the
 leader is asked first: no reset on a replica's word).
 
-Two brokers: the fake cluster (tests/fakecluster.py: racks, followers with their own end
+Two brokers: the fake cluster (pyconsumer.testing.FakeCluster: racks, followers with their own end
 offset; the leader names an in-rack follower that holds the fetch offset, as Kafka's
 findPreferredReadReplica) for the exact rules, and librdkafka's mock cluster (a real peer:
 its leader names the follower set with set_partition_follower and returns no records then;
@@ -20,10 +20,8 @@ import pytest
 
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.protocol import ApiKey
-from pyconsumer.testing import MockCluster, Request, produce
+from pyconsumer.testing import FakeCluster, MockCluster, Request, produce
 from pyconsumer.testing._produce import TestRecord
-
-from tests.fakecluster import FakeCluster
 
 TP = TopicPartition("t", 0)
 Row = tuple[int, bytes | None]

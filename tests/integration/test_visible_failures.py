@@ -31,9 +31,8 @@ from pyconsumer.config import ConsumerConfig
 from pyconsumer.errors import ConfigurationError, KafkaTimeoutError, NoBrokersAvailable
 from pyconsumer.net import NetworkClient
 from pyconsumer.protocol import ApiKey
-from pyconsumer.testing import TansuBroker, free_port
+from pyconsumer.testing import FakeCluster, TansuBroker, free_port
 
-from tests.fakecluster import FakeCluster
 from tests.peers import PeerConnection, ScriptedPeer
 
 TP = TopicPartition

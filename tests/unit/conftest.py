@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakecluster import FakeCluster
+from pyconsumer.testing import FakeCluster
 
 
 @pytest.fixture

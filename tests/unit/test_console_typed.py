@@ -23,9 +23,7 @@ import pytest
 from pyconsumer import TopicPartition
 from pyconsumer.cli import main
 from pyconsumer.jsonlines import typed_json
-from pyconsumer.testing import FakeSchemaRegistry
-
-from tests.fakecluster import FakeCluster
+from pyconsumer.testing import FakeCluster, FakeSchemaRegistry
 
 T0 = 1_700_000_000_000
 TP = TopicPartition("t", 0)

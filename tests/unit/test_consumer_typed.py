@@ -21,9 +21,8 @@ from pyconsumer.consumer.fetch import decode
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.metrics import find
 from pyconsumer.records import kafka_arrow_schema
+from pyconsumer.testing import FakeCluster
 from pyconsumer.values import MalformedValueError
-
-from tests.fakecluster import FakeCluster
 
 T0 = 1_700_000_000_000
 VALUE = pa.struct([("id", pa.int64()), ("name", pa.string())])

@@ -15,8 +15,7 @@ from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import decode_records
 from pyconsumer.structs import TopicPartition
-
-from tests.fakecluster import FakeCluster, RawClient
+from pyconsumer.testing import FakeCluster, RawClient
 
 T0 = TopicPartition("t", 0)
 

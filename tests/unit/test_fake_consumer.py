@@ -1,4 +1,4 @@
-"""pyconsumer's KafkaConsumer against the in-process fake cluster (tests/fakecluster.py).
+"""pyconsumer's KafkaConsumer against the in-process fake cluster (pyconsumer.testing.FakeCluster).
 
 No external broker: every test starts its own FakeCluster on free 127.0.0.1 ports. Data is
 appended as record batches built by aiokafka's encoder; records are checked exactly (offset,
@@ -16,8 +16,7 @@ from pyconsumer import KafkaConsumer
 from pyconsumer.errors import ErrorCode, KafkaError
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
-
-from tests.fakecluster import FAST_CONSUMER as FAST, FakeCluster
+from pyconsumer.testing import FAST_CONSUMER as FAST, FakeCluster
 
 TP = TopicPartition
 Row = tuple[int, Any, Any, list[tuple[str, bytes | None]], int]

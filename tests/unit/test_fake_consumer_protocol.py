@@ -2,7 +2,7 @@
 heartbeats (what a join carries, what a steady heartbeat leaves out, the acknowledgement),
 ownership never shared between members, the broker's interval, coordinator moves, errors the
 mock cannot produce (UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR), member epochs in commits,
-subscription changes. The fake's coordinator is tests/fake_consumer_group.py."""
+subscription changes. The fake's coordinator is pyconsumer/testing/_fake/consumer_group.py."""
 from __future__ import annotations
 
 import threading
@@ -16,7 +16,7 @@ from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.consumer.group.consumer_protocol import ConsumerProtocolMembership
 from pyconsumer.errors import CommitFailedError, ErrorCode, KafkaError
 from pyconsumer.protocol import ApiKey
-from tests.fakecluster import FakeCluster, Request
+from pyconsumer.testing import FakeCluster, Request
 from tests.listeners import Recorder
 
 HB = ApiKey.CONSUMER_GROUP_HEARTBEAT

@@ -12,8 +12,7 @@ import pytest
 from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import TopicPartition
-
-from tests.fakecluster import FakeCluster, RawClient
+from pyconsumer.testing import FakeCluster, RawClient
 
 G = "grp"
 

@@ -1,5 +1,5 @@
-"""Fetch sessions (KIP-227) end to end over the fake cluster (tests/fakecluster.py keeps
-sessions as Kafka's FetchManager does): the fetcher alone (each step where the test puts it)
+"""Fetch sessions (KIP-227) end to end over the fake cluster (pyconsumer.testing.FakeCluster
+keeps sessions as Kafka's FetchManager does): the fetcher alone (each step where the test puts it)
 and the consumer (exact records over polls while the assignment, pauses and the session
 change). The request log shows what each Fetch listed and forgot, with which session id and
 epoch."""
@@ -22,8 +22,9 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch, ConsumerRecord
 from pyconsumer.structs import TopicPartition
+from pyconsumer.testing import FakeCluster, Request
 
-from tests.fakecluster import FakeCluster, Request
+from tests.unit.test_fetcher_drain import Takes
 
 Row = tuple[int, bytes | None]
 FAST: dict[str, Any] = dict(fetch_max_wait_ms=50, retry_backoff_ms=20, reconnect_backoff_ms=20,
@@ -120,7 +121,7 @@ class Rig:
             return cursor.take_records(k)
 
         out: dict[TopicPartition, list[Row]] = {}
-        for tp, recs in self.fetcher.drain(n, take, len):
+        for tp, recs in self.fetcher.drain(n, Takes(take, len)):
             out.setdefault(tp, []).extend((r.offset, r.value) for r in recs)
         return out
 

@@ -1,5 +1,5 @@
 """Fetcher.drain over the fake cluster: a real NetworkClient, SubscriptionState and Fetcher,
-Fetch responses from tests/fakecluster.py; no consumer loop around them, so each step (send,
+Fetch responses from pyconsumer.testing.FakeCluster; no consumer loop around them, so each step (send,
 answer, seek, pause, drain) happens exactly where the test puts it."""
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch, ConsumerRecord
 from pyconsumer.structs import TopicPartition
-
-from tests.fakecluster import FakeCluster, Request
+from pyconsumer.testing import FakeCluster, Request
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 Drained = list[tuple[TopicPartition, list[tuple[int, bytes | None]]]]

@@ -15,9 +15,9 @@ from pyconsumer.errors import CorruptRecordError, KafkaError
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch, RecordSetIndex
 from pyconsumer.structs import TopicPartition
+from pyconsumer.testing import FakeCluster, Request
 
 from tests import recordsets as rs
-from tests.fakecluster import FakeCluster, Request
 from tests.unit.test_fetcher_drain import Rig as DrainRig
 
 TPS = [TopicPartition("t", p) for p in range(4)]

@@ -12,8 +12,7 @@ from pyconsumer import KafkaConsumer
 from pyconsumer.errors import BrokerResponseError, ErrorCode, KafkaError
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
-
-from tests.fakecluster import FAST_CONSUMER as FAST, FakeCluster, Request
+from pyconsumer.testing import FAST_CONSUMER as FAST, FakeCluster, Request
 
 TP = TopicPartition("t", 0)
 

@@ -13,9 +13,8 @@ import pytest
 from pyconsumer import KafkaConsumer
 from pyconsumer.errors import ErrorCode, KafkaProtocolError
 from pyconsumer.protocol import ApiKey
-from pyconsumer.testing import Request
-
-from tests.fakecluster import FAST_CONSUMER as FAST, Body, FakeCluster
+from pyconsumer.testing import FAST_CONSUMER as FAST, FakeCluster, Request
+from pyconsumer.testing._fake.common import Body
 
 
 @pytest.mark.parametrize("field", ["member_id", "leader", "protocol_name"])

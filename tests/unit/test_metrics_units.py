@@ -3,7 +3,7 @@
 * The windowed stats follow Java's SampledStat/Rate arithmetic, checked on a fake clock with
   values worked out by hand from Java's formulas (avg/max NaN with nothing in the window, a
   sample forgotten after samples * window, a rate over at least samples - 1 windows).
-* Against the in-process fake cluster (tests/fakecluster.py), with record batches the test
+* Against the in-process fake cluster (pyconsumer.testing.FakeCluster), with record batches the test
   builds itself (aiokafka's encoder): records-consumed-total is the number of records poll()
   returned; bytes-consumed-total is the sum of the lengths of those batches, counted once a
   partition's fetched data is used up (a batch cut off by the size limit and fetched again is
@@ -36,8 +36,8 @@ from pyconsumer.metrics import MetricName, find
 from pyconsumer.consumer.subscription import FetchPosition, SubscriptionState
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
+from pyconsumer.testing import FAST_CONSUMER as FAST, FakeCluster
 
-from tests.fakecluster import FAST_CONSUMER as FAST, FakeCluster
 from tests.recordsets import aio_v2
 
 TP = TopicPartition

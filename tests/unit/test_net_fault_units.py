@@ -13,8 +13,7 @@ from pyconsumer.errors import KafkaConnectionError
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.metadata import ClusterMetadata
 from pyconsumer.protocol import ApiKey
-from pyconsumer.testing import free_port
-from tests.fakecluster import FakeCluster
+from pyconsumer.testing import FakeCluster, free_port
 
 
 def answer(leader: int = 1, brokers: tuple[int, ...] = (1, 2)) -> dict[str, object]:

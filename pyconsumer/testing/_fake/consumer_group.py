@@ -1,4 +1,6 @@
-"""The consumer group protocol (KIP-848) coordinator of :class:`~pyconsumer.testing.FakeCluster`.
+"""The consumer group protocol (KIP-848) coordinator of :class:`~pyconsumer.testing.FakeCluster`
+(its group state and the rules a ConsumerGroupHeartbeat meets; the handler is
+consumer_group_heartbeat.py).
 
 Follows Apache Kafka's GroupMetadataManager in what a member sees, kept small:
 
@@ -225,4 +227,4 @@ class ConsumerGroup:
                 "assignment": None}
 
 
-__all__ = ["ConsumerGroup", "ConsumerMember"]
+__all__ = ["ConsumerGroup", "ConsumerMember", "IdPartition", "TopicLike"]
