@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.group.coordinator import CommitCallback, ConsumerCoordinator
-from pyconsumer.consumer.fetch import Fetcher, TakeMany, decode
+from pyconsumer.consumer.fetch import Collector, Fetcher, decode
 from pyconsumer.consumer.interceptors import ConsumerInterceptors
 from pyconsumer.consumer.group.classic import GroupMembership
 from pyconsumer.consumer.group.consumer_protocol import ConsumerProtocolMembership
@@ -40,12 +40,12 @@ from pyconsumer.consumer.offsets import (
     OffsetsClient,
 )
 from pyconsumer.consumer.poll import (
+    ArrowCollector,
     PollLoop,
-    TypedChunk,
+    RecordsCollector,
+    TypedArrowCollector,
+    TypedRecordsCollector,
     poll_limit,
-    typed_arrow,
-    typed_count,
-    typed_records,
 )
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.errors import (
@@ -66,7 +66,7 @@ from pyconsumer.net.transport import (
 )
 from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_until
 from pyconsumer.config.ssl import check_security
-from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema, take_arrow_many
+from pyconsumer.records import ConsumerRecord, kafka_arrow_schema
 from pyconsumer.structs import (
     ConsumerGroupMetadata,
     OffsetAndMetadata,
@@ -584,14 +584,14 @@ class KafkaConsumer:
             self._wakeup_pending = True
 
     def _poll(self, timeout_ms: float, max_records: int | None,
-              take: Callable[[CompletedFetch, int], T], count: Callable[[T], int],
-              build: Callable[[list[tuple[TopicPartition, T]]], R], threads: int = 1,
-              take_many: TakeMany[T] | None = None) -> R:
-        """The poll loop (:mod:`pyconsumer.consumer.poll`), once the arguments are checked."""
+              collector: Callable[[PollLoop], Collector[T, R]]) -> R:
+        """The poll loop (:mod:`pyconsumer.consumer.poll`), once the arguments are checked,
+        with the result shape ``collector`` makes for it."""
         limit = poll_limit(timeout_ms, max_records, self.config)
         self._network()
-        assert self._poll_loop is not None
-        return self._poll_loop.run(timeout_ms, limit, take, count, build, threads, take_many)
+        poll_loop = self._poll_loop
+        assert poll_loop is not None
+        return poll_loop.run(timeout_ms, limit, collector(poll_loop))
 
     @_exclusive
     def poll(self, timeout_ms: int = 0, max_records: int | None = None
@@ -604,26 +604,14 @@ class KafkaConsumer:
         ``timeout_ms`` is an int of milliseconds (as kafka-python's): a float is refused
         with a TypeError, since ``poll(1.0)`` is confluent-kafka's "one second" and would
         otherwise wait 1 ms."""
-        def build(chunks: list[tuple[TopicPartition, list[ConsumerRecord]]]
-                  ) -> dict[TopicPartition, list[ConsumerRecord]]:
-            out: dict[TopicPartition, list[ConsumerRecord]] = {}
-            for tp, records in chunks:
-                have = out.get(tp)
-                if have is None:
-                    out[tp] = records           # a new list of its own: no copy
-                else:
-                    have.extend(records)
-            return out
-
         plan = self._typed
+        interceptors = self._interceptors
         with self._metrics.poll_timer:
             if plan is None:
-                return self._poll(timeout_ms, max_records, lambda c, n: c.take_records(n), len,
-                                  lambda chunks: self._interceptors.on_consume(build(chunks)))
-            return self._poll(
-                timeout_ms, max_records, lambda c, n: typed_records(plan, c.take_records(n)),
-                typed_count, lambda chunks: self._interceptors.on_consume(
-                    build(self._settle_typed(chunks))))
+                return self._poll(timeout_ms, max_records,
+                                  lambda _: RecordsCollector(interceptors))
+            return self._poll(timeout_ms, max_records,
+                              lambda loop: TypedRecordsCollector(plan, loop, interceptors))
 
     @_exclusive
     def poll_arrow(self, timeout_ms: int = 0, max_records: int | None = None, *,
@@ -639,61 +627,14 @@ class KafkaConsumer:
         the corrupt record column(s) of ``bad.records.mode`` PERMISSIVE after the others."""
         threads = self._decode_threads
         plan = self._typed
-        # Confluent Avro may name its schema in a header: read them for the plan, drop after
-        read_headers = include_headers or (plan is not None and plan.reads_headers)
-        run = functools.partial(decode.run, threads=threads)
-
-        def take(cursor: CompletedFetch, n: int) -> list[pa.RecordBatch]:
-            cursor.set_include_headers(read_headers)
-            if threads > 1:
-                # compressed batches of one large response, decompressed on several cores
-                parts = decode.take_arrow_split(
-                    cursor, n, threads, functools.partial(decode.run, threads=threads),
-                    decode.min_bytes)
-                if parts is not None:
-                    return parts
-            return [cursor.take_arrow(n)]
-
-        def rows(parts: list[pa.RecordBatch]) -> int:
-            return sum(b.num_rows for b in parts)
-
-        def take_many(cursors: list[CompletedFetch], budgets: list[int]
-                      ) -> tuple[list[pa.RecordBatch], list[int]]:
-            # small partitions' records written into one batch: no batch each to concatenate
-            batch, counts = take_arrow_many(cursors, budgets, read_headers)
-            return [batch], counts
-
-        def build(chunks: list[tuple[TopicPartition, list[pa.RecordBatch]]]) -> pa.RecordBatch:
-            batches = [b for _, parts in chunks for b in parts if b.num_rows]
-            if not batches:
-                return pa.RecordBatch.from_pylist([], schema=self._arrow_schema(include_headers))
-            if len(batches) == 1:
-                return batches[0]
-            if plan is not None and len({b.schema for b in batches}) > 1:
-                # topics whose readers differ: the plan's error says which and what to set
-                self._arrow_schema(include_headers, {tp.topic for tp, _ in chunks})
-            if hasattr(pa, "concat_batches"):
-                return pa.concat_batches(batches)
-            return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-
+        interceptors = self._interceptors
+        schema = self._arrow_schema
         with self._metrics.poll_timer:
             if plan is None:
-                return self._poll(timeout_ms, max_records, take, rows,
-                                  lambda chunks: self._interceptors.on_consume_arrow(
-                                      build(chunks)), threads, take_many)
-
-            def typed_take(cursor: CompletedFetch, n: int) -> TypedChunk[list[pa.RecordBatch]]:
-                # on a decode thread when partitions are taken side by side
-                return typed_arrow(plan, take(cursor, n), run, include_headers)
-
-            return self._poll(timeout_ms, max_records, typed_take, typed_count,
-                              lambda chunks: self._interceptors.on_consume_arrow(
-                                  build(self._settle_typed(chunks))), threads)
-
-    def _settle_typed(self, chunks: list[tuple[TopicPartition, TypedChunk[T]]]
-                      ) -> list[tuple[TopicPartition, T]]:
-        assert self._poll_loop is not None
-        return self._poll_loop.settle_typed(chunks)
+                return self._poll(timeout_ms, max_records, lambda _: ArrowCollector(
+                    threads, include_headers, schema, interceptors))
+            return self._poll(timeout_ms, max_records, lambda loop: TypedArrowCollector(
+                plan, loop, threads, include_headers, schema, interceptors))
 
     def _arrow_schema(self, include_headers: bool, topics: set[str] | None = None) -> pa.Schema:
         """poll_arrow()'s schema: Spark's Kafka schema, typed by the plan for ``topics`` (by

@@ -6,7 +6,12 @@ membership (join, reconcile, metadata checks) and auto-commit, gives every assig
 a position (committed offsets, then ``auto.offset.reset`` and leader validation), prefetches,
 drains what the fetch wing buffered, and otherwise sends fetches and waits for news: data, a
 finished reset, a failed fetch, a metadata answer or group work. Positions count as delivered
-only once the caller's ``build`` returned; any exception before rolls them back.
+only once the collector's ``build`` returned; any exception before rolls them back.
+
+The result shapes are the collectors here (:class:`pyconsumer.consumer.fetch.Collector`), one
+per shape: :class:`RecordsCollector` and :class:`TypedRecordsCollector` for ``poll()``,
+:class:`ArrowCollector` and :class:`TypedArrowCollector` for ``poll_arrow()``; the facade makes
+one per call and the drain asks it how to take.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import itertools
 import logging
 import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -23,9 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.consumer.fetch import Fetcher, TakeMany
+from pyconsumer.consumer.fetch import Collector, Fetcher, Strategy, decode
 from pyconsumer.consumer.group.coordinator import ConsumerCoordinator
 from pyconsumer.consumer.group.membership import Membership
+from pyconsumer.consumer.interceptors import ConsumerInterceptors
 from pyconsumer.consumer.offsets import OffsetsClient
 from pyconsumer.consumer.subscription import (
     FetchPosition,
@@ -33,9 +39,14 @@ from pyconsumer.consumer.subscription import (
     SubscriptionState,
     SubscriptionType,
 )
-from pyconsumer.errors import ErrorCode, IllegalStateError, KafkaTimeoutError
+from pyconsumer.errors import ErrorCode, IllegalStateError, KafkaError, KafkaTimeoutError
 from pyconsumer.net.client import NetworkClient
-from pyconsumer.records import CompletedFetch, ConsumerRecord, kafka_arrow_schema
+from pyconsumer.records import (
+    CompletedFetch,
+    ConsumerRecord,
+    kafka_arrow_schema,
+    take_arrow_many,
+)
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 from pyconsumer.values import MalformedValueError, TypedValues
 from pyconsumer.values.typed import Format
@@ -92,17 +103,15 @@ class TypedChunk(Generic[T]):
     """One partition's chunk after its plan: ``out`` what is handed out (typed batches or
     records), ``rows`` how many rows that is, ``taken`` how many records were taken from the
     cursor (the budget and the position count these: a DROPMALFORMED chunk may hand out fewer,
-    even none), ``error`` FAILFAST's first bad record (``out`` then holds those before it)."""
+    even none), ``error`` FAILFAST's first bad record (``out`` then holds those before it).
+    ``parts``: a chunk of several partitions (a many-partitions take) as its partitions'
+    chunks in order, which is what :meth:`PollLoop.settle_typed` reads."""
 
     out: T
     rows: int
     taken: int
     error: MalformedValueError | None = None
-
-
-def typed_count(chunk: TypedChunk[Any]) -> int:
-    """The records a typed take took from its cursor (the drain's count)."""
-    return chunk.taken
+    parts: list[tuple[TopicPartition, TypedChunk[T]]] | None = None
 
 
 def _apply_before(plan: TypedValues, batch: pa.RecordBatch, error: MalformedValueError
@@ -139,11 +148,116 @@ def typed_arrow(plan: TypedValues, parts: Sequence[pa.RecordBatch],
                 raise failed
             batch, error = _apply_before(plan, part, failed)
         if batch is not None:
-            out.append(batch if keep_headers or "headers" not in batch.schema.names
-                       else batch.drop_columns(["headers"]))
+            out.append(_without_headers(batch, keep_headers))
         if error is not None:
             break                                 # the parts after it are fetched again
     return TypedChunk(out, sum(b.num_rows for b in out), taken, error)
+
+
+def _without_headers(batch: pa.RecordBatch, keep_headers: bool) -> pa.RecordBatch:
+    return batch if keep_headers or "headers" not in batch.schema.names \
+        else batch.drop_columns(["headers"])
+
+
+def _runs(segments: list[tuple[TopicPartition, int, int, int]], threads: int,
+          batch: pa.RecordBatch) -> list[list[tuple[TopicPartition, int, int, int]]]:
+    """The (partition, cursor index, first row, rows) segments of a many-partitions batch in
+    groups that go through the plan in one call each: consecutive partitions of one topic
+    (the plan reads a topic at a time), a large run cut at partition boundaries into about
+    ``threads`` groups of about equal rows, so the decode threads share it."""
+    runs: list[list[tuple[TopicPartition, int, int, int]]] = []
+    for seg in segments:
+        if runs and runs[-1][0][0].topic == seg[0].topic:
+            runs[-1].append(seg)
+        else:
+            runs.append([seg])
+    if threads < 2:
+        return runs
+    out: list[list[tuple[TopicPartition, int, int, int]]] = []
+    for run in runs:
+        rows = sum(seg[3] for seg in run)
+        if len(run) < 2 or batch.slice(run[0][2], rows).nbytes < decode.min_bytes:
+            out.append(run)
+            continue
+        target = -(-rows // threads)
+        group: list[tuple[TopicPartition, int, int, int]] = []
+        have = 0
+        for seg in run:
+            group.append(seg)
+            have += seg[3]
+            if have >= target:
+                out.append(group)
+                group, have = [], 0
+        if group:
+            out.append(group)
+    return out
+
+
+def _group_parts(group: list[tuple[TopicPartition, int, int, int]], typed: pa.RecordBatch,
+                 taken: int) -> list[tuple[TopicPartition, TypedChunk[list[pa.RecordBatch]]]]:
+    """A group's typed batch (its partitions' rows in turn, some maybe dropped) as each
+    partition's chunk: a slice of it (no copy) and its rows."""
+    if len(group) == 1:
+        return [(group[0][0], TypedChunk([typed], typed.num_rows, taken))]
+    if typed.num_rows == taken:
+        kept = [seg[3] for seg in group]
+    else:                                      # DROPMALFORMED dropped some: count what is left
+        counts = pc.value_counts(typed.column("partition"))
+        left = dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
+        kept = [left.get(seg[0].partition, 0) for seg in group]
+    parts: list[tuple[TopicPartition, TypedChunk[list[pa.RecordBatch]]]] = []
+    start = 0
+    for seg, rows in zip(group, kept):
+        parts.append((seg[0], TypedChunk([typed.slice(start, rows)], rows, seg[3])))
+        start += rows
+    return parts
+
+
+def typed_arrow_many(plan: TypedValues, batch: pa.RecordBatch, cursors: list[CompletedFetch],
+                     counts: list[int], run: decode.Runner, threads: int, keep_headers: bool
+                     ) -> tuple[TypedChunk[list[pa.RecordBatch]], list[int]]:
+    """Several partitions' rows in one batch (take_arrow_many's: ``counts[i]`` rows of
+    ``cursors[i]`` in turn) through the plan, with exactly the rows, order and errors of each
+    partition's own take (:func:`typed_arrow`): consecutive partitions of one topic go through
+    it in one call (groups side by side on ``run``, the decode threads); a group whose call
+    fails goes again partition by partition, as their own takes would (the plan counts only
+    calls that succeed). The chunk's ``out`` is the groups' batches; its ``parts`` each
+    partition's own chunk (:meth:`PollLoop.settle_typed` uses them when one stops or must be
+    left out). With the records each cursor gave. A partition whose own take would raise a
+    KafkaError ends the chunk before it (the drain takes it next, and raises there), or
+    raises when it is the first."""
+    segments: list[tuple[TopicPartition, int, int, int]] = []
+    start = 0
+    for i, (cursor, n) in enumerate(zip(cursors, counts)):
+        if n:
+            segments.append((TopicPartition(cursor.topic, cursor.partition), i, start, n))
+        start += n
+    groups = _runs(segments, threads, batch)
+    pieces = [batch.slice(g[0][2], sum(seg[3] for seg in g)) for g in groups]
+    results = run([functools.partial(plan.apply, p) for p in pieces])
+    out: list[pa.RecordBatch] = []
+    parts: list[tuple[TopicPartition, TypedChunk[list[pa.RecordBatch]]]] = []
+    for group, piece, (typed, failed) in zip(groups, pieces, results):
+        if failed is None:
+            assert typed is not None
+            typed = _without_headers(typed, keep_headers)
+            out.append(typed)
+            parts += _group_parts(group, typed, piece.num_rows)
+            continue
+        for tp, i, first, n in group:
+            try:
+                chunk = typed_arrow(plan, [batch.slice(first, n)], run, keep_headers)
+            except KafkaError:
+                if not parts:
+                    raise
+                counts = counts[:i]
+                break
+            out += chunk.out
+            parts.append((tp, chunk))
+        else:
+            continue
+        break
+    return TypedChunk(out, sum(c.rows for _, c in parts), sum(counts), None, parts), counts
 
 
 def _records_batch(records: list[ConsumerRecord], plan: TypedValues, headers: bool
@@ -196,6 +310,173 @@ def typed_records(plan: TypedValues, records: list[ConsumerRecord]
                 r.key if keys is None else keys[i], r.value if values is None else values[i],
                 r.headers, r.leader_epoch, r.serialized_key_size, r.serialized_value_size))
     return TypedChunk(out, len(out), len(records), error)
+
+
+# ------------------------------------------------------------------ the collectors
+#
+# One per result shape; the facade makes one per call (with that call's headers setting) and
+# hands it to PollLoop.run, whose drain asks it how to take (Collector.strategy).
+
+#: the facade's poll_arrow() schema: Spark's Kafka schema (typed by the plan, if any) for
+#: include_headers and the topics (None: the assigned ones)
+ArrowSchema = Callable[[bool, set[str] | None], pa.Schema]
+
+
+def _by_partition(chunks: list[tuple[TopicPartition, list[ConsumerRecord]]]
+                  ) -> dict[TopicPartition, list[ConsumerRecord]]:
+    out: dict[TopicPartition, list[ConsumerRecord]] = {}
+    for tp, records in chunks:
+        have = out.get(tp)
+        if have is None:
+            out[tp] = records           # a new list of its own: no copy
+        else:
+            have.extend(records)
+    return out
+
+
+class _OneByOne:
+    """A shape taken one partition at a time (ConsumerRecord objects: no decode threads)."""
+
+    strategy = Strategy.ONE_BY_ONE
+    threads = 1
+
+    def take_many(self, cursors: list[CompletedFetch], budgets: list[int]) -> tuple[Any, list[int]]:
+        raise IllegalStateError(f"{type(self).__name__} takes one partition at a time")
+
+
+class RecordsCollector(_OneByOne):
+    """poll()'s result: each partition's ConsumerRecords, as the interceptors leave them."""
+
+    def __init__(self, interceptors: ConsumerInterceptors) -> None:
+        self._interceptors = interceptors
+
+    def take(self, cursor: CompletedFetch, max_records: int) -> list[ConsumerRecord]:
+        return cursor.take_records(max_records)
+
+    def count(self, chunk: list[ConsumerRecord]) -> int:
+        return len(chunk)
+
+    def build(self, chunks: list[tuple[TopicPartition, list[ConsumerRecord]]]
+              ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        return self._interceptors.on_consume(_by_partition(chunks))
+
+
+class TypedRecordsCollector(_OneByOne):
+    """poll()'s result with value.format / key.format: each partition's records through the
+    plan (:func:`typed_records`), FAILFAST settled by the poll loop (``settle``)."""
+
+    def __init__(self, plan: TypedValues, settle: PollLoop,
+                 interceptors: ConsumerInterceptors) -> None:
+        self._plan = plan
+        self._settle = settle
+        self._interceptors = interceptors
+
+    def take(self, cursor: CompletedFetch, max_records: int
+             ) -> TypedChunk[list[ConsumerRecord]]:
+        return typed_records(self._plan, cursor.take_records(max_records))
+
+    def count(self, chunk: TypedChunk[list[ConsumerRecord]]) -> int:
+        return chunk.taken
+
+    def build(self, chunks: list[tuple[TopicPartition, TypedChunk[list[ConsumerRecord]]]]
+              ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        return self._interceptors.on_consume(_by_partition(self._settle.settle_typed(chunks)))
+
+
+class ArrowCollector:
+    """poll_arrow()'s result: one RecordBatch in Spark's Kafka schema. Buffered partitions
+    that fit in the budget are written into one batch by one call (MANY: nothing to
+    concatenate); a large compressed response is cut across the decode threads."""
+
+    strategy = Strategy.MANY
+
+    def __init__(self, threads: int, include_headers: bool, schema: ArrowSchema,
+                 interceptors: ConsumerInterceptors, plan: TypedValues | None = None) -> None:
+        self.threads = threads
+        self._include_headers = include_headers
+        # Confluent Avro may name its schema in a header: read them for the plan, drop after
+        self._read_headers = include_headers or (plan is not None and plan.reads_headers)
+        self._schema = schema
+        self._interceptors = interceptors
+        self._plan = plan
+        self.run: decode.Runner = functools.partial(decode.run, threads=threads)
+
+    def take(self, cursor: CompletedFetch, max_records: int) -> list[pa.RecordBatch]:
+        cursor.set_include_headers(self._read_headers)
+        threads = self.threads
+        if threads > 1:
+            # compressed batches of one large response, decompressed on several cores
+            parts = decode.take_arrow_split(cursor, max_records, threads, self.run,
+                                            decode.min_bytes)
+            if parts is not None:
+                return parts
+        return [cursor.take_arrow(max_records)]
+
+    def count(self, chunk: list[pa.RecordBatch]) -> int:
+        return sum(b.num_rows for b in chunk)
+
+    def take_many(self, cursors: list[CompletedFetch], budgets: list[int]
+                  ) -> tuple[list[pa.RecordBatch], list[int]]:
+        # small partitions' records written into one batch: no batch each to concatenate
+        batch, counts = take_arrow_many(cursors, budgets, self._read_headers)
+        return [batch], counts
+
+    def batch(self, chunks: list[tuple[TopicPartition, list[pa.RecordBatch]]]) -> pa.RecordBatch:
+        """The chunks' rows as one batch (an empty one with the schema when there are none)."""
+        batches = [b for _, parts in chunks for b in parts if b.num_rows]
+        if not batches:
+            return pa.RecordBatch.from_pylist([], schema=self._schema(self._include_headers, None))
+        if len(batches) == 1:
+            return batches[0]
+        if self._plan is not None and len({b.schema for b in batches}) > 1:
+            # topics whose readers differ: the plan's error says which and what to set
+            self._schema(self._include_headers, {tp.topic for tp, _ in chunks})
+        if hasattr(pa, "concat_batches"):
+            return pa.concat_batches(batches)
+        return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+    def build(self, chunks: list[tuple[TopicPartition, list[pa.RecordBatch]]]) -> pa.RecordBatch:
+        return self._interceptors.on_consume_arrow(self.batch(chunks))
+
+
+class TypedArrowCollector:
+    """poll_arrow()'s result with value.format / key.format: the Arrow takes through the plan
+    on the decode threads (:func:`typed_arrow`; several partitions' one batch through
+    :func:`typed_arrow_many`), FAILFAST settled by the poll loop (``settle``)."""
+
+    strategy = Strategy.MANY
+
+    def __init__(self, plan: TypedValues, settle: PollLoop, threads: int,
+                 include_headers: bool, schema: ArrowSchema,
+                 interceptors: ConsumerInterceptors) -> None:
+        self._plan = plan
+        self._settle = settle
+        self._arrow = ArrowCollector(threads, include_headers, schema, interceptors, plan)
+        self._include_headers = include_headers
+        self._interceptors = interceptors
+        self.threads = threads
+
+    def take(self, cursor: CompletedFetch, max_records: int
+             ) -> TypedChunk[list[pa.RecordBatch]]:
+        # on a decode thread when partitions are taken side by side
+        arrow = self._arrow
+        return typed_arrow(self._plan, arrow.take(cursor, max_records), arrow.run,
+                           self._include_headers)
+
+    def count(self, chunk: TypedChunk[list[pa.RecordBatch]]) -> int:
+        return chunk.taken
+
+    def take_many(self, cursors: list[CompletedFetch], budgets: list[int]
+                  ) -> tuple[TypedChunk[list[pa.RecordBatch]], list[int]]:
+        arrow = self._arrow
+        [batch], counts = arrow.take_many(cursors, budgets)
+        return typed_arrow_many(self._plan, batch, cursors, counts, arrow.run, self.threads,
+                                self._include_headers)
+
+    def build(self, chunks: list[tuple[TopicPartition, TypedChunk[list[pa.RecordBatch]]]]
+              ) -> pa.RecordBatch:
+        return self._interceptors.on_consume_arrow(
+            self._arrow.batch(self._settle.settle_typed(chunks)))
 
 
 class PollLoop:
@@ -308,6 +589,28 @@ class PollLoop:
         stopped: dict[TopicPartition, int] = {}
         delivered: set[TopicPartition] = set()
         for tp, chunk in chunks:
+            parts = chunk.parts
+            if parts is not None and not any(
+                    t in stopped or c.error is not None for t, c in parts):
+                # several partitions' rows, every one handed out: as they are (listed by
+                # partition when they span topics: the result's schema check names them)
+                delivered.update(t for t, c in parts if c.rows)
+                if len({t.topic for t, _ in parts}) == 1:
+                    out.append((tp, chunk.out))
+                else:
+                    out += ((t, c.out) for t, c in parts)
+            else:
+                self._settle_each(parts or ((tp, chunk),), out, stopped, delivered)
+        for tp, offset in stopped.items():
+            self._hold(tp, offset)
+        return out
+
+    @staticmethod
+    def _settle_each(chunks: Iterable[tuple[TopicPartition, TypedChunk[T]]],
+                     out: list[tuple[TopicPartition, T]], stopped: dict[TopicPartition, int],
+                     delivered: set[TopicPartition]) -> None:
+        """settle_typed's rule for each partition's chunk in turn."""
+        for tp, chunk in chunks:
             if tp in stopped:
                 continue
             if chunk.error is not None:
@@ -318,9 +621,6 @@ class PollLoop:
             if chunk.rows:
                 delivered.add(tp)
             out.append((tp, chunk.out))
-        for tp, offset in stopped.items():
-            self._hold(tp, offset)
-        return out
 
     def _hold(self, tp: TopicPartition, offset: int) -> None:
         """Put ``tp``'s position back on ``offset`` (a record it took but did not hand out)
@@ -358,14 +658,10 @@ class PollLoop:
 
     # ------------------------------------------------------------------ the loop
 
-    def run(self, timeout_ms: float, limit: int,
-            take: Callable[[CompletedFetch, int], T], count: Callable[[T], int],
-            build: Callable[[list[tuple[TopicPartition, T]]], R], threads: int = 1,
-            take_many: TakeMany[T] | None = None) -> R:
-        """One poll: ``build`` shapes what was drained into the result. Positions count as
-        delivered only once ``build`` returned: any exception before rolls them back.
-        ``threads``: how many cursors ``take`` may run on at once; ``take_many``: several
-        cursors taken into one chunk (see Fetcher.drain). The arguments were checked with
+    def run(self, timeout_ms: float, limit: int, collector: Collector[T, R]) -> R:
+        """One poll: ``collector`` takes the records (see Fetcher.drain) and builds the result
+        from them. Positions count as delivered only once its ``build`` returned: any
+        exception before rolls them back. The arguments were checked with
         :func:`poll_limit`."""
         client, fetcher, offsets = self._parts()
         if self._subscriptions.subscription_type is SubscriptionType.NONE:
@@ -398,13 +694,13 @@ class PollLoop:
             # the positions before this drain, of the partitions it moves only
             before = self._subscriptions.start_journal()
             try:
-                chunks = fetcher.drain(limit, take, count, threads=threads, take_many=take_many)
+                chunks = fetcher.drain(limit, collector)
                 if chunks or final:
                     # pipeline: the next fetch travels while the caller works on these (a
                     # wakeup() now is for the next call: these records are returned)
                     if chunks and fetcher.send_fetches():
                         client.poll(timeout_ms=0, wakeup=False)
-                    return build(chunks)
+                    return collector.build(chunks)
             except BaseException:
                 self._roll_back(before)
                 raise
@@ -439,5 +735,6 @@ class PollLoop:
                 or (self._membership is not None and self._membership.attention()))
 
 
-__all__ = ["PollLoop", "TypedChunk", "check_poll_timeout", "poll_limit",
-           "typed_arrow", "typed_count", "typed_records"]
+__all__ = ["ArrowCollector", "PollLoop", "RecordsCollector", "TypedArrowCollector",
+           "TypedChunk", "TypedRecordsCollector", "check_poll_timeout", "poll_limit",
+           "typed_arrow", "typed_arrow_many", "typed_records"]

@@ -26,6 +26,7 @@ import pyconsumer
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.consumer.fetch import Fetcher
 from pyconsumer.consumer.fetch.request import FetchRequests
+from pyconsumer.consumer.poll import RecordsCollector
 from pyconsumer.consumer.fetch.session import (
     ZERO_UUID,
     FetchRequestData,
@@ -271,11 +272,12 @@ def test_incremental_sends_match_the_walk_with_exact_records(
                         paused.add(p)
                 elif op == 6:
                     # a poll whose records do not reach the caller: positions roll back
-                    def boom(chunks: Any) -> Any:
-                        raise Stop
+                    class Boom(RecordsCollector):
+                        def build(self, chunks: Any) -> Any:
+                            raise Stop
 
                     with pytest.raises(Stop):
-                        c._poll(50, 7, lambda cf, k: cf.take_records(k), len, boom)
+                        c._poll(50, 7, lambda _: Boom(c._interceptors))
                 for tp, recs in c.poll(timeout_ms=30, max_records=rng.choice([1, 4, 50])
                                        ).items():
                     p = tp.partition

@@ -4,13 +4,13 @@ answer, seek, pause, drain) happens exactly where the test puts it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 import pytest
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
-from pyconsumer.consumer.fetch import Fetcher
+from pyconsumer.consumer.fetch import Fetcher, Strategy
 from pyconsumer.consumer.subscription import FetchState, SubscriptionState
 from pyconsumer.errors import (
     ErrorCode,
@@ -25,6 +25,30 @@ from pyconsumer.testing import FakeCluster, Request
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 Drained = list[tuple[TopicPartition, list[tuple[int, bytes | None]]]]
+C = TypeVar("C")
+
+
+class Takes(Generic[C]):
+    """A collector made of the drain's tests' take and count (and take_many), with the
+    strategy they ask for; its result is the drained chunks as they are."""
+
+    def __init__(self, take: Callable[[CompletedFetch, int], C], count: Callable[[C], int],
+                 strategy: Strategy = Strategy.ONE_BY_ONE, threads: int = 1,
+                 take_many: Callable[[list[CompletedFetch], list[int]], tuple[C, list[int]]]
+                 | None = None) -> None:
+        self.take = take
+        self.count = count
+        self.strategy = strategy
+        self.threads = threads
+        self._many = take_many
+
+    def take_many(self, cursors: list[CompletedFetch], budgets: list[int]
+                  ) -> tuple[C, list[int]]:
+        assert self._many is not None
+        return self._many(cursors, budgets)
+
+    def build(self, chunks: list[tuple[TopicPartition, C]]) -> list[tuple[TopicPartition, C]]:
+        return chunks
 
 
 class Rig:
@@ -54,7 +78,7 @@ class Rig:
             return cursor.take_records(k)
 
         return [(tp, [(r.offset, r.value) for r in recs])
-                for tp, recs in self.fetcher.drain(n, take, len)]
+                for tp, recs in self.fetcher.drain(n, Takes(take, len))]
 
     def offsets(self) -> dict[TopicPartition, int]:
         out = {}

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pyconsumer.consumer.fetch import decode
+from pyconsumer.consumer.fetch import Strategy, decode
 from pyconsumer.errors import CorruptRecordError, KafkaError
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch, RecordSetIndex
@@ -19,6 +19,7 @@ from pyconsumer.testing import FakeCluster, Request
 
 from tests import recordsets as rs
 from tests.unit.test_fetcher_drain import Rig as DrainRig
+from tests.unit.test_fetcher_drain import Takes
 
 TPS = [TopicPartition("t", p) for p in range(4)]
 Rows = list[tuple[int, bytes | None]]
@@ -53,7 +54,8 @@ class Rig(DrainRig):
             return cursor.take_arrow(k)
 
         try:
-            chunks = self.fetcher.drain(n, take, lambda b: b.num_rows, threads=self.threads)
+            chunks = self.fetcher.drain(n, Takes(take, lambda b: b.num_rows,
+                                                 Strategy.SIDE_BY_SIDE, self.threads))
         except KafkaError as e:
             return e
         return [(tp, list(zip(b.column("offset").to_pylist(), b.column("value").to_pylist())))
@@ -280,8 +282,8 @@ def test_with_take_many_the_decode_threads_take_no_partitions_side_by_side(
     try:
         rig.assign({tp: 0 for tp in TPS})
         rig.fetch()
-        chunks = rig.fetcher.drain(1000, lambda c, n: c.take_arrow(n), lambda b: b.num_rows,
-                                   threads=4, take_many=take_many)
+        chunks = rig.fetcher.drain(1000, Takes(lambda c, n: c.take_arrow(n), lambda b: b.num_rows,
+                                               Strategy.MANY, 4, take_many))
         assert side_by_side_calls == [] and many_calls == [TPS]
         assert len(chunks) == 1 and chunks[0][0] == TPS[0]
         batch = chunks[0][1]

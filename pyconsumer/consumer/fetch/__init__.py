@@ -3,8 +3,9 @@
 Its interface is :class:`Fetcher`, the one the consumer facade calls: ``send_fetches``,
 ``prefetch_now``, ``positions_moved`` and ``close_sessions`` (the request side),
 ``has_available``, ``drain`` and ``clear_buffered`` (the buffer), ``completions``, ``retry_in_ms``, ``sessions`` and
-``prefetch``; and :mod:`.decode`, the one scheduler of decode threads (poll_arrow's parallel
-takes). Inside, one job a module: request.py builds and sends Fetch requests (sessions,
+``prefetch``; :mod:`.collect`, what the drain asks of the poll's result shape (its
+:class:`Collector`); and :mod:`.decode`, the one scheduler of decode threads (poll_arrow's
+parallel takes). Inside, one job a module: request.py builds and sends Fetch requests (sessions,
 prefetch, re-fetches) and indexes each answered record set once; buffer.py holds the completed
 fetches and drains them (Java's FetchBuffer/FetchCollector); session.py keeps the KIP-227 fetch
 sessions; replicas.py the KIP-392 read replicas. The wing imports nothing of the group wing.
@@ -17,14 +18,14 @@ from typing import TypeVar
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch import decode
-from pyconsumer.consumer.fetch.buffer import FetchBuffer, TakeMany
+from pyconsumer.consumer.fetch.buffer import FetchBuffer
+from pyconsumer.consumer.fetch.collect import Collector, Strategy
 from pyconsumer.consumer.fetch.replicas import ReadReplicas
 from pyconsumer.consumer.fetch.request import FetchRequests
 from pyconsumer.consumer.fetch.session import FetchSessionHandler
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.consumer.subscription import SubscriptionState
 from pyconsumer.net.client import NetworkClient
-from pyconsumer.records import CompletedFetch
 from pyconsumer.structs import TopicPartition
 
 T = TypeVar("T")
@@ -99,16 +100,15 @@ class Fetcher:
         """Buffered data (records or an error) waits to be drained."""
         return self.buffer.has_available()
 
-    def drain(self, max_records: int, take: Callable[[CompletedFetch, int], T],
-              count: Callable[[T], int], *, threads: int = 1,
-              take_many: TakeMany[T] | None = None) -> list[tuple[TopicPartition, T]]:
-        """Up to ``max_records`` records from the buffered responses, as ``take`` shapes them
-        (FetchBuffer.drain)."""
-        return self.buffer.drain(max_records, take, count, threads=threads, take_many=take_many)
+    def drain(self, max_records: int, collector: Collector[T, object]
+              ) -> list[tuple[TopicPartition, T]]:
+        """Up to ``max_records`` records from the buffered responses, as ``collector`` takes
+        them (FetchBuffer.drain)."""
+        return self.buffer.drain(max_records, collector)
 
     def clear_buffered(self, keep: Callable[[TopicPartition], bool] | None = None) -> None:
         """Drop buffered data (all, or of the partitions ``keep`` rejects)."""
         self.buffer.clear_buffered(keep)
 
 
-__all__ = ["Fetcher", "TakeMany", "decode"]
+__all__ = ["Collector", "Fetcher", "Strategy", "decode"]

@@ -7,11 +7,12 @@ dropped). Draining hands out at most ``max.poll.records`` per call and advances 
 the cursor's next fetch offset, never past a record the caller has not received. A partition
 whose response carried record bytes moves to the end of the fetch order once drained (Java
 FetchCollector), so with a small ``fetch.max.bytes`` (brokers fill a response in request order)
-every partition gets its turn. Buffered partitions whose records all fit in the budget (their
-record-set index's bound says) are taken by one ``take_many`` call when the caller has one
-(poll_arrow: one batch, nothing to concatenate); without it (typed chunks) and with several
-decode threads they are taken side by side (:mod:`.decode`). Either way the result is exactly
-that of taking them one after another.
+every partition gets its turn. What is taken, and how, the poll's :class:`Collector` says
+(:mod:`.collect`): buffered partitions whose records all fit in the budget (their record-set
+index's bound says) are taken by one ``take_many`` call for the MANY strategy (poll_arrow: one
+batch, nothing to concatenate), on the decode threads at once for SIDE_BY_SIDE
+(:mod:`.decode`), else one at a time. Either way the result is exactly that of taking them one
+after another.
 
 A response whose first batch at the position is incomplete (larger than the bytes asked for,
 or a log cut mid-batch) gets one re-fetch of that partition asking for the whole batch
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch import decode
+from pyconsumer.consumer.fetch.collect import Collector, Strategy
 from pyconsumer.consumer.fetch.replicas import ReadReplicas
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.consumer.partition_errors import PartitionAction, classify
@@ -51,10 +53,6 @@ if TYPE_CHECKING:  # types only
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: take_many(cursors, budgets): several cursors taken in turn into one chunk, and the records
-#: each gave (one entry per cursor taken; records.take_arrow_many's contract)
-TakeMany = Callable[[list[CompletedFetch], list[int]], tuple[T, list[int]]]
 
 # the RETRY codes (partition_errors' FETCH table) a fetch warns of, as Java's FetchCollector;
 # the others (an unknown leader epoch) are a debug line
@@ -279,12 +277,12 @@ class FetchBuffer:
             st.last_stable_offset = stable
         return st
 
-    def _take(self, fetched: Fetched, n: int, take: Callable[[CompletedFetch, int], T],
-              count: Callable[[T], int]) -> tuple[T, int] | None:
+    def _take(self, fetched: Fetched, n: int, collector: Collector[T, object]
+              ) -> tuple[T, int] | None:
         if not self._takeable(fetched):
             return None
         assert fetched.cursor is not None
-        return self._took(fetched, take(fetched.cursor, n), count)
+        return self._took(fetched, collector.take(fetched.cursor, n), collector.count)
 
     def _takeable(self, fetched: Fetched) -> bool:
         """The cursor's records may still be handed out (else it is discarded)."""
@@ -332,11 +330,10 @@ class FetchBuffer:
             cursor.discard()      # nothing more will come out of it
         return (chunk, got) if got else None
 
-    def _drain_side_by_side(self, remaining: int, take: Callable[[CompletedFetch, int], T],
-                            count: Callable[[T], int], out: list[tuple[TopicPartition, T]],
-                            threads: int) -> int | None:
+    def _drain_side_by_side(self, remaining: int, collector: Collector[T, object],
+                            out: list[tuple[TopicPartition, T]]) -> int | None:
         """Take the buffered responses at the head of the queue whose records all fit in
-        ``remaining`` (known from their batch headers) on up to ``threads`` threads at once;
+        ``remaining`` (known from their batch headers) on the collector's threads at once;
         the records taken, or None when fewer than two qualify (the caller goes one by one).
         Same result as taking them in turn: positions move in queue order, and the first one
         that does not end cleanly (an error after some rows) becomes next in line, with the
@@ -344,6 +341,7 @@ class FetchBuffer:
         group: list[tuple[Fetched, int]] = []
         budget = remaining
         size = 0
+        threads = collector.threads
         for fetched in self._completed:
             records = fetched.data.get("records")
             if len(group) == threads or fetched.data["error_code"] or not records:
@@ -370,6 +368,7 @@ class FetchBuffer:
                 if self._takeable(fetched):
                     jobs.append((fetched, bound))
         calls: list[Callable[[], T]] = []
+        take, count = collector.take, collector.count
         for fetched, bound in jobs:
             assert fetched.cursor is not None
             calls.append(functools.partial(take, fetched.cursor, bound))
@@ -396,14 +395,14 @@ class FetchBuffer:
             raise failure
         return got
 
-    def _drain_many(self, remaining: int, take_many: TakeMany[T], count: Callable[[T], int],
+    def _drain_many(self, remaining: int, collector: Collector[T, object],
                     out: list[tuple[TopicPartition, T]]) -> int | None:
         """Take the partition next in line and the buffered responses after it whose records
         fit in ``remaining`` (their record-set index's bound says; the last may be taken in
-        part) with one ``take_many`` call, which hands back one chunk for them all (one Arrow
-        batch: no batch per partition to concatenate). The records taken, or None when fewer
-        than two qualify (the caller goes one by one). Same positions and result as taking
-        them in turn: take_many stops after a cursor that is not drained (which becomes next
+        part) with one ``collector.take_many`` call, which hands back one chunk for them all
+        (one Arrow batch: no batch per partition to concatenate). The records taken, or None
+        when fewer than two qualify (the caller goes one by one). Same positions and result
+        as taking them in turn: take_many stops after a cursor that is not drained (which becomes next
         in line), and the responses it did not reach go back to the head of the queue."""
         group: list[tuple[Fetched, int]] = []
         left = remaining
@@ -451,8 +450,9 @@ class FetchBuffer:
             for fetched, _ in jobs:
                 assert fetched.cursor is not None
                 cursors.append(fetched.cursor)
+            count = collector.count
             try:
-                chunk, rows = take_many(cursors, [budget for _, budget in jobs])
+                chunk, rows = collector.take_many(cursors, [budget for _, budget in jobs])
             except BaseException:
                 self._hold(jobs[0][0], jobs[1:])
                 raise
@@ -541,20 +541,20 @@ class FetchBuffer:
         self.refetch[tp] = Refetch(offset, ask, tries + 1)
         return None
 
-    def drain(self, max_records: int, take: Callable[[CompletedFetch, int], T],
-              count: Callable[[T], int], *, threads: int = 1,
-              take_many: TakeMany[T] | None = None) -> list[tuple[TopicPartition, T]]:
-        """Up to ``max_records`` records from the buffered responses, as ``take`` shapes them
-        (a list of ConsumerRecords, an Arrow batch), in fetch order, per partition.
-        ``threads`` > 1: ``take`` releases the GIL and is safe to run on several cursors at
-        once (the Arrow path); without ``take_many``, buffered partitions that all fit in the
-        budget are then taken side by side, with exactly the result of taking them one after
-        another.
-        ``take_many``: partitions whose records fit in the budget are taken in one call that
-        gives one chunk for them all (listed under the first partition with records), the
-        same records and positions as one by one."""
+    def drain(self, max_records: int, collector: Collector[T, object]
+              ) -> list[tuple[TopicPartition, T]]:
+        """Up to ``max_records`` records from the buffered responses, as ``collector``
+        takes them (a list of ConsumerRecords, Arrow batches), in fetch order, per partition.
+        Its strategy says how buffered partitions that all fit in the budget are taken:
+        SIDE_BY_SIDE, on its ``threads`` at once (its take releases the GIL and is safe to run
+        on several cursors at once); MANY, in one ``take_many`` call that gives one chunk for
+        them all (listed under the first partition with records). Either way with exactly
+        the records and positions of taking them one after another."""
         out: list[tuple[TopicPartition, T]] = []
         remaining = max_records
+        strategy = collector.strategy
+        many = strategy is Strategy.MANY
+        side_by_side = strategy is Strategy.SIDE_BY_SIDE and collector.threads > 1
         try:
             while remaining > 0:
                 nil = self._next_in_line
@@ -573,17 +573,17 @@ class FetchBuffer:
                     self._next_in_line = None
                     if not self._completed:
                         break
-                    if threads > 1 and take_many is None and len(self._completed) > 1:
-                        # (typed chunks) with take_many, one call writing one batch beats
-                        # takes side by side: their batches cost a concatenation, a full
-                        # copy, and on 2 cores shared with a broker the second take mostly
-                        # waits for a core (issue 26: 6 partitions 171 -> 117 ms a read)
-                        got = self._drain_side_by_side(remaining, take, count, out, threads)
+                    if side_by_side and len(self._completed) > 1:
+                        # (MANY does better where it can: one call writing one batch beats
+                        # takes side by side, whose batches cost a concatenation, a full copy,
+                        # and on 2 cores shared with a broker the second take mostly waits
+                        # for a core)
+                        got = self._drain_side_by_side(remaining, collector, out)
                         if got is not None:
                             remaining -= got
                             continue
-                    if take_many is not None and len(self._completed) > 1:
-                        got = self._drain_many(remaining, take_many, count, out)
+                    if many and len(self._completed) > 1:
+                        got = self._drain_many(remaining, collector, out)
                         if got is not None:
                             remaining -= got
                             continue
@@ -601,13 +601,13 @@ class FetchBuffer:
                         fetched.cursor = cursor
                         self._next_in_line = fetched
                 else:
-                    if take_many is not None and self._completed:
+                    if many and self._completed:
                         # the rest of this one and the responses after it, in one chunk
-                        got = self._drain_many(remaining, take_many, count, out)
+                        got = self._drain_many(remaining, collector, out)
                         if got is not None:
                             remaining -= got
                             continue
-                    taken = self._take(nil, remaining, take, count)
+                    taken = self._take(nil, remaining, collector)
                     if taken is not None:
                         out.append((nil.tp, taken[0]))
                         remaining -= taken[1]
@@ -630,4 +630,4 @@ class FetchBuffer:
             self._next_in_line = None
 
 
-__all__ = ["FetchBuffer", "Fetched", "Refetch", "TakeMany"]
+__all__ = ["FetchBuffer", "Fetched", "Refetch"]
