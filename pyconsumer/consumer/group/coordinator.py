@@ -27,7 +27,7 @@ import collections
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.subscription import SubscriptionState
@@ -52,7 +52,7 @@ from pyconsumer.errors import (
 )
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.net.client import NetworkClient
-from pyconsumer.net.connection import RequestBody, Response
+from pyconsumer.net.connection import Response
 from pyconsumer.net.deadline import Retry, remaining_ms, retry_until
 from pyconsumer.net.future import Future
 from pyconsumer.net.responses import body_of
@@ -75,12 +75,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COORDINATOR_ID_BASE = 2**31 - 1
-
-
-def _wire(body: object) -> RequestBody:
-    """A typed body (or a function of the version returning one) as the network client
-    takes it: a TypedDict is the plain dict the encoder reads."""
-    return cast("RequestBody", body)
 
 
 CommitCallback = Callable[[dict[TopicPartition, OffsetAndMetadata], KafkaError | None], Any]
@@ -180,7 +174,7 @@ class ConsumerCoordinator:
                 return {"key_type": 0, "coordinator_keys": [group]}
             return {"key": group, "key_type": 0}
 
-        self._find = self.client.send(node, ApiKey.FIND_COORDINATOR, _wire(body))
+        self._find = self.client.send(node, ApiKey.FIND_COORDINATOR, body)
         self._find.add_callback(self._on_find, any_thread=True)
         return self._find
 
@@ -263,7 +257,7 @@ class ConsumerCoordinator:
              timeout_ms: float | None = None) -> Future[Response]:
         """Send to the coordinator, which must be known (the membership's requests)."""
         assert self.coordinator is not None
-        return self.client.send(self.coordinator, api, _wire(body), timeout_ms=timeout_ms)
+        return self.client.send(self.coordinator, api, body, timeout_ms=timeout_ms)
 
     def _call(self, api: ApiKey, body: Callable[[int], OffsetCommitRequest | OffsetFetchRequest],
               parse: Callable[[Response], Any], deadline: float, what: str) -> Any:
@@ -272,7 +266,7 @@ class ConsumerCoordinator:
             if not self.ensure_coordinator_ready(deadline):
                 raise Retry(self._last_find_error)
             assert self.coordinator is not None
-            fut = self.client.send(self.coordinator, api, _wire(body))
+            fut = self.client.send(self.coordinator, api, body)
             if api == ApiKey.OFFSET_COMMIT:
                 self.metrics.commit_sent(fut)
             self.client.poll(timeout_ms=remaining_ms(deadline), future=fut)
@@ -481,7 +475,7 @@ class ConsumerCoordinator:
 
         def send() -> None:
             assert self.coordinator is not None
-            fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT, _wire(body))
+            fut = self.client.send(self.coordinator, ApiKey.OFFSET_COMMIT, body)
             self.metrics.commit_sent(fut)
             self._async_in_flight += 1
             fut.add_callback(done)
