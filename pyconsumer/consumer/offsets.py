@@ -12,7 +12,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pyconsumer.config import ConsumerConfig, OffsetResetStrategy
 from pyconsumer.consumer.partition_errors import PartitionAction, classify
@@ -30,6 +30,13 @@ from pyconsumer.net.deadline import Retry, deadline_after, remaining_ms, retry_u
 from pyconsumer.net.future import Future
 from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
+from pyconsumer.protocol.bodies import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+)
 from pyconsumer.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -88,7 +95,7 @@ class _LeaderRequest:
 
     def __init__(self) -> None:
         self.asked: dict[TopicPartition, int] = {}
-        self.entries: dict[str, list[dict[str, int]]] = {}
+        self.entries: dict[str, list[ListOffsetsPartition]] = {}
         self.by_topic: dict[str, dict[int, TopicPartition]] = {}
 
     def add(self, tp: TopicPartition, timestamp: int, epoch: int) -> None:
@@ -166,11 +173,11 @@ class OffsetsClient:
             futures.append(fut)
         return futures
 
-    def _body(self, req: _LeaderRequest) -> Callable[[int], dict[str, Any]]:
-        topics = [{"name": t, "partitions": ps} for t, ps in req.entries.items()]
+    def _body(self, req: _LeaderRequest) -> Callable[[int], ListOffsetsRequest]:
+        topics: list[ListOffsetsTopic] = [{"name": t, "partitions": ps} for t, ps in req.entries.items()]
         timeout = self.config.request_timeout_ms
 
-        def body(version: int) -> dict[str, Any]:
+        def body(version: int) -> ListOffsetsRequest:
             return {"replica_id": -1, "isolation_level": self._isolation, "timeout_ms": timeout,
                     "topics": topics}
         return body
@@ -360,12 +367,12 @@ class OffsetsClient:
 
     def _send_validation(self, node: int, part: dict[TopicPartition, tuple[int, int, int]]
                          ) -> None:
-        topics: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        topics: dict[str, list[OffsetForLeaderPartition]] = defaultdict(list)
         for tp, (_, epoch, current) in part.items():
             topics[tp.topic].append({"partition": tp.partition, "current_leader_epoch": current,
                                      "leader_epoch": epoch})
-        body = {"replica_id": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+        body: OffsetForLeaderEpochRequest = {
+            "replica_id": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
         self._validations_in_flight.update(part)
         fut = self.client.send(node, ApiKey.OFFSET_FOR_LEADER_EPOCH, body)
 

@@ -49,6 +49,7 @@ from pyconsumer.net.transport import (
     unresolved_text,
 )
 from pyconsumer.protocol import ApiKey
+from pyconsumer.protocol.bodies import MetadataRequest, MetadataRequestTopic
 from pyconsumer.structs import BrokerInfo
 from pyconsumer.threads import ClientLock
 
@@ -65,11 +66,12 @@ def _software_version() -> str:
 
 
 def metadata_request_body(version: int, topics: Iterable[str] | None,
-                          allow_auto_create: bool) -> dict[str, Any]:
+                          allow_auto_create: bool) -> MetadataRequest:
     """A Metadata request for ``topics`` (None: every topic) at ``version``."""
+    listed: list[MetadataRequestTopic] | None
     if topics is None:
         # "all topics" is a null array from v1 on; v0 could only say it with an empty one
-        listed: list[dict[str, Any]] | None = None if version >= 1 else []
+        listed = None if version >= 1 else []
     else:
         listed = [{"name": t} for t in topics]
     return {"topics": listed, "allow_auto_topic_creation": allow_auto_create,

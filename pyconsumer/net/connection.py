@@ -65,6 +65,7 @@ from pyconsumer.net.sasl.authenticator import SaslAuthenticator, SaslHandler
 from pyconsumer.net.transport import NO_TLS_ANSWER, WOULD_BLOCK, Address, SetupFailure
 from pyconsumer.net.versions import FIRST_API_VERSIONS, BrokerVersions, read_api_versions
 from pyconsumer.protocol import ApiKey
+from pyconsumer.protocol.bodies import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from pyconsumer.structs import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -427,7 +428,7 @@ class BrokerConnection:
             self._start_negotiation(now)
 
     def _send_api_versions(self, version: int, now: float) -> None:
-        body: dict[str, Any] = {}
+        body: ApiVersionsRequest = {}
         if version >= 3:
             body = {"client_software_name": self.settings.software_name,
                     "client_software_version": self.settings.software_version}
@@ -712,7 +713,8 @@ class BrokerConnection:
     # ------------------------------------------------------------------ SASL seam
     # (the SaslConnection protocol of pyconsumer.net.sasl.authenticator)
 
-    def send_sasl_request(self, api_key: ApiKey, version: int, body: dict[str, Any],
+    def send_sasl_request(self, api_key: ApiKey, version: int,
+                          body: SaslHandshakeRequest | SaslAuthenticateRequest,
                           handler: SaslHandler, now: float) -> None:
         """Write an internal SASL request; its decoded body goes to ``handler``."""
         def answered(req: _Request, frame: Frame, at: float) -> None:

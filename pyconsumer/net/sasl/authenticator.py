@@ -27,7 +27,12 @@ from pyconsumer.net.sasl import SaslMechanism, SaslSettings, build_mechanism
 from pyconsumer.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from pyconsumer.protocol.bodies import SaslAuthenticateResponse, SaslHandshakeResponse
+    from pyconsumer.protocol.bodies import (
+        SaslAuthenticateRequest,
+        SaslAuthenticateResponse,
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +53,8 @@ class SaslConnection(Protocol):
     def version_for(self, api_key: int, min_version: int = 0,
                     max_version: int | None = None) -> int: ...
 
-    def send_sasl_request(self, api_key: ApiKey, version: int, body: dict[str, Any],
+    def send_sasl_request(self, api_key: ApiKey, version: int,
+                          body: SaslHandshakeRequest | SaslAuthenticateRequest,
                           handler: SaslHandler, now: float) -> None:
         """Write an internal request now; its decoded answer goes to ``handler``."""
         ...
