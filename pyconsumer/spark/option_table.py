@@ -106,6 +106,7 @@ _BATCH, _STREAMING = Applies.BATCH, Applies.STREAMING
 _NO_END_TIMESTAMP = "ending timestamp not valid in streaming queries"
 _NO_END_OFFSET = "ending offset not valid in streaming queries"
 
+#: every option of the source, in the order they are checked (an error names the first bad one)
 OPTIONS: tuple[SourceOption[Any], ...] = (
     SourceOption("startingOffsetsByTimestampStrategy", "starting_by_timestamp_strategy",
                  one_of("error", "latest"), "error",
