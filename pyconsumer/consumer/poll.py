@@ -193,18 +193,27 @@ def _runs(segments: list[tuple[TopicPartition, int, int, int]], threads: int,
     return out
 
 
-def _group_parts(group: list[tuple[TopicPartition, int, int, int]], typed: pa.RecordBatch,
-                 taken: int) -> list[tuple[TopicPartition, TypedChunk[list[pa.RecordBatch]]]]:
-    """A group's typed batch (its partitions' rows in turn, some maybe dropped) as each
-    partition's chunk: a slice of it (no copy) and its rows."""
+def _group_parts(group: list[tuple[TopicPartition, int, int, int]], piece: pa.RecordBatch,
+                 typed: pa.RecordBatch
+                 ) -> list[tuple[TopicPartition, TypedChunk[list[pa.RecordBatch]]]]:
+    """A group's typed batch (its segments' rows in turn, some maybe dropped) as each
+    segment's chunk: a slice of it (no copy) and its rows."""
     if len(group) == 1:
-        return [(group[0][0], TypedChunk([typed], typed.num_rows, taken))]
-    if typed.num_rows == taken:
+        return [(group[0][0], TypedChunk([typed], typed.num_rows, piece.num_rows))]
+    if typed.num_rows == piece.num_rows:
         kept = [seg[3] for seg in group]
-    else:                                      # DROPMALFORMED dropped some: count what is left
-        counts = pc.value_counts(typed.column("partition"))
-        left = dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
-        kept = [left.get(seg[0].partition, 0) for seg in group]
+    else:
+        # DROPMALFORMED dropped some: count what is left of each segment by its offsets (a
+        # partition may have two segments: a response and the one prefetched behind it)
+        partitions, offsets = typed.column("partition"), typed.column("offset")
+        source = piece.column("offset")
+        kept = []
+        first = group[0][2]
+        for seg in group:
+            lo, hi = source[seg[2] - first].as_py(), source[seg[2] - first + seg[3] - 1].as_py()
+            mine = pc.and_(pc.equal(partitions, seg[0].partition),
+                           pc.and_(pc.greater_equal(offsets, lo), pc.less_equal(offsets, hi)))
+            kept.append(pc.sum(mine.cast(pa.int64())).as_py() or 0)
     parts: list[tuple[TopicPartition, TypedChunk[list[pa.RecordBatch]]]] = []
     start = 0
     for seg, rows in zip(group, kept):
@@ -242,7 +251,7 @@ def typed_arrow_many(plan: TypedValues, batch: pa.RecordBatch, cursors: list[Com
             assert typed is not None
             typed = _without_headers(typed, keep_headers)
             out.append(typed)
-            parts += _group_parts(group, typed, piece.num_rows)
+            parts += _group_parts(group, piece, typed)
             continue
         for tp, i, first, n in group:
             try:

@@ -160,3 +160,45 @@ def test_typed_arrow_takes_many_partitions_with_the_result_of_one_at_a_time(
     for tp in ORDER:
         offsets = [r[2] for r in rows if (r[0], r[1]) == (tp.topic, tp.partition)]
         assert offsets == sorted(set(offsets))
+
+
+@pytest.mark.parametrize("mode", ["PERMISSIVE", "DROPMALFORMED", "FAILFAST"])
+def test_typed_arrow_many_gives_each_cursor_what_its_own_take_gives(mode: str) -> None:
+    """Two responses of one partition (the second prefetched behind the first) and another
+    partition in one take: each cursor's part is what typed_arrow gives it alone, and the
+    chunk's rows are theirs in turn."""
+    import functools
+
+    from pyconsumer.consumer.poll import typed_arrow, typed_arrow_many
+    from pyconsumer.records import CompletedFetch, take_arrow_many
+
+    from tests import recordsets as rs
+
+    def record_set(base: int, bad: set[int]) -> bytes:
+        return rs.kp_v2([(i, 1_700_000_000_000 + i, b"k", b"{bad" if base + i in bad else
+                          b'{"id": %d, "name": "n"}' % (base + i), []) for i in range(5)],
+                        base_offset=base)
+
+    sets = [("t", 0, 0, record_set(0, {1})), ("t", 0, 5, record_set(5, {7, 8})),
+            ("t", 1, 0, record_set(0, {3}))]
+
+    def cursors() -> list[CompletedFetch]:
+        return [CompletedFetch(data, topic, p, offset) for topic, p, offset, data in sets]
+
+    with KafkaConsumer(bootstrap_servers="127.0.0.1:9", value_format="json",
+                       value_schema="id BIGINT, name STRING", bad_records_mode=mode) as c:
+        plan = c._typed
+        assert plan is not None
+        run = functools.partial(decode.run, threads=1)
+        alone = [typed_arrow(plan, [cu.take_arrow(100)], run, False) for cu in cursors()]
+        taken = cursors()
+        batch, counts = take_arrow_many(taken, [100] * 3)
+        chunk, rows = typed_arrow_many(plan, batch, taken, counts, run, 1, False)
+    assert rows == counts == [5, 5, 5]
+    assert chunk.parts is not None
+    assert [(tp, part.rows, part.taken, part.error and part.error.offset,
+             [b.to_pylist() for b in part.out]) for tp, part in chunk.parts] == [
+        (TopicPartition(t, p), one.rows, one.taken, one.error and one.error.offset,
+         [b.to_pylist() for b in one.out]) for (t, p, _, _), one in zip(sets, alone)]
+    assert [r for b in chunk.out for r in b.to_pylist()] == [
+        r for one in alone for b in one.out for r in b.to_pylist()]
