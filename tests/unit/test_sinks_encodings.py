@@ -65,24 +65,17 @@ def test_a_small_first_batch_keeps_every_dictionary() -> None:
     assert enc.dictionary == leaf_paths(SCHEMA)
 
 
-def encodings_on_disk(path: str) -> dict[str, set[str]]:
+def on_disk(path: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Each leaf column's encodings and compressions over the file's row groups."""
     meta = pq.read_metadata(path)
-    out: dict[str, set[str]] = {}
+    encodings: dict[str, set[str]] = {}
+    compressions: dict[str, set[str]] = {}
     for rg in range(meta.num_row_groups):
         for c in range(meta.num_columns):
             col = meta.row_group(rg).column(c)
-            out.setdefault(col.path_in_schema, set()).update(col.encodings)
-    return out
-
-
-def compressions_on_disk(path: str) -> dict[str, set[str]]:
-    meta = pq.read_metadata(path)
-    out: dict[str, set[str]] = {}
-    for rg in range(meta.num_row_groups):
-        for c in range(meta.num_columns):
-            col = meta.row_group(rg).column(c)
-            out.setdefault(col.path_in_schema, set()).add(col.compression)
-    return out
+            encodings.setdefault(col.path_in_schema, set()).update(col.encodings)
+            compressions.setdefault(col.path_in_schema, set()).add(col.compression)
+    return encodings, compressions
 
 
 def test_the_files_carry_the_chosen_encodings_and_read_back_unchanged(tmp_path: Path) -> None:
@@ -92,12 +85,11 @@ def test_the_files_carry_the_chosen_encodings_and_read_back_unchanged(tmp_path: 
         roller.add((), b)
     [f] = roller.finish()
     path = os.path.join(tmp_path, f.path)
-    on_disk = encodings_on_disk(path)
-    assert "DELTA_BINARY_PACKED" in on_disk["offset"] and "DELTA_BINARY_PACKED" in on_disk["timestamp"]
-    assert not {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & on_disk["key"]
+    encodings, compression = on_disk(path)
+    assert "DELTA_BINARY_PACKED" in encodings["offset"] and "DELTA_BINARY_PACKED" in encodings["timestamp"]
+    assert not {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & encodings["key"]
     for dictionary_coded in ("value", "topic", "partition", "typed.country"):
-        assert {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & on_disk[dictionary_coded], dictionary_coded
-    compression = compressions_on_disk(path)
+        assert {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & encodings[dictionary_coded], dictionary_coded
     assert compression["typed.blob"] == {"UNCOMPRESSED"}
     assert all(compression[c] == {"SNAPPY"} for c in compression if c != "typed.blob")
     assert pq.read_table(path).equals(pa.Table.from_batches(sent))
