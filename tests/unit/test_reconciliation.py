@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 from pyconsumer.consumer.group.reconciliation import (
     HeartbeatFields,
@@ -11,6 +13,7 @@ from pyconsumer.consumer.group.reconciliation import (
     plan,
     topic_partitions_field,
 )
+from pyconsumer.protocol import ApiKey, encode_request
 from pyconsumer.structs import TopicPartition
 
 A = uuid.UUID(int=0xA)
@@ -96,12 +99,34 @@ BASE = dict(group_id="g", member_id="m", instance_id="i-1", rack_id="r1",
 FULL_KEYS = {"group_id", "member_id", "member_epoch", "instance_id", "rack_id",
              "rebalance_timeout_ms", "server_assignor", "subscribed_topic_names",
              "subscribed_topic_regex", "topic_partitions"}
+#: a field's "unchanged" value: what the broker reads when it is not resent
+UNCHANGED = {"rebalance_timeout_ms": -1}
+
+
+def sent(body: Mapping[str, Any]) -> set[str]:
+    """The fields a heartbeat carries: those not at their "unchanged" value (null, or -1)."""
+    return {k for k, v in body.items() if v is not None and v != UNCHANGED.get(k, None)}
+
+
+def test_every_body_is_whole_and_unsent_fields_encode_as_left_out() -> None:
+    """A body always holds every field of the request, typed; a field not resent is null, so
+    the bytes are those of a body that leaves it out (the codec's defaults)."""
+    f = HeartbeatFields()
+    f.build(member_epoch=0, **BASE)
+    f.answered()
+    f.send_owned = True
+    ack = f.build(member_epoch=3, **BASE)
+    assert set(ack) == FULL_KEYS
+    left_out = {k: v for k, v in ack.items() if k in sent(ack)}
+    for version in (0, 1):
+        assert encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, 1, "c", ack) == \
+            encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, 1, "c", left_out)
 
 
 def test_join_sends_everything_names_and_regex_together() -> None:
     f = HeartbeatFields()
     body = f.build(member_epoch=0, **BASE)
-    assert set(body) == FULL_KEYS
+    assert sent(body) == FULL_KEYS
     assert body["subscribed_topic_names"] == ["t1", "t2"]
     assert body["subscribed_topic_regex"] == ""          # never one without the other
     assert body["topic_partitions"] == [{"topic_id": A, "partitions": [0, 1]}]
@@ -117,17 +142,16 @@ def test_steady_heartbeat_is_minimal_then_ack_then_subscription() -> None:
     f = HeartbeatFields()
     f.build(member_epoch=0, **BASE)
     f.answered()
-    assert f.build(member_epoch=3, **BASE) == {"group_id": "g", "member_id": "m",
-                                               "member_epoch": 3}
+    assert sent(f.build(member_epoch=3, **BASE)) == {"group_id", "member_id", "member_epoch"}
     f.answered()
     f.send_owned = True                                   # a reconciliation completed
     ack = f.build(member_epoch=3, **BASE)
-    assert set(ack) == {"group_id", "member_id", "member_epoch", "topic_partitions"}
+    assert sent(ack) == {"group_id", "member_id", "member_epoch", "topic_partitions"}
     f.answered()
     f.send_subscription = True                            # subscribe() again
     sub = f.build(member_epoch=3, **BASE)
-    assert set(sub) == {"group_id", "member_id", "member_epoch", "subscribed_topic_names",
-                        "subscribed_topic_regex"}
+    assert sent(sub) == {"group_id", "member_id", "member_epoch", "subscribed_topic_names",
+                         "subscribed_topic_regex"}
 
 
 def test_a_failed_heartbeat_makes_the_next_one_full() -> None:
@@ -136,7 +160,7 @@ def test_a_failed_heartbeat_makes_the_next_one_full() -> None:
     f.answered()
     f.build(member_epoch=4, **BASE)
     f.failed()
-    assert set(f.build(member_epoch=4, **BASE)) == FULL_KEYS
+    assert sent(f.build(member_epoch=4, **BASE)) == FULL_KEYS
 
 
 def test_epoch_zero_is_always_full_and_reset_sends_everything() -> None:
@@ -144,7 +168,7 @@ def test_epoch_zero_is_always_full_and_reset_sends_everything() -> None:
     f.build(member_epoch=0, **BASE)
     f.answered()
     # the mock keeps a new member at epoch 0 until its partitions are free: still a join
-    assert set(f.build(member_epoch=0, **BASE)) == FULL_KEYS
+    assert sent(f.build(member_epoch=0, **BASE)) == FULL_KEYS
     f.answered()
     f.reset()
     assert f.full and f.send_owned and f.send_subscription

@@ -38,7 +38,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.group.errors import GroupAction, classify
@@ -48,6 +48,7 @@ from pyconsumer.consumer.group.reconciliation import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
+    UNCHANGED_TIMEOUT,
     HeartbeatFields,
     TopicIdPartitions,
     assignment_from_response,
@@ -68,6 +69,9 @@ from pyconsumer.net.future import Future
 from pyconsumer.net.responses import body_of
 from pyconsumer.protocol import ApiKey
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from pyconsumer.protocol import bodies
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +315,7 @@ class ConsumerProtocolMembership(MembershipBase):
             wait = min(wait, timer.time_to_poll_timeout(now))
         return wait
 
-    def _body(self, epoch: int) -> dict[str, Any]:
+    def _body(self, epoch: int) -> bodies.ConsumerGroupHeartbeatRequest:
         sub = self.subscriptions
         return self.fields.build(
             group_id=self.group_id, member_id=self.member_id, member_epoch=epoch,
@@ -412,9 +416,12 @@ class ConsumerProtocolMembership(MembershipBase):
         if self.coordinator.coordinator_unknown():
             return
         epoch = LEAVE_STATIC_EPOCH if self.group_instance_id else LEAVE_EPOCH
-        # the fields a leave does not need are left out (sent as their defaults)
-        body: dict[str, object] = {"group_id": self.group_id, "member_id": self.member_id,
-                                   "member_epoch": epoch, "instance_id": self.group_instance_id}
+        # the fields a leave does not need are null (unchanged)
+        body: bodies.ConsumerGroupHeartbeatRequest = {
+            "group_id": self.group_id, "member_id": self.member_id, "member_epoch": epoch,
+            "instance_id": self.group_instance_id, "rack_id": None,
+            "rebalance_timeout_ms": UNCHANGED_TIMEOUT, "subscribed_topic_names": None,
+            "server_assignor": None, "topic_partitions": None}
         fut = self.coordinator.send(ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
         fut.add_callback(lambda f: None, any_thread=True)
         if deadline is not None:

@@ -12,21 +12,27 @@ means for the member, and what the next ConsumerGroupHeartbeat must carry. No I/
   ``HeartbeatState``): everything when joining or after a failed heartbeat, the owned partitions
   once a reconciliation completed (the acknowledgement), the subscription after it changed.
   Subscribed names and regex always travel together (the regex empty without a pattern):
-  a broker never sees one of them change alone.
+  a broker never sees one of them change alone. A field not resent is null (the rebalance
+  timeout -1): the protocol's "unchanged", so every body is a whole, typed request.
 """
 from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyconsumer.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from pyconsumer.protocol import bodies
 
 #: MemberEpoch values with a meaning of their own (ConsumerGroupHeartbeatRequest.json)
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 LEAVE_STATIC_EPOCH = -2
+#: RebalanceTimeoutMs when it is not resent
+UNCHANGED_TIMEOUT = -1
 
 TopicIdPartitions = dict[uuid.UUID, frozenset[int]]
 
@@ -39,7 +45,8 @@ def assignment_from_response(assignment: Mapping[str, Any]) -> TopicIdPartitions
     return {tid: frozenset(ps) for tid, ps in out.items() if ps}
 
 
-def topic_partitions_field(owned: Mapping[uuid.UUID, Iterable[int]]) -> list[dict[str, Any]]:
+def topic_partitions_field(owned: Mapping[uuid.UUID, Iterable[int]]
+                           ) -> list[bodies.TopicPartitions]:
     """The request's TopicPartitions: topics by id, partitions sorted (stable bytes)."""
     return [{"topic_id": tid, "partitions": sorted(ps)}
             for tid, ps in sorted(owned.items(), key=lambda kv: str(kv[0])) if ps]
@@ -114,21 +121,23 @@ class HeartbeatFields:
     def build(self, *, group_id: str, member_id: str, member_epoch: int,
               instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
               topics: Iterable[str], regex: str | None, server_assignor: str | None,
-              owned: Mapping[uuid.UUID, Iterable[int]]) -> dict[str, Any]:
+              owned: Mapping[uuid.UUID, Iterable[int]]) -> bodies.ConsumerGroupHeartbeatRequest:
         """The request body; remembers what was sent until :meth:`answered`/:meth:`failed`."""
-        body: dict[str, Any] = {"group_id": group_id, "member_id": member_id,
-                                "member_epoch": member_epoch}
         full = self.full or member_epoch == JOIN_EPOCH
-        if full:
+        subscription = full or self.send_subscription
+        body: bodies.ConsumerGroupHeartbeatRequest = {
+            "group_id": group_id, "member_id": member_id, "member_epoch": member_epoch,
             # no rack is null: Kafka refuses an empty RackId (INVALID_REQUEST)
-            body.update(instance_id=instance_id, rack_id=rack_id or None,
-                        rebalance_timeout_ms=rebalance_timeout_ms,
-                        server_assignor=server_assignor)
-        if full or self.send_subscription:
-            body["subscribed_topic_names"] = sorted(topics)
-            body["subscribed_topic_regex"] = regex if regex is not None else ""
-        if full or self.send_owned:
-            body["topic_partitions"] = topic_partitions_field(owned)
+            "instance_id": instance_id if full else None,
+            "rack_id": (rack_id or None) if full else None,
+            "rebalance_timeout_ms": rebalance_timeout_ms if full else UNCHANGED_TIMEOUT,
+            "server_assignor": server_assignor if full else None,
+            "subscribed_topic_names": sorted(topics) if subscription else None,
+            "subscribed_topic_regex": (regex if regex is not None else "") if subscription
+            else None,
+            "topic_partitions": topic_partitions_field(owned) if full or self.send_owned
+            else None,
+        }
         self._in_flight = (full, full or self.send_subscription, full or self.send_owned)
         self.full = self.send_subscription = self.send_owned = False
         return body
@@ -154,6 +163,7 @@ __all__ = [
     "LEAVE_STATIC_EPOCH",
     "Reconciliation",
     "TopicIdPartitions",
+    "UNCHANGED_TIMEOUT",
     "assignment_from_response",
     "ids_of",
     "plan",

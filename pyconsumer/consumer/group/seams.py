@@ -32,11 +32,10 @@ if TYPE_CHECKING:
 NO_GENERATION = -1
 NO_MEMBER_ID = ""
 
-#: the request bodies a membership sends to the coordinator (KIP-848's heartbeat leaves out
-#: the fields it does not resend, so it travels as a plain dict)
+#: the request bodies a membership sends to the coordinator
 GroupRequest = Union["bodies.JoinGroupRequest", "bodies.SyncGroupRequest",
                      "bodies.HeartbeatRequest", "bodies.LeaveGroupRequest",
-                     "bodies.ConsumerGroupHeartbeatRequest", dict[str, object]]
+                     "bodies.ConsumerGroupHeartbeatRequest"]
 
 
 class MemberIdentity(Protocol):
