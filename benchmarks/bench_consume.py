@@ -242,8 +242,7 @@ class RawFetcher:
         out: dict[tuple[str, int], tuple[int, int, int]] = {}
         indexes = response.indexes if decode else None
         cursors: list[tuple[CompletedFetch, int]] = []
-        k = 0
-        for t in response["responses"]:
+        for k, t in enumerate(response["responses"]):
             for part in t["partitions"]:
                 tp = (t["topic"], part["partition_index"])
                 if part["error_code"]:
@@ -252,8 +251,7 @@ class RawFetcher:
                 n, nxt = count_batches(part["records"], positions[tp])
                 out[tp] = (n, nxt, part["high_watermark"])
                 if indexes is not None:
-                    index = indexes[k]
-                    k += 1
+                    index = indexes[(k, part["partition_index"])]
                     index.set_fetch_offset(positions[tp])
                     if index.bound:
                         cursors.append((CompletedFetch(part["records"], tp[0], tp[1], positions[tp],

@@ -66,7 +66,7 @@ def generic(frame: bytes, version: int) -> None:
 
 def compiled(frame: bytes, version: int) -> None:
     body = decode_response(ApiKey.FETCH, version, frame)[1]
-    for index in body.indexes:         # type: ignore[attr-defined]
+    for index in body.indexes.values():         # type: ignore[attr-defined]
         index.set_fetch_offset(FETCH_OFFSET)
 
 

@@ -121,7 +121,7 @@ FETCH_RESPONSE_VERSIONS: tuple[int, int]
 @final
 class FetchResponseBody(dict[str, Any]):
     @property
-    def indexes(self) -> list[RecordSetIndex] | None: ...
+    def indexes(self) -> dict[tuple[int, int], RecordSetIndex | None] | None: ...
 
 def take_arrow_many(
     cursors: list[CompletedFetch], budgets: list[int], include_headers: bool = False

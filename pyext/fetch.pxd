@@ -21,7 +21,9 @@ ctypedef struct BodyPath:
 
 
 cdef class FetchResponseBody(dict):
-    cdef readonly list indexes   # one RecordSetIndex per partition, in response order (or None)
+    # each partition's RecordSetIndex by (its topic's position in the response, its partition
+    # number); None for a key the response repeats; the whole dict None when not asked for
+    cdef readonly dict indexes
 
 
 cdef class _FetchBody:
@@ -34,7 +36,7 @@ cdef class _FetchBody:
     cdef object view             # the payload as a memoryview of bytes: records are slices
     cdef const uint8_t* data
     cdef bint indexing
-    cdef list indexes
+    cdef dict indexes
     cdef str path_text(self)
     cdef int fail(self, Py_ssize_t pos, str what) except -1     # KafkaProtocolError at pos
     cdef int reader_fault(self, Py_ssize_t pos, int fault, int64_t a, int64_t b) except -1

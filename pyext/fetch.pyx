@@ -62,7 +62,8 @@ cdef inline void _elem(BodyPath* p, int level, Py_ssize_t i) noexcept nogil:
 @cython.final
 cdef class FetchResponseBody(dict):
     """A Fetch response body (a dict, the generic codec's), and ``indexes``: each partition's
-    RecordSetIndex in response order (None when not asked for)."""
+    RecordSetIndex keyed by (its topic's position in ``responses``, its partition number),
+    None for a key the response repeats (None when not asked for)."""
     pass
 
 
@@ -292,11 +293,12 @@ cdef class _FetchBody:
         cdef int32_t i
         cdef int64_t v, n
         cdef Py_ssize_t at
+        cdef int32_t part
         cdef RecordSetIndex index
         cdef dict d = PyDict_Copy(_PARTITION)
         _key(&self.path, 4, "partition_index")
-        self.i32(r, &i)
-        d["partition_index"] = i
+        self.i32(r, &part)
+        d["partition_index"] = part
         _key(&self.path, 4, "error_code")
         self.i16(r, &s)
         d["error_code"] = s
@@ -336,7 +338,9 @@ cdef class _FetchBody:
         elif self.indexing:
             index.build(<const uint8_t*>"", 0)
         if self.indexing:
-            self.indexes.append(index)
+            # keyed by where it was read, so that it travels with its partition
+            key = (self.path.index[1], part)
+            self.indexes[key] = None if key in self.indexes else index
         # (a two-key literal is built faster than a small dict is copied)
         d["diverging_epoch"] = {"epoch": -1, "end_offset": -1}
         d["current_leader"] = {"leader_id": -1, "leader_epoch": -1}
@@ -399,8 +403,8 @@ def decode_fetch_response(int version, payload, Py_ssize_t start=0, bint index=F
     """The body of a Fetch response v``version`` (0-17) in ``payload`` (a bytes-like response
     frame without its length prefix) from byte ``start`` (past the header): the dict
     pyconsumer.protocol's generic codec gives, as a FetchResponseBody. With ``index``, its
-    ``indexes`` hold each partition's RecordSetIndex, in response order, built in the same
-    pass at fetch offset 0. Bytes after the body are ignored (as Kafka's readers do).
+    ``indexes`` hold each partition's RecordSetIndex by (topic position, partition), built in
+    the same pass at fetch offset 0. Bytes after the body are ignored (as Kafka's readers do).
     Malformed bytes raise KafkaProtocolError naming the field and byte."""
     cdef _FetchBody c
     cdef Py_buffer buf
@@ -418,7 +422,7 @@ def decode_fetch_response(int version, payload, Py_ssize_t start=0, bint index=F
     c.flexible = version >= FETCH_FLEXIBLE
     c.view = view
     c.indexing = index
-    c.indexes = [] if index else None
+    c.indexes = {} if index else None
     c.path.depth = 0
     c.what = NULL
     c.where.topic = <PyObject*>c           # on_fault hands a reader's fault back to c

@@ -5,38 +5,24 @@ used (the record sets are indexed again)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from pyconsumer import TopicPartition
 from pyconsumer.consumer.fetch import request as fetch_request
 from pyconsumer.net.connection import Response
 from pyconsumer.protocol import ApiKey
+from pyconsumer.records import RecordSetIndex
 from pyconsumer.testing import FakeCluster, Request
 
-from tests.unit.test_fetcher_drain import T0, T1, Rig, recs
-
-
-@pytest.fixture
-def cluster() -> Iterator[FakeCluster]:
-    with FakeCluster(1, topics={"t": 2}) as c:
-        for p, sizes in ((0, (3, 2)), (1, (4,))):
-            start = 0
-            for n in sizes:
-                c.produce(TopicPartition("t", p),
-                          [(None, b"%d-%d" % (p, i)) for i in range(start, start + n)])
-                start += n
-        yield c
-        assert c.errors == []
-
-
-@pytest.fixture
-def rig(cluster: FakeCluster) -> Iterator[Rig]:
-    r = Rig(cluster)
-    yield r
-    r.close()
+from tests.unit.fetch_rig import (  # noqa: F401  (the fixtures cluster and rig)
+    T0,
+    T1,
+    Rig,
+    cluster_fixture,
+    recs,
+    rig_fixture,
+)
 
 
 def test_a_partition_the_request_did_not_list_is_ignored(
@@ -86,22 +72,42 @@ def test_a_partition_the_answer_left_out_has_no_data_and_is_asked_again(
 class _Body(dict[str, Any]):
     """A Fetch body with indexes of its own choosing (the decoder's are read-only)."""
 
-    indexes: list[Any] | None = None
+    indexes: dict[tuple[int, int], Any] | None = None
 
 
-@pytest.mark.parametrize("how", ["swapped", "one short"])
-def test_indexes_that_are_not_of_the_answered_record_sets_are_not_used(
+@pytest.mark.parametrize("how", ["kept", "one missing", "repeated", "none"])
+def test_each_partition_takes_the_index_keyed_by_its_own_place(
         rig: Rig, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """The decoder keys its indexes by (topic position, partition): a partition takes its own
+    or, without one (a key the response repeated, a body from elsewhere), indexes its set."""
+    used: list[Any] = []
+
     def body_of(response: Response, api: ApiKey) -> Any:
         body = response.body
         out = _Body(body)
-        indexes = list(body.indexes)
-        assert len(indexes) == 2
-        out.indexes = indexes[::-1] if how == "swapped" else indexes[:1]
+        indexes = dict(body.indexes)
+        keys = sorted((k, p["partition_index"]) for k, t in enumerate(body["responses"])
+                      for p in t["partitions"])
+        assert sorted(indexes) == keys and len(keys) == 2
+        if how == "one missing":
+            del indexes[keys[0]]
+        elif how == "repeated":
+            indexes[keys[1]] = None
+        out.indexes = None if how == "none" else indexes
+        used.extend(i for i in (out.indexes or {}).values() if i is not None)
         return out
 
+    built: list[Any] = []
+
+    def index_here(records: Any, offset: int) -> Any:
+        built.append(RecordSetIndex(records, offset))
+        return built[-1]
+
     monkeypatch.setattr(fetch_request, "body_of", body_of)
+    monkeypatch.setattr(fetch_request, "RecordSetIndex", index_here)
     rig.assign({T0: 0, T1: 0})
     rig.fetch()
     assert rig.drain(100) == [(T0, recs(0, 0, 1, 2, 3, 4)), (T1, recs(1, 0, 1, 2, 3))]
     assert rig.offsets() == {T0: 5, T1: 4}
+    assert len(used) == {"kept": 2, "one missing": 1, "repeated": 1, "none": 0}[how]
+    assert len(built) == {"kept": 0, "one missing": 1, "repeated": 1, "none": 2}[how]

@@ -131,11 +131,20 @@ def typed(value: Any) -> Any:
 
 
 def assert_indexes(body: dict[str, Any]) -> None:
-    """One index per partition in order, as the record set alone indexes it."""
+    """One index per partition, keyed by (topic position, partition number), as the record
+    set alone indexes it; a key the response repeats has None (no index is the wrong one)."""
     assert isinstance(body, FetchResponseBody)
-    records = [p["records"] for t in body["responses"] for p in t["partitions"]]
-    assert body.indexes is not None and len(body.indexes) == len(records)
-    for index, data in zip(body.indexes, records):
+    keys = [(k, p["partition_index"]) for k, t in enumerate(body["responses"])
+            for p in t["partitions"]]
+    records = {key: p["records"] for key, p in zip(
+        keys, (p for t in body["responses"] for p in t["partitions"]))}
+    repeated = {key for key in keys if keys.count(key) > 1}
+    assert body.indexes is not None and set(body.indexes) == set(keys)
+    assert {key for key, index in body.indexes.items() if index is None} == repeated
+    for key, index in body.indexes.items():
+        if index is None:
+            continue
+        data = records[key]
         alone = RecordSetIndex(data, 0)
         assert (index.batches, index.size, index.whole_bytes, index.end, index.bound) == (
             alone.batches, alone.size, alone.whole_bytes, alone.end, alone.bound)
@@ -191,7 +200,9 @@ def test_every_field_at_every_version() -> None:
                                                        else uuid.UUID(int=0))
         assert_indexes(decoded)
         assert isinstance(decoded, FetchResponseBody) and decoded.indexes is not None
-        assert [len(i) for i in decoded.indexes] == [2, 0, 0]
+        assert {key: len(i) for key, i in decoded.indexes.items()} == {
+            (0, p["partition_index"]): n for p, n in zip(
+                decoded["responses"][0]["partitions"], (2, 0, 0))}
 
 
 def test_records_are_slices_of_the_frame() -> None:

@@ -24,7 +24,7 @@ from pyconsumer.records import CompletedFetch, ConsumerRecord
 from pyconsumer.structs import TopicPartition
 from pyconsumer.testing import FakeCluster, Request
 
-from tests.unit.test_fetcher_drain import Takes
+from tests.unit.fetch_rig import Takes
 
 Row = tuple[int, bytes | None]
 FAST: dict[str, Any] = dict(fetch_max_wait_ms=50, retry_backoff_ms=20, reconnect_backoff_ms=20,

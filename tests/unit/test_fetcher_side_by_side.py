@@ -18,8 +18,8 @@ from pyconsumer.structs import TopicPartition
 from pyconsumer.testing import FakeCluster, Request
 
 from tests import recordsets as rs
-from tests.unit.test_fetcher_drain import Rig as DrainRig
-from tests.unit.test_fetcher_drain import Takes
+from tests.unit.fetch_rig import Rig as DrainRig
+from tests.unit.fetch_rig import Takes
 
 TPS = [TopicPartition("t", p) for p in range(4)]
 Rows = list[tuple[int, bytes | None]]

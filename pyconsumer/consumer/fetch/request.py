@@ -30,9 +30,9 @@ too).
 
 Every answered partition's record set is indexed here, once (:class:`RecordSetIndex`): the
 buffer, the cursor and the metrics read it instead of walking the bytes again. The one-pass
-decoder hands its indexes over in response order; each is taken with its topic and partition
-as the response is walked, kept only if it is of that partition's record set (else the set is
-indexed again), and travels with the partition from there. An answered partition the request
+decoder hands its indexes over keyed by where it read them (the topic's position in the
+response, the partition number); each is taken with its partition as the response is walked
+(a record set without one is indexed here), and travels with the partition from there. An answered partition the request
 did not list is ignored (a debug line); one it listed that the answer leaves out has no data
 this time and is asked for again.
 
@@ -52,7 +52,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, cast
 
 from pyconsumer.config import ConsumerConfig
@@ -117,29 +117,22 @@ def _entry_packer(codec: StructCodec) -> Callable[..., Encoded | None] | None:
 Answered = tuple[TopicPartition, "bodies.PartitionData", RecordSetIndex, PartitionData]
 
 
-def _decoder_indexes(body: bodies.FetchResponse) -> list[RecordSetIndex] | None:
-    """The indexes the one-pass decoder built as it walked the response, one per partition in
-    response order (protocol.decode_response), if it gave exactly one per partition; None
-    otherwise (a body from elsewhere: each record set is indexed here)."""
-    indexes: list[RecordSetIndex] | None = getattr(body, "indexes", None)
-    if indexes is None or len(indexes) != sum(len(t["partitions"]) for t in body["responses"]):
-        return None
-    return indexes
+#: the one-pass decoder's indexes: by (topic position in the response, partition number)
+DecoderIndexes = Mapping[tuple[int, int], "RecordSetIndex | None"]
 
 
-def _topics_with_indexes(body: bodies.FetchResponse, indexes: list[RecordSetIndex] | None
+def _topics_with_indexes(body: bodies.FetchResponse
                          ) -> Iterator[tuple[bodies.FetchableTopicResponse,
-                                             Sequence[RecordSetIndex | None]]]:
-    """Each topic of the response with the decoder's indexes of its partitions (None each,
-    without them): an index travels with its topic and partition from here on."""
-    k = 0
-    for t in body["responses"]:
-        n = len(t["partitions"])
+                                             Iterable[RecordSetIndex | None]]]:
+    """Each topic of the response with the decoder's indexes of its partitions, in the order
+    of its partitions (None where the decoder gave none: a body from elsewhere, a repeated
+    partition)."""
+    indexes: DecoderIndexes | None = getattr(body, "indexes", None)
+    for k, t in enumerate(body["responses"]):
         if indexes is None:
-            yield t, (None,) * n
+            yield t, (None,) * len(t["partitions"])
         else:
-            yield t, indexes[k:k + n]
-            k += n
+            yield t, [indexes.get((k, p["partition_index"])) for p in t["partitions"]]
 
 
 class FetchRequests:
@@ -727,9 +720,8 @@ class FetchRequests:
         named: set[TopicPartition] = set()
         topic_bytes: list[tuple[str | None, int]] = []
         unknown_ids = 0
-        indexes = _decoder_indexes(body)
         session_partitions = data.session_partitions
-        for t, topic_indexes in _topics_with_indexes(body, indexes):
+        for t, topic_indexes in _topics_with_indexes(body):
             name = t["topic"] if by_name else data.topic_names.get(t["topic_id"])
             known = None if name is None else self._partitions_of(name)
             size = 0
@@ -746,8 +738,7 @@ class FetchRequests:
                 asked = None if at is None else session_partitions.get(at)
                 offset = 0 if asked is None else asked.fetch_offset
                 records = p.get("records")
-                if index is None or index.size != (0 if records is None else len(records)):
-                    # no index from the decoder, or not this record set's: indexed here
+                if index is None:             # no index from the decoder: indexed here
                     index = RecordSetIndex(records, offset)
                 elif offset:                   # built at offset 0: judged again from its entries
                     index.set_fetch_offset(offset)
