@@ -63,8 +63,13 @@ class ColumnStats:
             self.nulls[name] = self.nulls.get(name, 0) + column.null_count
             if not _orderable(column.type) or column.null_count == len(column):
                 continue
-            mm = pc.min_max(column)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            # the topic column holds one value: an equality scan, no ordering
+            one = one_value(column) if pa.types.is_string(column.type) else None
+            if one is not None:
+                lo = hi = one
+            else:
+                mm = pc.min_max(column)
+                lo, hi = mm["min"].as_py(), mm["max"].as_py()
             self.mins[name] = lo if name not in self.mins else min(self.mins[name], lo)
             self.maxs[name] = hi if name not in self.maxs else max(self.maxs[name], hi)
 
@@ -77,8 +82,13 @@ def _orderable(t: pa.DataType) -> bool:
 #: rows of a file's first batch looked at to choose its columns' encodings
 ENCODING_SAMPLE = 2048
 
-#: a text or binary column whose sample snappy shrinks by less than this is stored uncompressed
+#: a text or binary column that snappy shrinks by less than this is stored uncompressed
 MIN_COMPRESSION_GAIN = 0.1
+
+#: bytes of each contiguous run of a text column that snappy is tried on (its window is 64 KB),
+#: and how many runs, spread over the batch
+COMPRESSION_PROBE_BYTES = 64 * 1024
+COMPRESSION_PROBES = 3
 
 
 @dataclass(frozen=True)
@@ -119,6 +129,8 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
     delta-encoded (offsets and times of a partition rise, so their deltas pack small), text and
     binary plain. Text and binary that snappy barely shrinks (compressed or encrypted payloads)
     are stored uncompressed: compressing them costs a third of the encoding and saves nothing.
+    That is judged on contiguous runs of the batch, as a page holds them: rows sampled far
+    apart would show repeats (a cycle, a pool of payloads) that snappy never sees in a page.
     Every other leaf (inside lists and maps too) keeps the dictionary and snappy.
     """
     # rows spread over the whole batch: a repeating pattern longer than a prefix still shows
@@ -127,11 +139,11 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
     encoding: dict[str, str] = {}
     uncompressed: list[str] = []
 
-    def judge(path: str, column: pa.Array) -> None:
+    def judge(path: str, column: pa.Array, whole: pa.Array) -> None:
         t = column.type
         if pa.types.is_struct(t):
             for i in range(t.num_fields):
-                judge(f"{path}.{t.field(i).name}", column.field(i))
+                judge(f"{path}.{t.field(i).name}", column.field(i), whole.field(i))
             return
         texts = pa.types.is_binary(t) or pa.types.is_string(t)
         numbers = pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)
@@ -139,42 +151,86 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
             return
         if pc.count_distinct(column, mode="only_valid").as_py() * 2 > len(column) - column.null_count:
             encoding[path] = "DELTA_BINARY_PACKED" if numbers else "PLAIN"
-        if texts and not _compressible(column):
+        if texts and not _compressible(whole):
             uncompressed.append(path)
 
-    for name, column in zip(sample.schema.names, sample.columns):
-        judge(name, column)
+    for name, column, whole in zip(sample.schema.names, sample.columns, first.columns):
+        judge(name, column, whole)
     return Encodings([leaf for leaf in leaves if leaf not in encoding], encoding, uncompressed)
 
 
 def _compressible(column: pa.Array) -> bool:
-    values = column.buffers()[2]
-    size = pc.sum(pc.binary_length(column)).as_py() or 0
-    if values is None or size == 0:
+    """Whether snappy shrinks a few contiguous runs of the column's values (start, middle, end)
+    by MIN_COMPRESSION_GAIN."""
+    first, end = _offsets_of(column)
+    total = end - first
+    if total == 0:
         return True
+    n = len(column)
+    rows = max(1, n * COMPRESSION_PROBE_BYTES // total)
+    starts = sorted({round(k * (n - rows) / max(1, COMPRESSION_PROBES - 1))
+                     for k in range(COMPRESSION_PROBES)} if rows < n else {0})
+    raw = packed = 0
+    for start in starts:
+        data = _value_data(column.slice(start, rows))
+        raw += data.size
+        packed += pa.compress(data, "snappy").size
+    return raw == 0 or packed <= raw * (1 - MIN_COMPRESSION_GAIN)
+
+
+def _offsets_of(column: pa.Array) -> tuple[int, int]:
+    """Where a (sliced) binary or string column's values start and end in its data buffer."""
     offsets = column.buffers()[1]
-    first = int.from_bytes(offsets.slice(column.offset * 4, 4).to_pybytes(), "little", signed=True) \
-        if offsets is not None else 0
-    data = values.slice(first, size)
-    packed: pa.Buffer = pa.compress(data, "snappy")
-    return bool(packed.size <= size * (1 - MIN_COMPRESSION_GAIN))
+    if offsets is None:
+        return 0, 0
+
+    def at(row: int) -> int:
+        return int.from_bytes(offsets.slice((column.offset + row) * 4, 4).to_pybytes(), "little",
+                              signed=True)
+
+    return at(0), at(len(column))
+
+
+def _value_data(column: pa.Array) -> pa.Buffer:
+    """The bytes of a (sliced) binary or string column's values, one buffer (no copy)."""
+    values = column.buffers()[2]
+    first, end = _offsets_of(column)
+    return values.slice(first, end - first) if values is not None else pa.py_buffer(b"")
 
 
 def single_partition(batch: pa.RecordBatch) -> tuple[str, int] | None:
     """The (topic, partition) of a batch whose rows all have the same, else None.
 
-    A task's batches mostly come one partition each; two min/max scans are much cheaper than a
-    grouping.
+    A task's batches mostly come one partition each; a min/max scan and a comparison are much
+    cheaper than a grouping.
     """
     if batch.num_rows == 0:
         return None
     parts = pc.min_max(batch.column("partition"))
     if parts["min"] != parts["max"]:
         return None
-    topics = pc.min_max(batch.column("topic"))
-    if topics["min"] != topics["max"] or not topics["min"].is_valid:
+    topic = one_value(batch.column("topic"))
+    return None if topic is None else (topic, parts["min"].as_py())
+
+
+def one_value(column: pa.Array) -> Any:
+    """The value every row of a column holds; None when they differ or one is null. (An equality
+    scan: a text column's min/max compares its values in order, several times slower.)"""
+    if len(column) == 0 or column.null_count:
         return None
-    return topics["min"].as_py(), parts["min"].as_py()
+    first = column[0]
+    if first != column[len(column) - 1] or not pc.all(pc.equal(column, first)).as_py():
+        return None
+    return first.as_py()
+
+
+def value_bytes(column: pa.Array) -> int:
+    """The bytes of a binary or string column's values (nulls count 0), from its offsets
+    without a scan when it has no nulls."""
+    if column.null_count or not (pa.types.is_binary(column.type) or pa.types.is_string(column.type)):
+        return int(pc.sum(pc.binary_length(column)).as_py() or 0)
+    first, end = _offsets_of(column)
+    return end - first
 
 
 def offset_ranges(batch: pa.RecordBatch) -> dict[tuple[str, int], tuple[int, int]]:

@@ -10,7 +10,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from pyconsumer.sinks.files import FileRoller, choose_encodings, leaf_paths, offset_ranges, single_partition
+from pyconsumer.sinks.files import (
+    FileRoller,
+    choose_encodings,
+    leaf_paths,
+    offset_ranges,
+    one_value,
+    single_partition,
+    value_bytes,
+)
 
 N = 10_000
 
@@ -57,6 +65,22 @@ def test_a_sliced_column_is_judged_on_its_own_bytes() -> None:
     whole = pa.record_batch([pa.array(blobs)], schema=schema)
     assert choose_encodings(whole.slice(0, 300), ["b"]).uncompressed == ["b"]
     assert choose_encodings(whole.slice(300, 300), ["b"]).uncompressed == []
+
+
+def test_compressibility_is_judged_on_contiguous_runs_as_pages_hold_them() -> None:
+    """Random payloads drawn from a pool: rows far apart repeat (a strided sample of them
+    compresses), but a page's contiguous rows do not, and snappy sees only those."""
+    pool = [random.Random(i).randbytes(90) for i in range(4096)]
+    rows = [b"%010d" % i + pool[i & 4095] for i in range(65_536)]   # sampled every 32nd row
+    column = pa.array(rows, pa.binary())
+    schema = pa.schema([("v", pa.binary())])
+    assert choose_encodings(pa.record_batch([column], schema=schema), ["v"]).uncompressed == ["v"]
+    # the same payloads each written four times in a row: contiguous repeats, worth snappy
+    repeated = pa.array([r for r in rows[:16_384] for _ in range(4)], pa.binary())
+    assert choose_encodings(pa.record_batch([repeated], schema=schema), ["v"]).uncompressed == []
+    # nulls have no bytes: judged on the values there are
+    with_nulls = pa.array([None if i % 3 == 0 else r for i, r in enumerate(rows)], pa.binary())
+    assert choose_encodings(pa.record_batch([with_nulls], schema=schema), ["v"]).uncompressed == ["v"]
 
 
 def test_a_small_first_batch_keeps_every_dictionary() -> None:
@@ -107,6 +131,20 @@ def test_offset_ranges_of_one_partition_and_of_many() -> None:
     [two] = same_partition_two_topics.to_batches()
     assert single_partition(two) is None
     assert offset_ranges(two) == {("t", 1): (0, 4), ("u", 1): (9, 13)}
+
+
+def test_one_value_and_value_bytes_on_slices_nulls_and_types() -> None:
+    words = pa.array(["a", "bb", "a", "ccc", None, "dddd"])
+    assert value_bytes(words) == 1 + 2 + 1 + 3 + 4
+    assert value_bytes(words.slice(1, 3)) == 2 + 1 + 3
+    assert value_bytes(pa.array([b"xy", b"", b"z"]).slice(1)) == 1
+    assert value_bytes(pa.array(["ab", "c"], pa.large_string())) == 3
+    assert value_bytes(words.slice(0, 0)) == 0
+    assert one_value(pa.array(["t"] * 5)) == "t"
+    assert one_value(pa.array(["t", "u", "t"])) is None              # first and last agree
+    assert one_value(pa.array(["t", None, "t"])) is None
+    assert one_value(words.slice(0, 1)) == "a" and one_value(words.slice(0, 0)) is None
+    assert one_value(pa.array([3, 3], pa.int32())) == 3
 
 
 def test_an_empty_batch_has_no_partition() -> None:
