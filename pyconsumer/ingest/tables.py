@@ -183,14 +183,14 @@ def _count(batch: pa.RecordBatch, seen: dict[tuple[str, int], list[int]]) -> Non
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pyconsumer.sinks.files import single_partition
+    from pyconsumer.sinks.files import single_partition, value_bytes
 
     texts = [batch.column(name) for name in ("key", "value")
              if pa.types.is_binary(batch.schema.field(name).type) or pa.types.is_string(batch.schema.field(name).type)]
     one = single_partition(batch)
     if one is not None:
         mm = pc.min_max(batch.column("offset"))
-        size_sum = sum(pc.sum(pc.binary_length(c)).as_py() or 0 for c in texts)
+        size_sum = sum(value_bytes(c) for c in texts)
         s = seen.setdefault(one, [mm["min"].as_py(), mm["max"].as_py(), 0, 0])
         s[0], s[1] = min(s[0], mm["min"].as_py()), max(s[1], mm["max"].as_py())
         s[2] += batch.num_rows
@@ -228,10 +228,11 @@ def _write_tasks(sink: TableSink, read: TableRead) -> Any:
     crash_at = os.environ.get(CRASH_ENV)
 
     def run(tasks: Iterable[KafkaInputPartition]) -> Iterator[_TaskResult]:
-        from pyconsumer.spark.reader import read_ranges
+        from pyconsumer.spark.reader import read_ranges, settle_worker_heap
 
         from pyconsumer.ingest.prefetch import Prefetched
 
+        settle_worker_heap()
         for task in tasks:
             seen: dict[tuple[str, int], list[int]] = {}
 

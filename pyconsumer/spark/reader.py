@@ -17,6 +17,7 @@ consumer pool): no new connections, no new metadata, per task.
 from __future__ import annotations
 
 import collections
+import gc
 import logging
 import threading
 import time
@@ -32,7 +33,8 @@ from pyconsumer.spark.options import SourceOptions
 from pyconsumer.spark.planning import OffsetRange
 from pyconsumer.structs import TopicPartition
 
-__all__ = ["read_range", "read_ranges", "BATCH_ROWS", "consumer_cache_size", "close_cached_consumers"]
+__all__ = ["read_range", "read_ranges", "BATCH_ROWS", "consumer_cache_size", "close_cached_consumers",
+           "settle_worker_heap"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,19 @@ _READER_DEFAULTS = {
 _Key = tuple[tuple[str, str], ...]
 _cache: collections.OrderedDict[_Key, KafkaConsumer] = collections.OrderedDict()
 _cache_lock = threading.Lock()
+_heap_settled = False
+
+
+def settle_worker_heap() -> None:
+    """Spark's reused Python worker runs a full ``gc.collect()`` after every task, which walks
+    every object its imports made (pyarrow, pyspark, the table libraries: tens of ms a task).
+    They live as long as the worker, so the first task moves them into the permanent
+    generation (``gc.freeze``); later collections walk only what tasks made since. Called at
+    the start of the code that runs in Spark's Python workers, never in a user's process."""
+    global _heap_settled
+    if not _heap_settled:
+        _heap_settled = True
+        gc.freeze()
 
 
 def _settings(options: SourceOptions) -> dict[str, str]:

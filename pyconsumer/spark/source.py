@@ -69,7 +69,7 @@ from pyconsumer.spark.planning import (
     split_ranges,
     total_offsets,
 )
-from pyconsumer.spark.reader import read_range, read_ranges
+from pyconsumer.spark.reader import read_range, read_ranges, settle_worker_heap
 from pyconsumer.spark.values import (
     PINS_METADATA_KEY,
     PinnedSchema,
@@ -180,6 +180,7 @@ def _read(partition: InputPartition, options: SourceOptions, typed: TypedRead | 
     # InputPartition(None): no records
     if not isinstance(partition, KafkaInputPartition):
         return
+    settle_worker_heap()
     if typed is None:
         yield from read_ranges(partition.ranges, options)
     else:
