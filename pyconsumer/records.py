@@ -44,6 +44,8 @@ fills it. A compressed batch may decompress to at most
 """
 from __future__ import annotations
 
+import pyarrow as pa
+
 from pyconsumer import errors as _errors
 from pyconsumer._records import (
     FETCH_RESPONSE_VERSIONS,
@@ -71,6 +73,13 @@ from pyconsumer._records import (
 _set_error_classes(_errors.CorruptRecordError, _errors.UnsupportedCodecError,
                    _errors.RecordDeserializationError, _errors.KafkaProtocolError)
 
+
+def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    """A batch of no rows with ``schema``, made from the schema alone: converting Python
+    values (``from_pylist([])``, ``pa.array([])``) makes pyarrow import pandas the first time,
+    half a second on a process's first poll."""
+    return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
+
 __all__ = [
     "FETCH_RESPONSE_VERSIONS",
     "AvroProgram",
@@ -83,6 +92,7 @@ __all__ = [
     "decode_arrow",
     "decode_fetch_response",
     "decode_records",
+    "empty_batch",
     "get_buffer_cache_limit",
     "get_max_decompressed_size",
     "kafka_arrow_schema",

@@ -44,6 +44,7 @@ from pyconsumer.net.client import NetworkClient
 from pyconsumer.records import (
     CompletedFetch,
     ConsumerRecord,
+    empty_batch,
     kafka_arrow_schema,
     take_arrow_many,
 )
@@ -434,7 +435,7 @@ class ArrowCollector:
         """The chunks' rows as one batch (an empty one with the schema when there are none)."""
         batches = [b for _, parts in chunks for b in parts if b.num_rows]
         if not batches:
-            return pa.RecordBatch.from_pylist([], schema=self._schema(self._include_headers, None))
+            return empty_batch(self._schema(self._include_headers, None))
         if len(batches) == 1:
             return batches[0]
         if self._plan is not None and len({b.schema for b in batches}) > 1:

@@ -121,8 +121,8 @@ def decode_arrow(record_set: Any, topic: str, partition: int, *,
                                  aborted_transactions=aborted_transactions)
     if plan is None:
         return batch
-    typed = plan.apply(batch) if batch.num_rows else pa.RecordBatch.from_pylist(
-        [], schema=plan.schema(batch.schema, [topic]))
+    typed = plan.apply(batch) if batch.num_rows else records.empty_batch(
+        plan.schema(batch.schema, [topic]))
     if headers and not include_headers:
         typed = typed.drop_columns(["headers"])     # read for the schema ids only
     return typed

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyconsumer.errors import ConfigurationError
+from pyconsumer.records import empty_batch
 from pyconsumer.values.avro import AvroSchemaError, Schema, arrow_type, parse_schema, parse_with_references
 from pyconsumer.values.avro_decode import (
     SchemaId, UnknownSchemaError, WriterSchemas, decode_avro, schema_id_from_header,
@@ -388,7 +389,7 @@ class TypedValues:
                 continue
             raw = batch.column(column)
             if n == 0:
-                columns[column] = pa.array([], self.column_type(column, topic))
+                columns[column] = pa.nulls(0, self.column_type(column, topic))
                 decoded = Decoded(columns[column], {})
             else:
                 decoded = self._decode(column, spec, topic, raw, batch, ids)
@@ -476,7 +477,7 @@ def _corrupt_name(base: str | None, column: str) -> str | None:
 def _concat(parts: list[pa.RecordBatch], schema: pa.Schema) -> pa.RecordBatch:
     return pa.Table.from_batches([p.cast(schema) if p.schema != schema else p for p in parts],
                                  schema=schema).combine_chunks().to_batches()[0] if parts else \
-        pa.RecordBatch.from_pylist([], schema=schema)
+        empty_batch(schema)
 
 
 def _header_ids(batch: pa.RecordBatch, name: str) -> list[SchemaId | None] | None:
