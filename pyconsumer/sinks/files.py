@@ -94,11 +94,13 @@ COMPRESSION_PROBES = 3
 @dataclass(frozen=True)
 class Encodings:
     """How a file's leaf columns are written: which keep a dictionary, which have an encoding of
-    their own (and no dictionary), which are stored uncompressed (the rest: snappy)."""
+    their own (and no dictionary), which are stored uncompressed (the rest: snappy), which have
+    no min/max statistics in the footer (the rest do)."""
 
     dictionary: list[str]
     encoding: dict[str, str]
     uncompressed: list[str]
+    no_statistics: list[str] = field(default_factory=list)
 
     def writer_options(self, leaves: Sequence[str]) -> dict[str, Any]:
         """The ParquetWriter arguments for a file of these leaf columns."""
@@ -106,6 +108,8 @@ class Encodings:
             "use_dictionary": self.dictionary,
             "column_encoding": self.encoding,
             "compression": {leaf: "none" if leaf in self.uncompressed else "snappy" for leaf in leaves},
+            "write_statistics": [leaf for leaf in leaves if leaf not in self.no_statistics]
+            if self.no_statistics else True,
         }
 
 
@@ -131,6 +135,9 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
     are stored uncompressed: compressing them costs a third of the encoding and saves nothing.
     That is judged on contiguous runs of the batch, as a page holds them: rows sampled far
     apart would show repeats (a cycle, a pool of payloads) that snappy never sees in a page.
+    Mostly-distinct binary leaves (Kafka's keys and values, opaque payloads) get no footer
+    min/max: it prunes nothing there and costs a tenth of the encoding; the tables' own file
+    statistics (Delta's stats) never held binary bounds.
     Every other leaf (inside lists and maps too) keeps the dictionary and snappy.
     """
     # rows spread over the whole batch: a repeating pattern longer than a prefix still shows
@@ -138,6 +145,7 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
     sample = first.take(pa.array(range(0, first.num_rows, step)[:ENCODING_SAMPLE], pa.int64()))
     encoding: dict[str, str] = {}
     uncompressed: list[str] = []
+    no_statistics: list[str] = []
 
     def judge(path: str, column: pa.Array, whole: pa.Array) -> None:
         t = column.type
@@ -151,12 +159,15 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
             return
         if pc.count_distinct(column, mode="only_valid").as_py() * 2 > len(column) - column.null_count:
             encoding[path] = "DELTA_BINARY_PACKED" if numbers else "PLAIN"
+            if pa.types.is_binary(t):
+                no_statistics.append(path)
         if texts and not _compressible(whole):
             uncompressed.append(path)
 
     for name, column, whole in zip(sample.schema.names, sample.columns, first.columns):
         judge(name, column, whole)
-    return Encodings([leaf for leaf in leaves if leaf not in encoding], encoding, uncompressed)
+    return Encodings([leaf for leaf in leaves if leaf not in encoding], encoding, uncompressed,
+                     no_statistics)
 
 
 def _compressible(column: pa.Array) -> bool:

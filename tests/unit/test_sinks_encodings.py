@@ -56,6 +56,8 @@ def test_distinct_columns_lose_the_dictionary_repeating_ones_keep_it() -> None:
     assert enc.dictionary == ["value", "topic", "partition", "typed.country", "typed.tags.list.element"]
     # random bytes do not compress; keys, repeating values and text do
     assert enc.uncompressed == ["typed.blob"]
+    # opaque, mostly distinct binary leaves: no footer min/max; text and numbers keep theirs
+    assert enc.no_statistics == ["key", "typed.blob"]
 
 
 def test_a_sliced_column_is_judged_on_its_own_bytes() -> None:
@@ -89,17 +91,21 @@ def test_a_small_first_batch_keeps_every_dictionary() -> None:
     assert enc.dictionary == leaf_paths(SCHEMA)
 
 
-def on_disk(path: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """Each leaf column's encodings and compressions over the file's row groups."""
+def on_disk(path: str) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, set[bool]]]:
+    """Each leaf column's encodings, compressions and whether it has min/max statistics, over
+    the file's row groups."""
     meta = pq.read_metadata(path)
     encodings: dict[str, set[str]] = {}
     compressions: dict[str, set[str]] = {}
+    bounds: dict[str, set[bool]] = {}
     for rg in range(meta.num_row_groups):
         for c in range(meta.num_columns):
             col = meta.row_group(rg).column(c)
             encodings.setdefault(col.path_in_schema, set()).update(col.encodings)
             compressions.setdefault(col.path_in_schema, set()).add(col.compression)
-    return encodings, compressions
+            bounds.setdefault(col.path_in_schema, set()).add(
+                col.is_stats_set and col.statistics.has_min_max)
+    return encodings, compressions, bounds
 
 
 def test_the_files_carry_the_chosen_encodings_and_read_back_unchanged(tmp_path: Path) -> None:
@@ -109,13 +115,15 @@ def test_the_files_carry_the_chosen_encodings_and_read_back_unchanged(tmp_path: 
         roller.add((), b)
     [f] = roller.finish()
     path = os.path.join(tmp_path, f.path)
-    encodings, compression = on_disk(path)
+    encodings, compression, bounds = on_disk(path)
     assert "DELTA_BINARY_PACKED" in encodings["offset"] and "DELTA_BINARY_PACKED" in encodings["timestamp"]
     assert not {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & encodings["key"]
     for dictionary_coded in ("value", "topic", "partition", "typed.country"):
         assert {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & encodings[dictionary_coded], dictionary_coded
     assert compression["typed.blob"] == {"UNCOMPRESSED"}
     assert all(compression[c] == {"SNAPPY"} for c in compression if c != "typed.blob")
+    assert {c for c, has in bounds.items() if has == {False}} == {"key", "typed.blob"}
+    assert all(bounds[c] == {True} for c in ("value", "topic", "partition", "offset", "timestamp", "typed.id"))
     assert pq.read_table(path).equals(pa.Table.from_batches(sent))
     assert f.rows == 3 * N and f.offsets[0].first == 0 and f.offsets[0].last == 3 * N - 1
 
