@@ -123,7 +123,8 @@ def leaf_paths(schema: pa.Schema) -> list[str]:
     return [parquet_schema.column(i).path for i in range(len(parquet_schema))]
 
 
-def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
+def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str], *,
+                     footer_bounds: bool = False) -> Encodings:
     """The encodings of a file's columns, judged on a sample of its first batch.
 
     The Parquet encoder tries a dictionary on every column and gives it up per column chunk only
@@ -136,8 +137,9 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
     That is judged on contiguous runs of the batch, as a page holds them: rows sampled far
     apart would show repeats (a cycle, a pool of payloads) that snappy never sees in a page.
     Mostly-distinct binary leaves (Kafka's keys and values, opaque payloads) get no footer
-    min/max: it prunes nothing there and costs a tenth of the encoding; the tables' own file
-    statistics (Delta's stats) never held binary bounds.
+    min/max: it prunes nothing there and costs a tenth of the encoding; Delta's own file
+    statistics never hold binary bounds. ``footer_bounds`` keeps them for a table format
+    whose file metrics are read from the footers (Iceberg's bounds).
     Every other leaf (inside lists and maps too) keeps the dictionary and snappy.
     """
     # rows spread over the whole batch: a repeating pattern longer than a prefix still shows
@@ -159,7 +161,7 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str]) -> Encodings:
             return
         if pc.count_distinct(column, mode="only_valid").as_py() * 2 > len(column) - column.null_count:
             encoding[path] = "DELTA_BINARY_PACKED" if numbers else "PLAIN"
-            if pa.types.is_binary(t):
+            if pa.types.is_binary(t) and not footer_bounds:
                 no_statistics.append(path)
         if texts and not _compressible(whole):
             uncompressed.append(path)
@@ -274,7 +276,8 @@ class FileRoller:
 
     directory(partition) gives a partition's folder under the root ('' for none); drop names the columns
     of the batches that the files leave out (Delta keeps partition columns in its log only);
-    describe(stats) is the table format's statistics text of a file.
+    describe(stats) is the table format's statistics text of a file; footer_bounds keeps min/max
+    in the footers for every column (see choose_encodings).
     """
 
     def __init__(
@@ -286,11 +289,13 @@ class FileRoller:
         directory: Callable[[Partition], str],
         drop: Sequence[str] = (),
         describe: Callable[[ColumnStats], str] = lambda _: "",
+        footer_bounds: bool = False,
     ) -> None:
         if target_size <= 0:
             raise ValueError(f"target file size must be positive, not {target_size}")
         self._fs, self._root, self._schema, self._target = fs, root, file_schema, target_size
         self._directory, self._drop, self._describe = directory, list(drop), describe
+        self._footer_bounds = footer_bounds
         self._leaves = leaf_paths(file_schema)
         self._open: dict[Partition, _OpenFile] = {}
         self._done: list[DataFile] = []
@@ -330,7 +335,8 @@ class FileRoller:
         self._written.append(full)
         stream = self._fs.open_output_stream(full)
         writer = pq.ParquetWriter(stream, self._schema,
-                                  **choose_encodings(first, self._leaves).writer_options(self._leaves))
+                                  **choose_encodings(first, self._leaves, footer_bounds=self._footer_bounds)
+                                  .writer_options(self._leaves))
         return _OpenFile(relpath, stream, writer)
 
     def _close(self, partition: Partition) -> None:

@@ -146,7 +146,9 @@ class IcebergSink:
                 return "data"
             return "data/" + spec.partition_to_path(Record(*(v for _, v in partition)), iceberg_schema)
 
-        roller = FileRoller(fs, root, self.schema, self.target_file_size, directory=directory)
+        # Iceberg's file metrics (bounds, null counts) are read from the footers: all kept
+        roller = FileRoller(fs, root, self.schema, self.target_file_size, directory=directory,
+                            footer_bounds=True)
         try:
             for batch in batches:
                 check_batch_schema(self.schema, batch.schema, self.table_name)

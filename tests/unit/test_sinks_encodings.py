@@ -58,6 +58,7 @@ def test_distinct_columns_lose_the_dictionary_repeating_ones_keep_it() -> None:
     assert enc.uncompressed == ["typed.blob"]
     # opaque, mostly distinct binary leaves: no footer min/max; text and numbers keep theirs
     assert enc.no_statistics == ["key", "typed.blob"]
+    assert choose_encodings(batch(), leaf_paths(SCHEMA), footer_bounds=True).no_statistics == []
 
 
 def test_a_sliced_column_is_judged_on_its_own_bytes() -> None:
