@@ -222,24 +222,27 @@ def _counted(batches: Iterable[pa.RecordBatch], seen: dict[tuple[str, int], list
 
 
 def _write_tasks(sink: TableSink, read: TableRead) -> Any:
-    """The function each Spark partition runs: its tasks read and written, one result each."""
+    """The function each Spark partition runs: its group of tasks (planning.spread) read one
+    after another into one sink.write (files shared by the group's partitions), one result."""
     source, typed = read.source, read.typed
     # the driver's crash point, in the closure: executors need not share its environment
     crash_at = os.environ.get(CRASH_ENV)
 
-    def run(tasks: Iterable[KafkaInputPartition]) -> Iterator[_TaskResult]:
+    def run(groups: Iterable[list[KafkaInputPartition]]) -> Iterator[_TaskResult]:
         from pyconsumer.spark.reader import read_ranges, settle_worker_heap
 
         from pyconsumer.ingest.prefetch import Prefetched
 
         settle_worker_heap()
-        for task in tasks:
+        for group in groups:
             seen: dict[tuple[str, int], list[int]] = {}
 
-            def batches(task: KafkaInputPartition = task, seen: dict[tuple[str, int], list[int]] = seen
-                        ) -> Iterator[pa.RecordBatch]:
-                read = (read_ranges(task.ranges, source) if typed is None else typed.read(task, source))
-                return _counted(read, seen)
+            def batches(group: list[KafkaInputPartition] = group,
+                        seen: dict[tuple[str, int], list[int]] = seen) -> Iterator[pa.RecordBatch]:
+                for task in group:
+                    read = (read_ranges(task.ranges, source) if typed is None
+                            else typed.read(task, source))
+                    yield from _counted(read, seen)
 
             # fetching and decoding the next batches overlaps the encoding of the current ones
             prefetched = Prefetched(batches, name="pyconsumer-ingest-read")
@@ -255,6 +258,28 @@ def _write_tasks(sink: TableSink, read: TableRead) -> Any:
 
 
 # --------------------------------------------------------------------------- the run
+
+
+#: offsets a Spark task should hold at least when there are more cores than that makes tasks:
+#: a Python task costs ~50 ms of scheduling alone, the time to write ~150k small records, and
+#: measured on 6 partitions x 166k-833k records, one Spark task per core beat one per partition
+SPARK_TASK_OFFSETS = 2_000_000
+
+
+def _task_offsets(task: KafkaInputPartition) -> int:
+    return sum(r.size for r in task.ranges)
+
+
+def _spark_tasks(tasks: Sequence[KafkaInputPartition], min_partitions: int | None,
+                 cores: int) -> int:
+    """How many Spark tasks run ``tasks``: one each when minPartitions asks for them or when
+    they are large; small ones packed into one Spark task per core (each running its share in
+    turn), or into Spark tasks of SPARK_TASK_OFFSETS offsets where that makes more. Many Spark
+    tasks balance better over cores of unequal speed; few cost less scheduling."""
+    if min_partitions:
+        return len(tasks)
+    total = sum(_task_offsets(t) for t in tasks)
+    return max(1, min(len(tasks), max(cores, total // SPARK_TASK_OFFSETS)))
 
 
 def _crash(point: str) -> None:
@@ -352,7 +377,7 @@ def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: 
     files, then commit them with the offsets in one table commit (nothing when nothing moved)."""
     from pyconsumer.errors import KafkaError
     from pyconsumer.spark.offsets import report_data_loss
-    from pyconsumer.spark.planning import OffsetRange, group_ranges, split_ranges
+    from pyconsumer.spark.planning import OffsetRange, group_ranges, split_ranges, spread
     from pyconsumer.spark.source import KafkaInputPartition
 
     started = time.monotonic()
@@ -386,7 +411,9 @@ def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: 
         sc = spark.sparkContext
         sc.setJobDescription(f"pyconsumer ingest into {output}")
         try:
-            results = (sc.parallelize(tasks, len(tasks))
+            groups = spread(tasks, _spark_tasks(tasks, o.min_partitions, sc.defaultParallelism),
+                            _task_offsets)
+            results = (sc.parallelize(groups, len(groups))
                        .mapPartitions(_write_tasks(sink, read)).collect())
         finally:
             sc.setJobDescription(None)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyconsumer.spark.planning import (
+    spread,
     OffsetRange,
     limit_by_bytes,
     rate_limit,
@@ -397,3 +398,19 @@ def test_grouping_keeps_every_range_once_in_order(seed: int) -> None:
             assert sum(r.size for r in task[:-1]) < least
         if not last_of_topic and tasks[i + 1][0].partition != task[-1].partition:
             assert sum(r.size for r in task) >= least      # closed for being large enough
+
+
+def test_spread_deals_largest_first_to_the_lightest_and_keeps_order() -> None:
+    sizes = {"a": 5, "b": 1, "c": 4, "d": 2, "e": 3}
+    groups = spread(list(sizes), 2, sizes.__getitem__)
+    assert groups == [["a", "b", "d"], ["c", "e"]]           # loads 8 and 7, each in order
+    assert spread(list(sizes), 9, sizes.__getitem__) == [["a"], ["c"], ["e"], ["d"], ["b"]]
+    assert spread(list(sizes), 1, sizes.__getitem__) == [list(sizes)]
+    assert spread([], 3, len) == []
+    equal = spread(list(range(6)), 2, lambda _: 1)
+    assert equal == [[0, 2, 4], [1, 3, 5]]
+
+
+def test_spread_refuses_no_slots() -> None:
+    with pytest.raises(ValueError, match="slots must be at least 1, not 0"):
+        spread([1], 0, int)
