@@ -130,9 +130,9 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str], *,
     The Parquet encoder tries a dictionary on every column and gives it up per column chunk only
     once its dictionary page is full, which for mostly-distinct columns (keys, ids, offsets,
     timestamps) costs about as much as the rest of the encoding. Columns (and fields of structs)
-    whose sample is mostly distinct are written without one: integers and timestamps
-    delta-encoded (offsets and times of a partition rise, so their deltas pack small), text and
-    binary plain. Text and binary that snappy barely shrinks (compressed or encrypted payloads)
+    whose sample is mostly distinct are written without one: integers, dates and timestamps
+    delta-encoded (offsets and times of a partition rise, so their deltas pack small), text,
+    binary and floating point plain. Text and binary that snappy barely shrinks (compressed or encrypted payloads)
     are stored uncompressed: compressing them costs a third of the encoding and saves nothing.
     That is judged on contiguous runs of the batch, as a page holds them: rows sampled far
     apart would show repeats (a cycle, a pool of payloads) that snappy never sees in a page.
@@ -156,8 +156,10 @@ def choose_encodings(first: pa.RecordBatch, leaves: Sequence[str], *,
                 judge(f"{path}.{t.field(i).name}", column.field(i), whole.field(i))
             return
         texts = pa.types.is_binary(t) or pa.types.is_string(t)
-        numbers = pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t)
-        if not (texts or numbers) or len(column) - column.null_count < 64:
+        numbers = pa.types.is_int32(t) or pa.types.is_int64(t) or pa.types.is_timestamp(t) \
+            or pa.types.is_date32(t)
+        floats = pa.types.is_floating(t)
+        if not (texts or numbers or floats) or len(column) - column.null_count < 64:
             return
         if pc.count_distinct(column, mode="only_valid").as_py() * 2 > len(column) - column.null_count:
             encoding[path] = "DELTA_BINARY_PACKED" if numbers else "PLAIN"
