@@ -86,6 +86,17 @@ def test_compressibility_is_judged_on_contiguous_runs_as_pages_hold_them() -> No
     assert choose_encodings(pa.record_batch([with_nulls], schema=schema), ["v"]).uncompressed == ["v"]
 
 
+def test_distinct_floats_and_dates_lose_the_dictionary_too() -> None:
+    schema = pa.schema([("amount", pa.float64()), ("ratio", pa.float32()), ("day", pa.date32()),
+                        ("level", pa.float64())])
+    n = 5000
+    columns = [pa.array([i / 7 for i in range(n)]), pa.array([i / 3 for i in range(n)], pa.float32()),
+               pa.array(range(n), pa.int32()).cast(pa.date32()), pa.array([float(i % 5) for i in range(n)])]
+    enc = choose_encodings(pa.record_batch(columns, schema=schema), schema.names)
+    assert enc.encoding == {"amount": "PLAIN", "ratio": "PLAIN", "day": "DELTA_BINARY_PACKED"}
+    assert enc.dictionary == ["level"]
+
+
 def test_a_small_first_batch_keeps_every_dictionary() -> None:
     enc = choose_encodings(batch(20), leaf_paths(SCHEMA))
     assert enc.encoding == {} and enc.uncompressed == []
