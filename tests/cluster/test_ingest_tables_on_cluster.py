@@ -67,7 +67,8 @@ def _ingest(cluster: SparkStandaloneCluster, args: list[str], cwd: Path,
 
 def test_ingest_delta_on_the_cluster_every_record_once(
         cluster: SparkStandaloneCluster, kafka: KafkaCluster, tmp_path: Path) -> None:
-    """One run on the cluster, a task per partition (minRecordsPerPartition 1), every task's
+    """One run on the cluster, a Spark task per partition (minRecordsPerPartition 1 and
+    minPartitions 3: small tasks would otherwise share a Spark task per core), every task's
     Python worker SIGKILLed in its first attempt once the task's files are written
     (PYCONSUMER_INGEST_CRASH_AT=mid-task): the cluster's task retries (4 attempts) see it
     through, and the table holds the 300 records produced exactly once, its txn versions their
@@ -85,7 +86,8 @@ def test_ingest_delta_on_the_cluster_every_record_once(
     assert "PYCONSUMER_INGEST_CRASH_AT" not in os.environ
     run = _ingest(cluster, ["-b", kafka.bootstrap_servers, "-t", topic, "--output", table,
                             "--table-format", "delta", "-o", "includeHeaders=true",
-                            "-o", "minRecordsPerPartition=1"], tmp_path, crash_at="mid-task")
+                            "-o", "minRecordsPerPartition=1", "-o", f"minPartitions={PARTITIONS}"],
+                  tmp_path, crash_at="mid-task")
     assert run.returncode == 0, run.stderr[-6000:]
     assert "read and wrote 3 tasks in" in run.stderr and "committed as version 1" in \
         run.stderr, run.stderr

@@ -343,7 +343,9 @@ def test_python_worker_killed_mid_task_retried_or_failed(
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     args = ["-b", kafka.bootstrap_servers, "-t", topic.name, "--output", table,
-            "--table-format", "delta", *HEADERS, "-o", "minRecordsPerPartition=1"]
+            "--table-format", "delta", *HEADERS, "-o", "minRecordsPerPartition=1",
+            # a Spark task per partition: small tasks would otherwise share one per core
+            "-o", f"minPartitions={PARTITIONS}"]
     topic.produce(300, seed=5000)
 
     failed = ingest_process(args, scratch, driver_jvm, crash_at="mid-task", master="local[2]")
