@@ -13,8 +13,9 @@ What pyconsumer does with the Java settings it cannot honour (see ``JAVA_ONLY_SE
   is *accepted and ignored*, so a Java properties file can be used as is. The ignored keys and
   values are kept in :attr:`ConsumerConfig.ignored_settings` and logged at INFO.
 * Settings that name Java classes whose absence would change behaviour (``config.providers``,
-  ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers, the
-  ``sasl.oauthbearer.*`` client-credentials flow) and the ShareConsumer-only ``share.*``
+  ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers), the
+  ``sasl.oauthbearer.*`` tunings of Java's OAuth client other than
+  ``sasl.oauthbearer.token.endpoint.url``, and the ShareConsumer-only ``share.*``
   settings are *refused* with a ConfigurationError saying what to use instead —
   unless their value is empty (None, "", []), which is accepted as "not set".
 
@@ -28,14 +29,20 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
 * ``partition.assignment.strategy`` takes assignor protocol names (``range``, ``roundrobin``,
   ``sticky``, ``cooperative-sticky``), Java class names of the built-in assignors (mapped to
   those names), or assignor objects with a ``name`` attribute.
-* SSL files are read as PEM; ``ssl.keystore.type``/``ssl.truststore.type`` explicitly set to
-  JKS or PKCS12 together with a store location is refused.
+* SSL stores: ``ssl.truststore.location``/``ssl.keystore.location`` are JKS or PKCS12 stores
+  (read by :mod:`pyconsumer.config.keystores`, the ``keystores`` extra) or PEM files. As in
+  Java, type JKS and type PKCS12 each read both formats; unlike Java, a type left at its
+  default (JKS) also reads a PEM file, so settings written for PEM keep working.
 * SASL (``security.protocol=SASL_PLAINTEXT``/``SASL_SSL``): ``sasl.mechanism`` PLAIN,
   SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI; the PLAIN/SCRAM credentials come from
   ``sasl.username``/``sasl.password`` (pyconsumer names, as librdkafka's) or from a
   PlainLoginModule/ScramLoginModule ``sasl.jaas.config`` (parsed by
   :mod:`pyconsumer.config.jaas`; a text that does not parse names the character position,
-  never an excerpt). Passwords are never shown in reprs, errors or logs.
+  never an excerpt). OAUTHBEARER tokens come from ``sasl.oauth.token.provider`` (a Python
+  callable, pyconsumer only), from the client-credentials grant of
+  ``sasl.oauthbearer.token.endpoint.url`` with clientId/clientSecret (and scope) in an
+  OAuthBearerLoginModule ``sasl.jaas.config``, or from Java's unsecured JWT options there.
+  Passwords are never shown in reprs, errors or logs.
 * Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above
   ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` or
   ``metrics.sample.window.ms`` are errors; an empty ``partition.assignment.strategy`` with a classic group fails at
@@ -43,16 +50,16 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
 
 Settings in the table that pyconsumer accepts but that change nothing (each row's
 ``no_effect`` gives the reason; ``Setting.implemented`` is False):
-``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms``,
-``metadata.cluster.check.enable``, ``group.remote.assignor``, ``ssl.truststore.type``,
-``ssl.keystore.type``, ``ssl.truststore.password`` and ``sasl.oauth.token.provider``. Setting one to
-a value other than its default logs a WARNING naming it and the reason, once per process.
+``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms`` and
+``metadata.cluster.check.enable``. Setting one to a value other than its default logs a
+WARNING naming it and the reason, once per process.
 Every other setting is read by the consumer (``tests/unit/test_settings_truthful.py`` checks
 both).
 
 The package owns its parsers, one job a module: ``parsers`` (the parser kit: Java types),
 ``values`` (the domain parsers: servers, offset reset, deserializers, assignors,
-interceptors), ``ssl`` (the ``ssl.SSLContext`` built from the settings), ``jaas``
+interceptors), ``ssl`` (the ``ssl.SSLContext`` built from the settings), ``keystores`` (JKS
+and PKCS12 stores read for it), ``jaas``
 (``sasl.jaas.config``), ``table`` (the ``Setting`` row and the Java-only settings),
 ``checks`` (the cross-field checks) and ``consumer_config`` (the table itself:
 :class:`ConsumerConfig`). Every config message is logged as ``pyconsumer.config``.

@@ -161,14 +161,13 @@ def check_security_settings(v: dict[str, Any], explicit: frozenset[str]) -> None
         )
         if others:
             fail(f"ssl.context is given, so {', '.join(others)} must not be")
-    for store in ("truststore", "keystore"):
-        kind = v[f"ssl.{store}.type"].upper()
-        if f"ssl.{store}.type" in explicit and kind != "PEM" and v[f"ssl.{store}.location"]:
-            fail(
-                f"ssl.{store}.type={kind} is not supported: pyconsumer reads PEM files "
-                f"only (convert the store, e.g. with keytool/openssl, and set "
-                f"ssl.{store}.type=PEM)"
-            )
+    # PEM text settings are PEM whatever the store type says; Java refuses an explicit other
+    for text, store in (("ssl.truststore.certificates", "truststore"),
+                        ("ssl.keystore.key", "keystore")):
+        kind = v[f"ssl.{store}.type"]
+        if v[text] is not None and f"ssl.{store}.type" in explicit and kind != "PEM":
+            fail(f"{text} is PEM text, but ssl.{store}.type={kind}: set ssl.{store}.type=PEM "
+                 f"or leave it unset")
     if v["ssl.truststore.location"] and v["ssl.truststore.certificates"]:
         fail("give either ssl.truststore.location or ssl.truststore.certificates, not both")
     key, chain = v["ssl.keystore.key"], v["ssl.keystore.certificate.chain"]

@@ -8,6 +8,7 @@ import difflib
 from typing import Any
 
 from pyconsumer.config.checks import check_together
+from pyconsumer.config.keystores import STORE_TYPES
 from pyconsumer.config.parsers import (
     REQUIRED,
     Invalid,
@@ -645,18 +646,16 @@ class ConsumerConfig:
     ssl_truststore_type = Setting(
         "ssl.truststore.type",
         "JKS",
-        string(),
-        "Format of ssl.truststore.location: files are read as PEM; an explicit JKS/PKCS12 "
-        "with a location is refused",
-        no_effect="trust store files are always read as PEM (an explicit JKS or PKCS12 with "
-        "ssl.truststore.location is refused)",
-        quiet=("PEM",),
+        string(STORE_TYPES, case_insensitive=True),
+        "Format of ssl.truststore.location: JKS or PKCS12 (either reads both formats, as in "
+        "Java) or PEM; left at the default, a PEM file is read as PEM",
     )
     ssl_truststore_location = Setting(
         "ssl.truststore.location",
         None,
         optional_string(),
-        "PEM file of CA certificates; None and no ssl.truststore.certificates: system CAs",
+        "Trust store: a JKS or PKCS12 store or a PEM file of CA certificates; None and no "
+        "ssl.truststore.certificates: the system's CAs",
     )
     ssl_truststore_certificates = Setting(
         "ssl.truststore.certificates", None, password, "CA certificates as PEM text"
@@ -665,33 +664,34 @@ class ConsumerConfig:
         "ssl.truststore.password",
         None,
         password,
-        "Java trust store password",
-        no_effect="PEM trust stores, the only kind pyconsumer reads, have no password",
+        "Password of a JKS/PKCS12 trust store (a JKS one is read unchecked without it, as in "
+        "Java; a PEM file has none)",
     )
     ssl_keystore_type = Setting(
         "ssl.keystore.type",
         "JKS",
-        string(),
-        "Format of ssl.keystore.location: files are read as PEM; an explicit JKS/PKCS12 with "
-        "a location is refused",
-        no_effect="key store files are always read as PEM (an explicit JKS or PKCS12 with "
-        "ssl.keystore.location is refused)",
-        quiet=("PEM",),
+        string(STORE_TYPES, case_insensitive=True),
+        "Format of ssl.keystore.location: JKS or PKCS12 (either reads both formats, as in "
+        "Java) or PEM; left at the default, a PEM file is read as PEM",
     )
     ssl_keystore_location = Setting(
         "ssl.keystore.location",
         None,
         optional_string(),
-        "PEM file with the client certificate chain and private key (mutual TLS)",
+        "Key store for mutual TLS: a JKS or PKCS12 store with one private key, or a PEM file "
+        "with the client certificate chain and private key",
     )
     ssl_keystore_password = Setting(
         "ssl.keystore.password",
         None,
         password,
-        "Java key store password; used for the PEM private key if ssl.key.password is unset",
+        "Password of a JKS/PKCS12 key store (required with one, as in Java); for a PEM key, "
+        "used if ssl.key.password is unset",
     )
     ssl_key_password = Setting(
-        "ssl.key.password", None, password, "Password of the (encrypted) PEM private key"
+        "ssl.key.password", None, password,
+        "Password of the private key: inside a JKS store (unset: ssl.keystore.password), or "
+        "of an encrypted PEM key; a PKCS12 store uses ssl.keystore.password for both"
     )
     ssl_keystore_key = Setting(
         "ssl.keystore.key",

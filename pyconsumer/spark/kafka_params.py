@@ -67,14 +67,17 @@ def consumer_settings(params: Mapping[str, str]) -> dict[str, str]:
 
 
 def check_consumer_settings(params: Mapping[str, str]) -> None:
-    """The ``kafka.*`` options as pyconsumer's consumer takes them, checked now so that a bad
-    one fails with its option name instead of later in a driver or task. Unknown settings
+    """The ``kafka.*`` options as pyconsumer's consumer takes them (the ``kafka.ssl.*`` stores
+    read into the TLS context), checked now so that a bad one fails with its option name
+    instead of later in a driver or task. Unknown settings
     are refused: Spark's Java consumer only logs a warning for them, so a misspelled
     setting silently does nothing there."""
     from pyconsumer.config import ConsumerConfig
+    from pyconsumer.config.ssl import build_ssl_context
 
     try:
-        ConsumerConfig(**consumer_settings(params))
+        # the TLS context too: a store's wrong password or type is named by its option here
+        build_ssl_context(ConsumerConfig(**consumer_settings(params)))
     except ConfigurationError as e:
         text = str(e)
         named = [k for k in params if re.search(rf"(?<![\w.]){re.escape(k)}(?![\w.])", text)]

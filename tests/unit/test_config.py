@@ -602,10 +602,13 @@ def test_ssl_rules() -> None:
     raises("expected an ssl.SSLContext", ssl_context="ctx")
     # default type (JKS) with a location: read as PEM; an explicit JKS is refused
     assert make(ssl_truststore_location="ca.pem").ssl_truststore_location == "ca.pem"
-    raises("ssl.truststore.type=JKS is not supported: pyconsumer reads PEM files only",
-           ssl_truststore_location="ts.jks", ssl_truststore_type="JKS")
-    raises("ssl.keystore.type=PKCS12 is not supported",
-           ssl_keystore_location="ks.p12", ssl_keystore_type="PKCS12")
+    # stores are read when the TLS context is built (tests/unit/test_keystores.py)
+    assert make(ssl_truststore_location="ts.jks", ssl_truststore_type="jks"
+                ).ssl_truststore_type == "JKS"
+    assert make(ssl_keystore_location="ks.p12", ssl_keystore_type="PKCS12"
+                ).ssl_keystore_type == "PKCS12"
+    raises("not one of the accepted values; accepted: one of JKS, PKCS12, PEM",
+           ssl_keystore_type="JCEKS")
     assert make(ssl_keystore_location="c.pem", ssl_keystore_type="PEM").ssl_keystore_type == "PEM"
     raises("must be given together", ssl_keystore_key="-----BEGIN PRIVATE KEY-----")
     raises("either ssl.truststore.location or ssl.truststore.certificates",

@@ -52,9 +52,6 @@ NO_EFFECT_SAMPLES: dict[str, dict[str, Any]] = {
     "metadata.recovery.strategy": {"metadata.recovery.strategy": "none"},
     "metadata.recovery.rebootstrap.trigger.ms": {"metadata.recovery.rebootstrap.trigger.ms": 60000},
     "metadata.cluster.check.enable": {"metadata.cluster.check.enable": False},
-    "ssl.truststore.type": {"ssl.truststore.type": "PKCS12"},
-    "ssl.keystore.type": {"ssl.keystore.type": "PKCS12"},
-    "ssl.truststore.password": {"ssl.truststore.password": "secret-trust"},
 }
 SECRETS = ("secret-trust", "secret-token")
 
@@ -171,17 +168,9 @@ def test_a_refused_config_does_not_warn(fresh_warnings: None,
             ConsumerConfig(bootstrap_servers="127.0.0.1:9092", security_protocol="SASL_SSL",
                            sasl_mechanism="PLAIN")
         assert no_effect_messages(caplog) == []
-        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", ssl_truststore_type="PKCS12")
+        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", metadata_cluster_check_enable=False)
     assert [m.split(":")[0] for m in no_effect_messages(caplog)] == [
-        "setting ssl.truststore.type is accepted but has no effect in pyconsumer"]
-
-
-def test_values_that_say_what_pyconsumer_does_anyway_do_not_warn(
-        fresh_warnings: None, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="pyconsumer.config"):
-        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", ssl_truststore_type="PEM",
-                       ssl_keystore_type="pem")
-    assert no_effect_messages(caplog) == []
+        "setting metadata.cluster.check.enable is accepted but has no effect in pyconsumer"]
 
 
 def test_implemented_settings_do_not_warn(
@@ -192,6 +181,10 @@ def test_implemented_settings_do_not_warn(
                        socket_connection_setup_timeout_max_ms=60000, ssl_protocol="TLSv1.2",
                        retry_backoff_max_ms=5000, ssl_keystore_password="pw",
                        bootstrap_resolve_timeout_ms=5000)
+        # the Java store settings are read (tests/unit/test_keystores.py)
+        ConsumerConfig(bootstrap_servers="127.0.0.1:9092", ssl_truststore_type="PKCS12",
+                       ssl_truststore_location="ts.p12", ssl_truststore_password="secret-trust",
+                       ssl_keystore_type="pem")
         # SASL is implemented: its settings warn of nothing (and never print the password)
         ConsumerConfig(bootstrap_servers="127.0.0.1:9092", security_protocol="SASL_SSL",
                        sasl_mechanism="SCRAM-SHA-512", sasl_username="u",
@@ -201,7 +194,7 @@ def test_implemented_settings_do_not_warn(
                        sasl_jaas_config="org.apache.kafka.common.security.plain."
                        'PlainLoginModule required username="u" password="secret-jaas";')
     assert no_effect_messages(caplog) == []
-    assert "secret-sasl" not in caplog.text and "secret-jaas" not in caplog.text
+    assert not any(s in caplog.text for s in ("secret-sasl", "secret-jaas", "secret-trust"))
 
 
 # --------------------------------------------------------------------------- setup timeout
