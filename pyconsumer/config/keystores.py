@@ -5,7 +5,9 @@ As in Java (whose JKS and PKCS12 key stores read either format), ``ssl.*.type`` 
 both open a JKS or a PKCS12 file; what a type contradicts is PEM text given as JKS/PKCS12, or a
 store given as PEM. A type left at Java's default (JKS) reads PEM text too, as pyconsumer always
 has. A JKS trust store trusts its certificate entries and the certificate of each key entry
-(Java's rule); a PKCS12 trust store trusts every certificate in it.
+(Java's rule); a PKCS12 trust store trusts every certificate in it. A key store gives one
+client certificate: a JKS store with several keys is refused naming them; of a PKCS12 store
+with several, OpenSSL's reader takes the first.
 
 The readers are an optional extra (``keystores``): ``pyjks`` for JKS, ``cryptography`` for
 PKCS12 and for the keys. Errors name the setting and the file, never a password.

@@ -118,7 +118,8 @@ def _load_client_certificate(ctx: ssl.SSLContext, config: ConsumerConfig) -> Non
 
 def _load_pem(ctx: ssl.SSLContext, pem: bytes, password: str | bytes | None) -> None:
     """load_cert_chain reads files only: an anonymous in-memory file where the system has one
-    (nothing reaches a disk), else a private temporary file (mode 0600) removed at once."""
+    (in no directory, gone when closed), else a private temporary file (mode 0600) removed at
+    once."""
     if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
         fd = os.memfd_create("pyconsumer-tls", os.MFD_CLOEXEC)
         try:
