@@ -128,6 +128,32 @@ def test_the_sasl_examples_build(setup: tuple[dict[str, Any], int], mechanism: s
         consumer.close()
 
 
+def test_the_tls_stores_example(setup: tuple[dict[str, Any], int], tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Java stores example, with keytool-made stores of the cluster's own PKI in place of
+    the paths it names, reaches the cluster's TLS listener."""
+    from tests.keystores import STORE_PASSWORD, TRUST_PASSWORD, make_stores
+
+    namespace, _ = setup
+    kafka: KafkaCluster = namespace["kafka"]
+    stores = make_stores(tmp_path, kafka.tls)
+    monkeypatch.setenv("TRUSTSTORE_PASSWORD", TRUST_PASSWORD)
+    monkeypatch.setenv("KEYSTORE_PASSWORD", STORE_PASSWORD)
+    code = block('"/etc/kafka/truststore.jks"')
+    code = re.sub(r'bootstrap_servers="[^"]+"', f'bootstrap_servers="{kafka.listener("SSL")}"', code)
+    code = code.replace('"/etc/kafka/truststore.jks"', repr(str(stores.truststore_jks)))
+    code = code.replace('"/etc/kafka/client.keystore.p12"', repr(str(stores.keystore_p12)))
+    from pyconsumer import KafkaConsumer
+
+    out: dict[str, Any] = {"os": os, "KafkaConsumer": KafkaConsumer}
+    assert run(code, out) == []
+    consumer = out["consumer"]
+    try:
+        assert consumer.partitions_for_topic("orders") == {0, 1, 2}
+    finally:
+        consumer.close()
+
+
 def test_the_fake_cluster_example() -> None:
     assert run(block("FakeCluster(topics="), {}) == []     # its asserts are the test
 
