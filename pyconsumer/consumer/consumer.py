@@ -58,6 +58,7 @@ from pyconsumer.errors import (
 )
 from pyconsumer.consumer.metrics import ConsumerMetrics
 from pyconsumer.metrics import MetricName
+from pyconsumer.metrics.polls import PollListener
 from pyconsumer.net.client import NetworkClient
 from pyconsumer.net.transport import (
     canonical_bootstrap_servers,
@@ -667,6 +668,23 @@ class KafkaConsumer:
         client = self._client
         return self._metrics.snapshot(self._subscriptions,
                                       0 if client is None else client.connection_count())
+
+    def add_poll_listener(self, listener: PollListener) -> None:
+        """Call ``listener.on_poll(event)`` at the end of every poll() and poll_arrow() from
+        the next one on, with a :class:`~pyconsumer.metrics.polls.PollEvent` (the call's
+        duration, the records it handed out per partition, what it raised). Any thread; the
+        listener runs on the polling thread, and what it raises is logged, not raised. The
+        hook of the exporters in :mod:`pyconsumer.metrics.otel`."""
+        self._metrics.add_listener(listener)
+
+    def remove_poll_listener(self, listener: PollListener) -> None:
+        """Stop calling ``listener`` (ValueError if it was never added). Any thread."""
+        self._metrics.remove_listener(listener)
+
+    @property
+    def group_id(self) -> str | None:
+        """The ``group.id`` setting (None without one)."""
+        return self.config.group_id
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records forever (until wakeup() or close()), poll by poll."""

@@ -48,10 +48,16 @@ sensors; per Fetch response the latency and size sensors; gauges are computed on
 metrics() is called. Threads: request latencies are taken when the answer arrives, on
 whichever thread polls (the heartbeat thread too), under the client lock; metrics() reads
 copies of the registries without it, from any thread.
+
+Poll listeners (:mod:`pyconsumer.metrics.polls`, the exporters' hook): while there is one,
+the drains also count records per partition, and each poll ends with a PollEvent of its
+duration and those counts; without one, none of this is done.
 """
 from __future__ import annotations
 
+import logging
 import math
+import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sized
@@ -72,6 +78,8 @@ from pyconsumer.metrics import (
     _WindowedCount,
     _WindowedSum,
 )
+from pyconsumer.metrics.catalog import CONSUMER_GROUP, COORDINATOR_GROUP, FETCH_GROUP, METRICS
+from pyconsumer.metrics.polls import PollEvent, PollListener
 from pyconsumer.structs import TopicPartition
 
 if TYPE_CHECKING:
@@ -80,10 +88,7 @@ if TYPE_CHECKING:
     from pyconsumer.net.future import Future
     from pyconsumer.records import CompletedFetch
 
-FETCH_GROUP = "consumer-fetch-manager-metrics"
-CONSUMER_GROUP = "consumer-metrics"
-COORDINATOR_GROUP = "consumer-coordinator-metrics"
-
+log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------------------- what it reads
 
@@ -125,29 +130,6 @@ class AssignmentView(Protocol):
     def state_or_none(self, tp: TopicPartition) -> PartitionView | None: ...
 
 
-# ---------------------------------------------------------------------------- the registry
-
-#: every metric name pyconsumer reports, by group (per-topic and per-partition ones carry
-#: the extra tags ``topic`` / ``topic`` + ``partition``)
-METRICS: dict[str, tuple[str, ...]] = {
-    FETCH_GROUP: (
-        "records-consumed-rate", "records-consumed-total", "bytes-consumed-rate",
-        "bytes-consumed-total", "fetch-size-avg", "fetch-size-max", "fetch-latency-avg",
-        "fetch-latency-max", "fetch-rate", "fetch-total", "records-lag-max", "records-lead-min",
-        "records-lag", "records-lag-avg", "records-lead", "records-lead-avg",
-        "records-decoded-total", "records-malformed-total", "records-dropped-total",
-        "schema-ids-seen"),
-    CONSUMER_GROUP: ("time-between-poll-avg", "time-between-poll-max", "poll-idle-ratio-avg",
-                     "last-poll-seconds-ago", "connection-count"),
-    COORDINATOR_GROUP: (
-        "commit-latency-avg", "commit-latency-max", "commit-rate", "commit-total",
-        "heartbeat-response-time-max", "heartbeat-rate", "heartbeat-total",
-        "last-heartbeat-seconds-ago", "rebalance-latency-avg", "rebalance-latency-max",
-        "rebalance-latency-total", "rebalance-total", "rebalance-rate-per-hour",
-        "failed-rebalance-total", "failed-rebalance-rate-per-hour", "last-rebalance-seconds-ago",
-        "assigned-partitions"),
-}
-
 _HOUR_MS = 3_600_000.0
 
 
@@ -181,8 +163,8 @@ class _PollTimer:
     def __enter__(self) -> None:
         self._metrics.poll_start()
 
-    def __exit__(self, *exc: object) -> None:
-        self._metrics.poll_end()
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> None:
+        self._metrics.poll_end(error)
 
 
 #: a partition's stats by metric name, in the order they are reported
@@ -343,6 +325,11 @@ class ConsumerMetrics:
         self._last_rebalance: float | None = None
         #: the typed values' counters (count_values), read when metrics() is called
         self._value_counts: Callable[[], ValueCounts] | None = None
+        #: the poll listeners (replaced whole, under the lock: any thread may add one)
+        self._listeners: tuple[PollListener, ...] = ()
+        self._listeners_lock = threading.Lock()
+        #: records handed out by partition in the poll in progress, while there are listeners
+        self._handed: dict[TopicPartition, int] | None = None
 
     # ------------------------------------------------------------------ building
 
@@ -412,6 +399,29 @@ class ConsumerMetrics:
         them (thread-safe: metrics() may run on any thread)."""
         self._value_counts = snapshot
 
+    # ------------------------------------------------------------------ poll listeners
+
+    def add_listener(self, listener: PollListener) -> None:
+        """Tell ``listener`` of every poll from the next one on (any thread)."""
+        if not callable(getattr(listener, "on_poll", None)):
+            raise TypeError(f"a poll listener needs an on_poll(event) method; "
+                            f"{type(listener).__qualname__} has none")
+        with self._listeners_lock:
+            self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: PollListener) -> None:
+        """Stop telling ``listener`` (any thread); ValueError if it was not added."""
+        with self._listeners_lock:
+            kept = list(self._listeners)
+            for i, added in enumerate(kept):
+                if added is listener:
+                    del kept[i]
+                    break
+            else:
+                raise ValueError(f"{type(listener).__qualname__} object is not a poll listener "
+                                 "of this consumer")
+            self._listeners = tuple(kept)
+
     # ------------------------------------------------------------------ recording: poll
 
     def poll_start(self) -> None:
@@ -420,12 +430,25 @@ class ConsumerMetrics:
         self._since_last_poll = 0.0 if self._last_poll is None else now - self._last_poll
         self._between_polls.record(self._since_last_poll, now)
         self._last_poll = self._poll_start = now
+        self._handed = {} if self._listeners else None
 
-    def poll_end(self) -> None:
-        """Java recordPollEnd: poll time / (poll time + time since the previous poll)."""
+    def poll_end(self, error: BaseException | None = None) -> None:
+        """Java recordPollEnd: poll time / (poll time + time since the previous poll); then
+        the listeners, if the poll started with some."""
         spent = self._clock() - self._poll_start
         if spent + self._since_last_poll > 0:
             self._idle.record(spent / (spent + self._since_last_poll))
+        handed, self._handed = self._handed, None
+        if handed is not None:
+            self._tell(PollEvent(spent / 1000.0, handed, error))
+
+    def _tell(self, event: PollEvent) -> None:
+        for listener in self._listeners:
+            try:
+                listener.on_poll(event)
+            except Exception:
+                log.warning("poll listener %s.%s: on_poll raised", type(listener).__module__,
+                            type(listener).__qualname__, exc_info=True)
 
     # ------------------------------------------------------------------ recording: fetches
 
@@ -466,6 +489,9 @@ class ConsumerMetrics:
         if count:
             for record in records_to:
                 record(w, count, now)
+            handed = self._handed
+            if handed is not None:
+                handed[tp] = handed.get(tp, 0) + count
         if cursor.is_drained and records is not None:
             cut = cursor.incomplete_batch
             size = len(records) - (cut[2] if cut is not None else 0)
@@ -496,11 +522,14 @@ class ConsumerMetrics:
         max_lag = min_lead = None
         partitions = self._partitions
         lag_lead_of, state_or_none = self._lag_lead_of, subscriptions.state_or_none
+        handed = self._handed
         for tp, count, cursor, records in drained:
             topic_sums = sums.get(tp.topic)
             if topic_sums is None:
                 topic_sums = sums[tp.topic] = [0, 0, 0]
             topic_sums[0] += count
+            if handed is not None and count:
+                handed[tp] = handed.get(tp, 0) + count
             if cursor.is_drained and records is not None:
                 cut = cursor.incomplete_batch
                 topic_sums[1] += len(records) - (cut[2] if cut is not None else 0)

@@ -9,13 +9,19 @@ value in the window is NaN, and a rate divides the window's sum (or count) by th
 retained samples span, never less than ``samples - 1`` whole windows. ``*-total`` metrics are
 cumulative. :func:`find` picks one value out of a ``metrics()`` mapping.
 
-The consumer's own sensors and metric names are in :mod:`pyconsumer.consumer.metrics`.
+The consumer's own sensors are in :mod:`pyconsumer.consumer.metrics`, its metric names in
+:mod:`pyconsumer.metrics.catalog`. The exporters read ``metrics()`` when asked:
+:mod:`pyconsumer.metrics.prometheus` (the ``prometheus`` extra) and
+:mod:`pyconsumer.metrics.otel` (the ``otel`` extra); the latter also hears each poll through
+a poll listener (:mod:`pyconsumer.metrics.polls`).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+
+from pyconsumer.metrics.polls import PollEvent, PollListener
 
 
 class MetricName:
@@ -287,4 +293,4 @@ def find(metrics: Mapping[MetricName, float], name: str, group: str | None = Non
     return hits[0]
 
 
-__all__ = ["MetricName", "Sensor", "find"]
+__all__ = ["MetricName", "PollEvent", "PollListener", "Sensor", "find"]
