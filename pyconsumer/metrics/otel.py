@@ -147,10 +147,13 @@ class _MeterInstruments:
                         "client.", explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
         for group, names in METRICS.items():
             for name in names:
-                make = (meter.create_observable_counter if is_cumulative(name)
-                        else meter.create_observable_gauge)
-                make(telemetry_name(group, name), callbacks=[self._observer(group, name)],
-                     unit=unit_of(name), description=f"Kafka consumer metric {name} ({group})")
+                called = telemetry_name(group, name)
+                callbacks = [self._observer(group, name)]
+                description = f"Kafka consumer metric {name} ({group})"
+                if is_cumulative(name):
+                    meter.create_observable_counter(called, callbacks, unit_of(name), description)
+                else:
+                    meter.create_observable_gauge(called, callbacks, unit_of(name), description)
 
     def _observer(self, group: str, name: str
                   ) -> Callable[[CallbackOptions], Iterable[Observation]]:
@@ -207,14 +210,14 @@ class Instrumentation:
         self.consumer = consumer
         self.meter = meter
         self._instruments = instruments
-        self._listener: _PollRecorder | None = _PollRecorder(
-            instruments.consumed, instruments.duration, consumer.group_id)
+        listener = _PollRecorder(instruments.consumed, instruments.duration, consumer.group_id)
         instruments.add(consumer)
         try:
-            consumer.add_poll_listener(self._listener)
+            consumer.add_poll_listener(listener)
         except BaseException:
             instruments.remove(consumer)
             raise
+        self._listener: _PollRecorder | None = listener
 
     def close(self) -> None:
         """Stop recording and observing the consumer (again: nothing)."""
