@@ -90,6 +90,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 # ---------------------------------------------------------------------------- what it reads
 
 
