@@ -10,7 +10,8 @@ the global MeterProvider's meter ``pyconsumer``):
   (``org.apache.kafka.consumer.fetch.manager.records.consumed.total``). The cumulative
   ``*-total`` metrics are observable counters, the others observable gauges. Attributes are
   the tags, dashes as underscores (``client_id``, ``topic``, ``partition``), plus ``group_id``
-  for a consumer with a group.id.
+  for a consumer with a group.id. A windowed stat with nothing in its window (NaN in
+  ``metrics()``) is not observed: OpenTelemetry takes finite values only.
 * The messaging semantic conventions' consumer metrics, fed by a poll listener
   (``KafkaConsumer.add_poll_listener``): ``messaging.client.consumed.messages`` (a counter,
   ``{message}``: the records each poll handed out, per partition, the same count as
@@ -29,6 +30,7 @@ per collection, the poll listener works per drained partition.
 """
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -164,7 +166,8 @@ class _MeterInstruments:
             for readings in self._readings:
                 group_id = readings.consumer.group_id
                 for metric, value in readings.of(instrument, (group, name)):
-                    out.append(Observation(value, _attributes(metric, group_id)))
+                    if not math.isnan(value):       # nothing in the window: no value to give
+                        out.append(Observation(value, _attributes(metric, group_id)))
             return out
         return observe
 
