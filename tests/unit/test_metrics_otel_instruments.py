@@ -10,10 +10,14 @@ in-process fake cluster (pyconsumer.testing.FakeCluster).
   values those of ``metrics()``, read again at each collection.
 * Two consumers on one meter share its instruments; close() stops the poll recording;
   instrumenting twice or a non-consumer is a clear error.
+* Without a meter, the global MeterProvider's ``pyconsumer`` meter, even when the provider is
+  set after instrument() (in a process of its own).
 """
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -284,3 +288,47 @@ def test_a_non_consumer_or_a_non_meter_is_a_clear_error(
             instrument(c, "pyconsumer")  # type: ignore[arg-type]
         assert str(m.value) == ("instrument: meter must be an opentelemetry.metrics.Meter, "
                                 "got a str")
+
+
+GLOBAL_PROVIDER = r'''
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from pyconsumer import KafkaConsumer, TopicPartition
+from pyconsumer.metrics.otel import instrument
+from pyconsumer.testing import FAST_CONSUMER, FakeCluster
+
+with FakeCluster(1, topics={"t": 1}) as cluster:
+    cluster.produce(TopicPartition("t", 0), [(b"k%d" % i, b"v%d" % i) for i in range(11)])
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST_CONSUMER) as c:
+        c.assign([TopicPartition("t", 0)])
+        telemetry = instrument(c)          # before the application sets its provider
+        reader = InMemoryMetricReader()
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        got = 0
+        for _ in range(200):
+            got += sum(len(r) for r in c.poll(50).values())
+            if got == 11:
+                break
+        data = reader.get_metrics_data()
+        for rm in data.resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name in ("messaging.client.consumed.messages",
+                                  "org.apache.kafka.consumer.fetch.manager.records.consumed.total"):
+                        for p in m.data.data_points:
+                            if "topic" not in p.attributes:
+                                print(sm.scope.name, m.name, p.value)
+        telemetry.close()
+'''
+
+
+def test_without_a_meter_the_global_providers_pyconsumer_meter_is_used() -> None:
+    """In a process of its own (the global MeterProvider is set once per process), and set
+    after instrument(): the API's proxy meter hands the instruments over to it."""
+    out = subprocess.run([sys.executable, "-c", GLOBAL_PROVIDER], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert sorted(out.stdout.splitlines()) == [
+        "pyconsumer messaging.client.consumed.messages 11",
+        "pyconsumer org.apache.kafka.consumer.fetch.manager.records.consumed.total 11.0"]
