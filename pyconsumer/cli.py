@@ -470,7 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
         "typed values", "Decode keys and values in the source (its valueFormat, valueSchema, "
                         "... options): the output's value column is then a struct (json, avro) "
                         "or a string. Schemas and secrets take @FILE to read them from a file.")
-    formats = ("binary", "string", "json", "avro")
+    from pyconsumer.values.formats import FORMATS
+
+    formats = tuple(FORMATS)
     typed.add_argument("--value-format", type=str.lower, choices=formats, metavar="FORMAT",
                        help="binary (default), string, json (needs --value-schema) or avro "
                             "(Confluent framing: needs --schema-registry)")

@@ -239,6 +239,7 @@ def run_consume(opts: ConsumeOptions, out: IO[str] | None = None, err: IO[str] |
 def _consume(opts: ConsumeOptions, out: IO[str], err: IO[str]) -> int:
     from pyconsumer import KafkaConsumer
     from pyconsumer.errors import KafkaError
+    from pyconsumer.values.formats import decodes
 
     encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
     ascii_only = encoding not in ("utf8", "utf16", "utf32")
@@ -251,7 +252,7 @@ def _consume(opts: ConsumeOptions, out: IO[str], err: IO[str]) -> int:
     try:
         consumer = KafkaConsumer(**_consumer_settings(opts))
         # typed keys or values come with poll_arrow(), whose batch keeps a bad one's bytes
-        typed = consumer.config.value_format != "binary" or consumer.config.key_format != "binary"
+        typed = decodes(consumer.config.value_format) or decodes(consumer.config.key_format)
         known = _known_topics(consumer, opts, deadline)
         if opts.group:
             if opts.pattern is not None:

@@ -76,7 +76,6 @@ from pyconsumer.structs import (
 )
 from pyconsumer.threads import AccessGuard, ClientLock
 from pyconsumer.values import TypedValues
-from pyconsumer.values.typed import Format
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -647,8 +646,7 @@ class KafkaConsumer:
         if topics is None:
             topics = {tp.topic for tp in self._subscriptions.assigned_partitions()} or set(
                 self._subscriptions.subscription)
-            if not topics and any(spec.format is Format.AVRO and spec.schema is None
-                                  and spec.subject is None for spec in (plan.key, plan.value)):
+            if not topics and (plan.needs_topic("key") or plan.needs_topic("value")):
                 # the reader is the subject of a topic, and no topic is known yet (a pattern
                 # that matched none): there is no type to give, and no row either
                 return base

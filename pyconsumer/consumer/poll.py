@@ -50,7 +50,6 @@ from pyconsumer.records import (
 )
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 from pyconsumer.values import MalformedValueError, TypedValues
-from pyconsumer.values.typed import Format
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -278,7 +277,7 @@ def _records_batch(records: list[ConsumerRecord], plan: TypedValues, headers: bo
     n = len(records)
     columns: dict[str, pa.Array] = {}
     for name, spec in (("key", plan.key), ("value", plan.value)):
-        columns[name] = pa.nulls(n, pa.binary()) if spec.format is Format.BINARY else pa.array(
+        columns[name] = pa.nulls(n, pa.binary()) if not spec.decodes else pa.array(
             [getattr(r, name) for r in records], pa.binary())
     columns["topic"] = pa.array([r.topic for r in records], pa.string())
     columns["partition"] = pa.array([r.partition for r in records], pa.int32())
@@ -310,9 +309,8 @@ def typed_records(plan: TypedValues, records: list[ConsumerRecord]
     if typed is not None and typed.num_rows:
         by_offset = {r.offset: r for r in records}
         offsets = typed.column("offset").to_pylist()
-        keys = typed.column("key").to_pylist() if plan.key.format is not Format.BINARY else None
-        values = typed.column("value").to_pylist() if plan.value.format is not Format.BINARY \
-            else None
+        keys = typed.column("key").to_pylist() if plan.key.decodes else None
+        values = typed.column("value").to_pylist() if plan.value.decodes else None
         for i, offset in enumerate(offsets):
             r = by_offset[offset]
             out.append(ConsumerRecord(

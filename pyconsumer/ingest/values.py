@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyconsumer.ingest.options import IngestError
+from pyconsumer.values.formats import FORMATS, decodes, names_where
 
 if TYPE_CHECKING:
     from pyconsumer.spark.values import ValueOptions
@@ -115,13 +116,16 @@ def value_options(flags: ValueFlags) -> dict[str, str]:
     :func:`with_rejects`."""
     value_format = (flags.value_format or "").lower() or None
     key_format = (flags.key_format or "").lower() or None
-    typed = {value_format, key_format} - {None, "binary"}
+    typed = value_format is not None and decodes(value_format) or \
+        key_format is not None and decodes(key_format)
     mode = flags.mode.upper() if flags.mode else None
     if mode is not None and not typed and flags.bad_records is None:
-        raise IngestError("--mode needs --value-format or --key-format (string, json or avro): "
+        raise IngestError(f"--mode needs --value-format or --key-format ({_typed_names()}): "
                           "binary records are never malformed")
-    if flags.value_subject is not None and value_format != "avro":
-        raise IngestError("--value-subject applies to --value-format avro")
+    value_kind = FORMATS.get(value_format or "")
+    if flags.value_subject is not None and not (value_kind is not None and value_kind.takes_subject):
+        raise IngestError("--value-subject applies to --value-format "
+                          f"{names_where(lambda f: f.takes_subject)}")
     if flags.registry_auth is not None and flags.registry_token is not None:
         raise IngestError("give --schema-registry-auth or --schema-registry-token, not both")
     if (flags.registry_auth is not None or flags.registry_token is not None) \
@@ -150,11 +154,9 @@ def with_rejects(opts: Mapping[str, str]) -> dict[str, str]:
     has nothing to reject or a mode that would drop or fail instead."""
     out = dict(opts)
     lowered = {k.lower(): k for k in out}
-    formats = {(out.get(lowered.get(f"{c}format", ""), "") or "binary").lower()
-               for c in ("value", "key")}
-    if formats <= {"binary"}:
-        raise IngestError("--bad-records needs --value-format or --key-format (string, json "
-                          "or avro): binary records are never rejected")
+    if not _typed(out):
+        raise IngestError(f"--bad-records needs --value-format or --key-format ({_typed_names()}): "
+                          "binary records are never rejected")
     mode = out.pop(lowered["mode"], None) if "mode" in lowered else None
     if mode is not None and mode.strip().upper() != "PERMISSIVE":
         raise IngestError(f"--bad-records does not go with --mode {mode.strip().upper()}: "
@@ -166,6 +168,17 @@ def with_rejects(opts: Mapping[str, str]) -> dict[str, str]:
     out["mode"] = "PERMISSIVE"
     out[REASON_OPTION] = REASON_COLUMN
     return out
+
+
+def _typed(opts: Mapping[str, str]) -> bool:
+    """Whether the options decode the value or the key (a format other than binary)."""
+    lowered = {k.lower(): v for k, v in opts.items()}
+    return decodes(lowered.get("valueformat")) or decodes(lowered.get("keyformat"))
+
+
+def _typed_names() -> str:
+    """The formats that decode, for a message: ``string, json or avro``."""
+    return names_where(lambda f: f.decodes)
 
 
 def typed_values(opts: Mapping[str, str]) -> ValueOptions | None:
@@ -215,7 +228,7 @@ def describe_values(opts: Mapping[str, str]) -> str:
     parts = []
     for column in ("key", "value"):
         fmt = lowered.get(f"{column}format")
-        if fmt and fmt.lower() != "binary":
+        if fmt and decodes(fmt):
             parts.append(f"{column} {fmt.lower()}")
     if not parts:
         return ""
@@ -275,8 +288,8 @@ def rejects(opts: Mapping[str, str]) -> Rejects | None:
     if not reason:
         return None
     corrupt = lowered.get("columnnameofcorruptrecord") or _DEFAULT_CORRUPT
-    value_typed = (lowered.get("valueformat") or "binary").lower() != "binary"
-    key_typed = (lowered.get("keyformat") or "binary").lower() != "binary"
+    value_typed = decodes(lowered.get("valueformat"))
+    key_typed = decodes(lowered.get("keyformat"))
     size = lowered.get(SIZE_OPTION.lower())
     added = tuple(([corrupt] if value_typed else []) + ([f"{corrupt}_key"] if key_typed else [])
                   + [reason] + ([size] if size else []))
@@ -308,9 +321,7 @@ def plan_read(opts: Mapping[str, str], bad_records: bool) -> tuple[dict[str, str
     the rejected rows itself, counting them (the source would drop them unseen)."""
     out = dict(opts)
     lowered = {k.lower(): k for k in out}
-    formats = {(out.get(lowered.get(f"{c}format", ""), "") or "binary").lower()
-               for c in ("value", "key")}
-    if formats <= {"binary"}:
+    if not _typed(out):
         return (with_rejects(out) if bad_records else out), ReadPlan()
     out[SIZE_OPTION] = SIZE_COLUMN
     if bad_records:

@@ -30,11 +30,11 @@ from typing import Any
 import pyarrow as pa
 
 from pyconsumer.errors import ConfigurationError
-from pyconsumer.values.avro import AvroSchemaError, Schema, parse_schema, parse_with_references
+from pyconsumer.values.format_api import DEFAULT_FRAMING, ValueFormat, Words
+from pyconsumer.values.formats import DEFAULT_FORMAT, FORMATS, FRAMINGS, Format, format_of, names_where, parse_format
 from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, Mode, parse_mode
 from pyconsumer.values.registry import SchemaRegistryClient, shared_client, subject_name
-from pyconsumer.values.schema import to_arrow_schema
-from pyconsumer.values.typed import ColumnFormat, Format, TypedValues, parse_format
+from pyconsumer.values.typed import ColumnFormat, TypedValues
 
 __all__ = [
     "ColumnOptions", "ValueOptions", "PinnedSchema", "ReaderPins", "parse_value_options",
@@ -99,16 +99,22 @@ class ColumnOptions:
     string or pyarrow schema (JSON), the Avro schema text (Avro), else None."""
 
     column: str
-    format: Format = Format.BINARY
+    format: Format = Format(DEFAULT_FORMAT)
     schema: str | pa.Schema | None = None
-    framing: str = "confluent"
+    framing: str = DEFAULT_FRAMING
     subject: str | None = None
     strategy: str | None = None
 
     @property
+    def kind(self) -> ValueFormat:
+        """The format's object in the registry (its rules)."""
+        return format_of(self.format)
+
+    @property
     def needs_pin(self) -> bool:
-        """Avro with no schema given: the reader is a subject's latest, fixed on the driver."""
-        return self.format is Format.AVRO and self.schema is None
+        """No schema given to a format whose reader may be a subject's latest (Avro): that
+        reader is fixed on the driver."""
+        return self.kind.takes_subject and self.schema is None
 
     def subject_for(self, topic: str) -> str:
         """The subject whose latest version is this column's reader for ``topic``."""
@@ -120,7 +126,7 @@ class ColumnOptions:
         """The TypedValues column format, with ``pinned`` as the Avro reader when given."""
         schema: Any = self.schema
         if pinned is not None:
-            schema = pinned.parse()
+            schema = pinned.parse(self.kind)
         # the subject only served to find the reader on the driver: with a pin it is not asked
         return ColumnFormat(self.format, schema, self.framing,  # type: ignore[arg-type]
                             None if pinned is not None else self.subject)
@@ -128,7 +134,7 @@ class ColumnOptions:
 
 @dataclass(frozen=True)
 class PinnedSchema:
-    """An Avro reader schema fixed for a query: where it came from, its text and the texts of
+    """A reader schema fixed for a query (Avro): where it came from, its text and the texts of
     the schemas it references (a dependency before what uses it)."""
 
     subject: str
@@ -137,12 +143,11 @@ class PinnedSchema:
     text: str
     references: tuple[str, ...] = ()
 
-    def parse(self) -> Schema:
+    def parse(self, kind: ValueFormat) -> Any:
+        """The schema as ``kind`` reads it (a parsed Avro schema)."""
         try:
-            if self.references:
-                return parse_with_references(self.text, list(self.references))
-            return parse_schema(self.text)
-        except AvroSchemaError as e:
+            return kind.registered_reader(self.text, self.references)
+        except ConfigurationError as e:
             raise ConfigurationError(f"the latest schema of subject {self.subject!r} "
                                      f"(version {self.version}) is not usable: {e}") from None
 
@@ -189,9 +194,9 @@ class ValueOptions:
 
     @property
     def needs_headers(self) -> bool:
-        """Confluent-framed Avro may name its writer in a ``__value_schema_id`` /
-        ``__key_schema_id`` header: the reader must read headers to see it."""
-        return any(c.format is Format.AVRO and c.framing == "confluent" for c in self.columns())
+        """A format may name a record's schema in a header (Confluent-framed Avro:
+        ``__value_schema_id`` / ``__key_schema_id``): the reader must read headers to see it."""
+        return any(c.kind.reads_headers(c.framing) for c in self.columns())
 
     def registry_client(self) -> SchemaRegistryClient | None:
         """The process's shared client for these settings (None without schema.registry.url)."""
@@ -208,10 +213,11 @@ class ValueOptions:
         assert client is not None       # parse_value_options requires it for a pin
         subject = column.subject_for(topic)
         latest = client.latest(subject)
-        if latest.schema_type.upper() != "AVRO":
+        kind = column.kind
+        if latest.schema_type.upper() != kind.schema_type:
             raise ConfigurationError(f"the latest schema of subject {subject!r} (for topic "
                                      f"{topic!r}'s {column.column}) is a {latest.schema_type} "
-                                     "schema, not Avro")
+                                     f"schema, not {kind.title}")
         refs = tuple(ref.schema.schema_text for ref in latest.dependencies())
         return PinnedSchema(subject, latest.version, latest.id, latest.schema_text, refs)
 
@@ -243,49 +249,21 @@ class ValueOptions:
         return plan
 
 
-def _column_schema(column: str, fmt: Format, text: str | None) -> str | pa.Schema | None:
+def _column_schema(column: str, kind: ValueFormat, text: str | None) -> str | pa.Schema | None:
     """``valueSchema`` / ``keySchema`` as the format takes it, checked now."""
     option = f"{column}Schema"
     if text is None:
         return None
     if not text.strip():
         raise _fail(option, "is empty")
-    if fmt is Format.JSON:
-        if text.lstrip().startswith("{"):
-            return _struct_type_json(text, option)
-        try:
-            to_arrow_schema(text)
-        except ConfigurationError as e:
-            raise _fail(option, f"is not a Spark DDL schema: {e}") from None
-        return text
-    if fmt is Format.AVRO:
-        try:
-            parse_schema(text)
-        except AvroSchemaError as e:
-            raise _fail(option, f"is not a usable Avro schema: {e}") from None
-        return text
-    raise _fail(option, f"applies to {column}Format json or avro, not {fmt.value}")
-
-
-def _struct_type_json(text: str, option: str) -> pa.Schema:
-    """A StructType's JSON (``df.schema.json()``, what from_json also takes) -> pyarrow."""
+    if not kind.takes_schema:
+        raise _fail(option, f"applies to {column}Format {names_where(lambda f: f.takes_schema)}, "
+                            f"not {kind.name}")
     try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise _fail(option, f"starts like a StructType's JSON but is not JSON: {e}") from None
-    if not isinstance(obj, dict) or obj.get("type") != "struct":
-        raise _fail(option, "a JSON schema here is a StructType's JSON "
-                            '({"type": "struct", "fields": [...]}); or give a DDL string')
-    try:
-        from pyspark.sql.types import StructType
-    except ImportError:
-        raise _fail(option, "reading a StructType's JSON needs pyspark; give a DDL string") from None
-    try:
-        return to_arrow_schema(StructType.fromJson(obj))
+        schema: str | pa.Schema = kind.schema_from_text(text)
     except ConfigurationError as e:
         raise _fail(option, str(e)) from None
-    except Exception as e:      # pyspark's own errors for a malformed StructType JSON
-        raise _fail(option, f"is not a StructType's JSON: {e}") from None
+    return schema
 
 
 def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
@@ -294,22 +272,25 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
 
     fmt_text = get("Format")
     try:
-        fmt = parse_format("binary" if fmt_text is None else fmt_text, f"{column}Format")
+        fmt = parse_format(DEFAULT_FORMAT if fmt_text is None else fmt_text, f"{column}Format")
     except ConfigurationError:
-        raise _fail(f"{column}Format", f"must be one of binary, string, json, avro, "
+        raise _fail(f"{column}Format", f"must be one of {', '.join(FORMATS)}, "
                                        f"got {fmt_text!r}") from None
+    kind, words = format_of(fmt), Words(column, source=True)
     framing_text = get("AvroFraming")
-    framing = (framing_text or "confluent").strip().lower()
-    if framing not in ("confluent", "none"):
-        raise _fail(f"{column}AvroFraming", f"must be confluent or none, got {framing_text!r}")
-    if framing_text is not None and fmt is not Format.AVRO:
-        raise _fail(f"{column}AvroFraming", f"applies to {column}Format=avro only")
+    framing = (framing_text or DEFAULT_FRAMING).strip().lower()
+    if framing not in FRAMINGS:
+        raise _fail(f"{column}AvroFraming", f"must be {' or '.join(FRAMINGS)}, got {framing_text!r}")
+    if framing_text is not None and not kind.framings:
+        raise _fail(f"{column}AvroFraming", f"applies to {column}Format="
+                                            f"{names_where(lambda f: bool(f.framings))} only")
     subject = get("Subject")
     strategy = get("SubjectNameStrategy")
     for suffix, given in (("Subject", subject), ("SubjectNameStrategy", strategy)):
-        if given is not None and fmt is not Format.AVRO:
-            raise _fail(f"{column}{suffix}", f"applies to {column}Format=avro only, "
-                                             f"not {fmt.value}")
+        if given is not None and not kind.takes_subject:
+            raise _fail(f"{column}{suffix}", f"applies to {column}Format="
+                                             f"{names_where(lambda f: f.takes_subject)} only, "
+                                             f"not {kind.name}")
     if subject is not None and not subject.strip():
         raise _fail(f"{column}Subject", "is empty")
     if strategy is not None:
@@ -319,13 +300,10 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
         except ConfigurationError as e:
             raise _fail(f"{column}SubjectNameStrategy", str(e)) from None
     schema_text = get("Schema")
-    schema = _column_schema(column, fmt, schema_text)
-    if fmt is Format.JSON and schema is None:
-        raise _fail(f"{column}Schema", f"{column}Format=json needs {column}Schema (a Spark DDL "
-                                       "string, or a StructType's JSON)")
-    if fmt is Format.AVRO and framing == "none" and schema is None:
-        raise _fail(f"{column}Schema", f"{column}Format=avro with {column}AvroFraming=none "
-                                       "needs the writer's Avro schema in " f"{column}Schema")
+    schema = _column_schema(column, kind, schema_text)
+    missing = kind.missing_schema(framing, words) if schema is None else None
+    if missing is not None:
+        raise _fail(words("schema"), missing)
     out = ColumnOptions(column, fmt, schema, framing, subject, strategy)
     if out.needs_pin and subject is None and strategy is not None:
         # the record strategies name the subject after the record, which only a schema knows
@@ -344,14 +322,15 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
     binary and nothing typed was asked. A :class:`ConfigurationError` names a bad option."""
     value, key = _column(opts, "value"), _column(opts, "key")
     registry = tuple(sorted((k, v) for k, v in opts.items() if k.startswith("schema.registry.")))
-    if value.format is Format.BINARY and key.format is Format.BINARY:
+    if not value.kind.decodes and not key.kind.decodes:
         for name in ("mode", "columnnameofcorruptrecord"):
             if name in opts:
                 raise _fail(_OPTIONS[name][0], "applies only with valueFormat or keyFormat other "
-                                               "than binary (the values are not decoded)")
+                                               f"than {DEFAULT_FORMAT} (the values are not decoded)")
         if registry:
-            raise _fail(registry[0][0], "a schema registry is only used with valueFormat=avro or "
-                                        "keyFormat=avro")
+            users = [n for n, f in FORMATS.items() if any(f.needs_registry(fr) for fr in FRAMINGS)]
+            raise _fail(registry[0][0], "a schema registry is only used with " + " or ".join(
+                f"{c}Format={n}" for c in ("value", "key") for n in users))
         return None
     try:
         mode = parse_mode(opts.get("mode", "PERMISSIVE"))
@@ -367,8 +346,8 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
                                                      f"{mode.value}")
         corrupt = None
     if corrupt is not None:
-        names = [corrupt] if value.format is not Format.BINARY else []
-        names += [f"{corrupt}_key"] if key.format is not Format.BINARY else []
+        names = [corrupt] if value.kind.decodes else []
+        names += [f"{corrupt}_key"] if key.kind.decodes else []
         for name in names:
             if name in _KAFKA_COLUMNS:
                 raise _fail("columnNameOfCorruptRecord", f"the corrupt record column {name!r} "
@@ -383,12 +362,12 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
     out = ValueOptions(value, key, mode, corrupt, registry, reason, size)
     if registry:
         out.registry_client()           # an unknown or ill-typed setting fails now
-    elif any(c.format is Format.AVRO and c.framing == "confluent" for c in out.columns()):
-        column = next(c.column for c in out.columns() if c.format is Format.AVRO)
-        raise _fail("schema.registry.url", f"{column}Format=avro with Confluent framing reads "
-                                           "writer schemas by id from a Schema Registry: set "
-                                           "schema.registry.url (or "
-                                           f"{column}AvroFraming=none with {column}Schema)")
+    else:
+        lacking = next((c for c in out.columns() if c.kind.needs_registry(c.framing)), None)
+        if lacking is not None:
+            # named after the first column of that format (the key's, when both are)
+            column = next(c.column for c in out.columns() if c.format is lacking.format)
+            raise _fail("schema.registry.url", lacking.kind.missing_registry(Words(column, source=True)))
     if not out.needs_pins:
         out.plan()                      # what TypedValues itself refuses, now
     return out

@@ -12,6 +12,8 @@ Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
   Spark's rules (:mod:`~pyconsumer.values.json_rows`, :func:`decode_json_rows`).
 - :mod:`~pyconsumer.values.string`: :func:`decode_string`.
 - :mod:`~pyconsumer.values.modes`: the bad-record modes.
+- :mod:`~pyconsumer.values.formats`: :data:`FORMATS`, every value format by name, each one
+  :class:`~pyconsumer.values.format_api.ValueFormat` (its options, Arrow type, decoder, framing).
 - :mod:`~pyconsumer.values.typed`: :class:`TypedValues`, the one plan the consumer, the Spark
   source and ingest apply to a batch in Spark's Kafka schema (formats, schemas, registry, mode).
 - :mod:`~pyconsumer.values.decode`: :func:`decode_arrow`, :func:`pyconsumer.records.decode_arrow`
@@ -20,6 +22,8 @@ Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
 from __future__ import annotations
 
 from pyconsumer.values.decode import decode_arrow, typed_values
+from pyconsumer.values.format_api import ValueFormat
+from pyconsumer.values.formats import FORMATS
 from pyconsumer.values.json import decode_json
 from pyconsumer.values.modes import (
     DEFAULT_CORRUPT_COLUMN,
@@ -39,6 +43,6 @@ __all__ = [
     "decode_json", "decode_string",
     "Mode", "ModeResult", "MalformedValueError", "apply_mode", "parse_mode", "DEFAULT_CORRUPT_COLUMN",
     "SchemaError", "infer_schema", "parse_ddl", "to_arrow_schema",
-    "ColumnFormat", "Format", "TypedValues", "ValueCounts",
+    "ColumnFormat", "Format", "TypedValues", "ValueCounts", "FORMATS", "ValueFormat",
     "decode_arrow", "typed_values",
 ]

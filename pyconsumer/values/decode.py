@@ -16,7 +16,8 @@ import pyarrow as pa
 from pyconsumer import records
 from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, Mode
 from pyconsumer.values.registry import SchemaRegistryClient, shared_client
-from pyconsumer.values.typed import ColumnFormat, Format, TypedValues, parse_format
+from pyconsumer.values.formats import DEFAULT_FORMAT, FRAMINGS, Format, parse_format
+from pyconsumer.values.typed import ColumnFormat, TypedValues
 
 __all__ = ["decode_arrow", "typed_values"]
 
@@ -46,15 +47,15 @@ def typed_values(*, value_format: str | Format | None = None, value_schema: Any 
         conf = ({"url": schema_registry_url} if isinstance(schema_registry_url, str)
                 else dict(schema_registry_url))
         registry = shared_client(conf)
-    value = ColumnFormat(parse_format(value_format or Format.BINARY, "value_format"), value_schema,
+    value = ColumnFormat(parse_format(value_format or DEFAULT_FORMAT, "value_format"), value_schema,
                          _framing(value_framing, "value_framing"), value_subject)
-    key = ColumnFormat(parse_format(key_format or Format.BINARY, "key_format"), key_schema,
+    key = ColumnFormat(parse_format(key_format or DEFAULT_FORMAT, "key_format"), key_schema,
                        _framing(key_framing, "key_framing"), key_subject)
-    if value.format is Format.BINARY and key.format is Format.BINARY:
+    if not value.decodes and not key.decodes:
         for name, given in (("value_schema", value_schema), ("key_schema", key_schema),
                             ("value_subject", value_subject), ("key_subject", key_subject)):
             if given is not None:
-                raise ValueError(f"{name} is given but {name.split('_')[0]}_format is binary")
+                raise ValueError(f"{name} is given but {name.split('_')[0]}_format is {DEFAULT_FORMAT}")
         return None
     key_args = (value, key, mode, corrupt_column, id(registry), subject_strategy)
     try:
@@ -75,8 +76,8 @@ def typed_values(*, value_format: str | Format | None = None, value_schema: Any 
 
 def _framing(framing: str, name: str) -> Any:
     folded = framing.strip().lower() if isinstance(framing, str) else framing
-    if folded not in ("confluent", "none"):
-        raise ValueError(f"{name} must be confluent or none, not {framing!r}")
+    if folded not in FRAMINGS:
+        raise ValueError(f"{name} must be {' or '.join(FRAMINGS)}, not {framing!r}")
     return folded
 
 
