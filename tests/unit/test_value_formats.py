@@ -25,7 +25,8 @@ from pyconsumer.values.formats import FRAMINGS, decodes, format_of, names_where,
 
 USER = {"type": "record", "name": "User", "namespace": "ex", "fields": [
     {"name": "id", "type": "long"}, {"name": "name", "type": "string"}]}
-USER_TYPE = pa.struct([pa.field("id", pa.int64(), False), pa.field("name", pa.string(), False)])
+# Spark's from_avro types: every field nullable
+USER_TYPE = pa.struct([("id", pa.int64()), ("name", pa.string())])
 
 
 def avro_body(record: dict[str, Any]) -> bytes:
@@ -191,9 +192,10 @@ def test_a_registry_reader_with_its_references_is_parsed_by_the_format() -> None
     reader = avro.registered_reader(json.dumps(person), [json.dumps(address)])
     spec = ColumnFormat(Format.AVRO, reader, "none")
     assert avro.column("value", spec, None, None).arrow_type("t") == pa.struct(
-        [pa.field("home", pa.struct([pa.field("city", pa.string(), False)]), False)])
-    with pytest.raises(ConfigurationError):
-        avro.registered_reader(json.dumps(person), [])               # ex.Address unknown
+        [("home", pa.struct([("city", pa.string())]))])
+    with pytest.raises(ConfigurationError) as e:
+        avro.registered_reader(json.dumps(person), [])
+    assert str(e.value) == "unknown type 'ex.Address'"
     with pytest.raises(NotImplementedError):
         FORMATS["json"].registered_reader("{}", [])
 
