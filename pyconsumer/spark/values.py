@@ -15,7 +15,9 @@ the same schema even when a version is registered while the query runs. Executor
 plan per process for each pinned set (:meth:`ValueOptions.plan`), its registry client shared
 per process.
 
-Pure Python and pyarrow (pyspark only to read a StructType's JSON), so it is unit-tested alone.
+Every format and its rules come from :data:`~pyconsumer.values.formats.FORMATS`; this module
+holds only the options' names and the rules they share. Pure Python and pyarrow (pyspark only
+to read a StructType's JSON, in the json format), so it is unit-tested alone.
 """
 from __future__ import annotations
 
