@@ -136,14 +136,14 @@ class ColumnOptions:
 
 @dataclass(frozen=True)
 class PinnedSchema:
-    """A reader schema fixed for a query (Avro): where it came from, its text and the texts of
-    the schemas it references (a dependency before what uses it)."""
+    """A reader schema fixed for a query (Avro, JSON Schema): where it came from, its text and
+    the schemas it references as (name, text), a dependency before what uses it."""
 
     subject: str
     version: int | None
     schema_id: int | None
     text: str
-    references: tuple[str, ...] = ()
+    references: tuple[tuple[str, str], ...] = ()
 
     def parse(self, kind: ValueFormat) -> Any:
         """The schema as ``kind`` reads it (a parsed Avro schema)."""
@@ -155,12 +155,14 @@ class PinnedSchema:
 
     def to_json(self) -> dict[str, Any]:
         return {"subject": self.subject, "version": self.version, "id": self.schema_id,
-                "schema": self.text, "references": list(self.references)}
+                "schema": self.text, "references": [list(r) for r in self.references]}
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> PinnedSchema:
+        # an earlier pin (a checkpoint's) kept the texts alone
         return cls(str(obj["subject"]), obj.get("version"), obj.get("id"), str(obj["schema"]),
-                   tuple(str(r) for r in obj.get("references") or ()))
+                   tuple(("", str(r)) if isinstance(r, str) else (str(r[0]), str(r[1]))
+                         for r in obj.get("references") or ()))
 
 
 #: executors: plans by (options, pins), so every task of a process with the same pins shares
@@ -220,7 +222,7 @@ class ValueOptions:
             raise ConfigurationError(f"the latest schema of subject {subject!r} (for topic "
                                      f"{topic!r}'s {column.column}) is a {latest.schema_type} "
                                      f"schema, not {kind.title}")
-        refs = tuple(ref.schema.schema_text for ref in latest.dependencies())
+        refs = tuple((ref.name, ref.schema.schema_text) for ref in latest.dependencies())
         return PinnedSchema(subject, latest.version, latest.id, latest.schema_text, refs)
 
     def plan(self, pins: Mapping[str, PinnedSchema] | None = None) -> TypedValues:
@@ -330,7 +332,8 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
                 raise _fail(_OPTIONS[name][0], "applies only with valueFormat or keyFormat other "
                                                f"than {DEFAULT_FORMAT} (the values are not decoded)")
         if registry:
-            users = [n for n, f in FORMATS.items() if any(f.needs_registry(fr) for fr in FRAMINGS)]
+            users = [n for n, f in FORMATS.items()
+                     if any(f.needs_registry(fr, False) for fr in FRAMINGS)]
             raise _fail(registry[0][0], "a schema registry is only used with " + " or ".join(
                 f"{c}Format={n}" for c in ("value", "key") for n in users))
         return None
@@ -365,7 +368,8 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
     if registry:
         out.registry_client()           # an unknown or ill-typed setting fails now
     else:
-        lacking = next((c for c in out.columns() if c.kind.needs_registry(c.framing)), None)
+        lacking = next((c for c in out.columns()
+                        if c.kind.needs_registry(c.framing, c.schema is not None)), None)
         if lacking is not None:
             # named after the first column of that format (the key's, when both are)
             column = next(c.column for c in out.columns() if c.format is lacking.format)

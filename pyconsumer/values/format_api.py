@@ -102,8 +102,9 @@ class ValueFormat(ABC):
         end's words; None when it can."""
         return None
 
-    def needs_registry(self, framing: str) -> bool:
-        """Whether a column with ``framing`` reads schemas from a Schema Registry."""
+    def needs_registry(self, framing: str, has_schema: bool) -> bool:
+        """Whether a column with ``framing`` (and a schema given, or not) reads schemas from a
+        Schema Registry."""
         return False
 
     def missing_registry(self, words: Words) -> str:
@@ -120,9 +121,9 @@ class ValueFormat(ABC):
         the option). Only called when :attr:`takes_schema`."""
         raise NotImplementedError(f"{self.name} takes no schema")
 
-    def registered_reader(self, text: str, references: Sequence[str]) -> Any:
-        """A reader schema from the registry's text of one of :attr:`schema_type` (and the texts
-        of its references, a dependency first), as a driver fixes it for a query; raises
+    def registered_reader(self, text: str, references: Sequence[tuple[str, str]]) -> Any:
+        """A reader schema from the registry's text of one of :attr:`schema_type` (and its
+        references as (name, text), a dependency first), as a driver fixes it for a query; raises
         :class:`~pyconsumer.errors.ConfigurationError` saying why it does not parse. Only
         called when :attr:`takes_subject`."""
         raise NotImplementedError(f"{self.name} reads no reader schema from a registry")

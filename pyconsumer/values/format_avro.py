@@ -47,7 +47,7 @@ class AvroFormat(ValueFormat):
         return (f"{words('format')}=avro with {words('framing')}=none needs {words('schema')}, "
                 "the writer's Avro schema")
 
-    def needs_registry(self, framing: str) -> bool:
+    def needs_registry(self, framing: str, has_schema: bool) -> bool:
         return framing == "confluent"
 
     def missing_registry(self, words: Words) -> str:
@@ -68,10 +68,10 @@ class AvroFormat(ValueFormat):
             raise ConfigurationError(f"is not a usable Avro schema: {e}") from None
         return text
 
-    def registered_reader(self, text: str, references: Sequence[str]) -> Any:
+    def registered_reader(self, text: str, references: Sequence[tuple[str, str]]) -> Any:
         try:
             if references:
-                return parse_with_references(text, list(references))
+                return parse_with_references(text, [ref for _, ref in references])
             return parse_schema(text)
         except AvroSchemaError as e:
             raise ConfigurationError(str(e)) from None

@@ -79,7 +79,7 @@ class ColumnFormat:
         missing = kind.missing_schema(self.framing, words) if self.schema is None else None
         if missing is not None:
             raise ConfigurationError(missing)
-        if kind.needs_registry(self.framing) and not has_registry:
+        if kind.needs_registry(self.framing, self.schema is not None) and not has_registry:
             raise ConfigurationError(kind.missing_registry(words))
         if self.subject is not None and not kind.takes_subject:
             raise ConfigurationError(f"{column}.subject applies to {column}.format="

@@ -65,14 +65,15 @@ def test_option_names_are_case_insensitive_and_map_onto_the_plan() -> None:
     ({"valueFormat": "avro", "valueAvroFraming": "none"}, "Option 'valueSchema': valueFormat=avro with valueAvroFraming=none needs"),
     ({"valueFormat": "avro", "valueAvroFraming": "magic", "schema.registry.url": "http://h:1"}, "Option 'valueAvroFraming': must be confluent or none, got 'magic'"),
     ({"valueFormat": "json", "valueSchema": "a INT", "valueAvroFraming": "none"}, "Option 'valueAvroFraming': applies to valueFormat=avro only"),
-    ({"keyFormat": "string", "keySubject": "s"}, "Option 'keySubject': applies to keyFormat=avro only, not string"),
+    ({"keyFormat": "string", "keySubject": "s"}, "Option 'keySubject': applies to keyFormat=json or avro only, not string"),
     ({"valueFormat": "avro", "valueSchema": "[1, 2]", "valueAvroFraming": "none"}, "Option 'valueSchema': is not a usable Avro schema"),
     ({"valueFormat": "avro", "schema.registry.url": "http://h:1", "valueSubjectNameStrategy": "Nope"}, "Option 'valueSubjectNameStrategy': unknown subject name strategy 'Nope'"),
     ({"keyFormat": "avro", "schema.registry.url": "http://h:1", "keySubjectNameStrategy": "TopicRecordNameStrategy"}, "Option 'keySubjectNameStrategy': TopicRecordNameStrategy names the subject after the record"),
     ({"valueFormat": "avro", "schema.registry.url": "http://h:1", "schema.registry.timeout": "soon"}, "Option 'schema.registry.timeout': schema registry setting 'timeout' is a number"),
     ({"valueFormat": "avro", "schema.registry.url": "http://h:1", "schema.registry.basic.auth.user.info": "nocolon"}, "Option 'schema.registry.*': schema registry basic auth user info is 'user:password'"),
     ({"valueFormat": "avro", "schema.registry.url": "kafka://h:1"}, "Option 'schema.registry.url': a schema registry URL is http(s)"),
-    ({"schema.registry.url": "http://h:1"}, "Option 'schema.registry.url': a schema registry is only used with valueFormat=avro"),
+    ({"schema.registry.url": "http://h:1"}, "Option 'schema.registry.url': a schema registry is only used with valueFormat=json or "
+     "valueFormat=avro or keyFormat=json or keyFormat=avro"),
     ({"valueFormat": "string", "mode": "LENIENT"}, "Option 'mode': must be PERMISSIVE, DROPMALFORMED or FAILFAST (any case), got 'LENIENT'"),
     ({"columnNameOfCorruptRecord": "bad"}, "Option 'columnNameOfCorruptRecord': applies only with valueFormat or keyFormat"),
     ({"valueFormat": "string", "columnNameOfCorruptRecord": ""}, "Option 'columnNameOfCorruptRecord': is empty"),
@@ -154,6 +155,39 @@ def test_referenced_schemas_are_pinned_with_their_references(registry: FakeSchem
     again = PinnedSchema.from_json(json.loads(json.dumps(pin.to_json())))
     assert str(v.plan({"value": again}).column_type("value", "orders")) == \
         "struct<total: struct<cents: int64>>"
+
+
+def test_a_json_schema_is_pinned_with_named_references_and_a_given_ddl_wins(
+        registry: FakeSchemaRegistry) -> None:
+    from pyconsumer.values.registry import SchemaRegistryClient
+
+    client = SchemaRegistryClient(registry.url)
+    client.register("money", json.dumps({"type": "object", "properties": {"cents": {"type": "integer"}}}),
+                    schema_type="JSON")
+    client.register("orders-value", json.dumps({
+        "type": "object", "properties": {"id": {"type": "integer"}, "total": {"$ref": "money.json"}},
+        "required": ["id"]}), schema_type="JSON", references=(("money.json", "money", 1),))
+    v = _values(valueFormat="json", **{"schema.registry.url": registry.url})
+    assert v.needs_pins
+    pin = ReaderPins(v).for_topic("orders")["value"]
+    assert [name for name, _ in pin.references] == ["money.json"]
+    again = PinnedSchema.from_json(json.loads(json.dumps(pin.to_json())))
+    assert again == pin
+    assert str(v.plan({"value": again}).column_type("value", "orders")) == \
+        "struct<id: int64, total: struct<cents: int64>>"
+    # an Avro subject is not a JSON Schema
+    registry.register("pay-value", V1)
+    with pytest.raises(ConfigurationError, match=r"the latest schema of subject 'pay-value' \(for "
+                                                 r"topic 'pay''s value\) is a AVRO schema, not a JSON Schema"):
+        ReaderPins(v).for_topic("pay")
+    given = _values(valueFormat="json", valueSchema="id BIGINT", **{"schema.registry.url": registry.url})
+    assert not given.needs_pins
+    # without a registry or a schema, both ways are named
+    with pytest.raises(ConfigurationError) as e:
+        _values(valueFormat="json")
+    assert str(e.value) == ("Option 'schema.registry.url': valueFormat=json needs valueSchema (a Spark DDL "
+                            "string, or a StructType's JSON), or schema.registry.url to read the subject's "
+                            "JSON Schema")
 
 
 def test_typed_schema_and_what_travels_to_executors(registry: FakeSchemaRegistry) -> None:

@@ -95,10 +95,10 @@ def test_the_split_takes_raw_bytes_from_the_corrupt_columns() -> None:
      "--value-schema is not a usable Avro schema: "),
     (["--value-format", "string", "--value-schema", "a int"],
      "--value-schema applies to --value-format json or avro, not string"),
-    (["--value-format", "json", "--value-schema", "a int", "--value-subject", "s"],
-     "--value-subject applies to --value-format avro"),
+    (["--value-format", "string", "--value-subject", "s"],
+     "--value-subject applies to --value-format json or avro"),
     (["--value-format", "avro", "--schema-registry", "http://r", "-o", "keySubject=k"],
-     "-o keySubject applies to --key-format=avro only, not binary"),
+     "-o keySubject applies to --key-format=json or avro only, not binary"),
     (["--mode", "failfast"],
      "--mode needs --value-format or --key-format (string, json or avro): binary records are "
      "never malformed"),

@@ -89,7 +89,7 @@ def test_which_names_decode_and_the_lists_messages_make_of_them() -> None:
     assert decodes("Json") and decodes("xml")        # an unknown name is refused elsewhere
     assert names_where(lambda f: f.decodes) == "string, json or avro"
     assert names_where(lambda f: f.takes_schema) == "json or avro"
-    assert names_where(lambda f: f.takes_subject) == "avro"
+    assert names_where(lambda f: f.takes_subject) == "json or avro"
 
 
 # ------------------------------------------------------------------ options, per format
@@ -98,7 +98,7 @@ def test_which_names_decode_and_the_lists_messages_make_of_them() -> None:
 @pytest.mark.parametrize("name, decodes_, schema, subject, framings, registry_type", [
     ("binary", False, False, False, (), ""),
     ("string", True, False, False, (), ""),
-    ("json", True, True, False, (), ""),
+    ("json", True, True, True, (), "JSON"),
     ("avro", True, True, True, ("confluent", "none"), "AVRO"),
 ])
 def test_the_options_each_format_takes(name: str, decodes_: bool, schema: bool, subject: bool,
@@ -108,8 +108,10 @@ def test_the_options_each_format_takes(name: str, decodes_: bool, schema: bool, 
         decodes_, schema, subject, framings, registry_type)
     for framing in FRAMINGS:
         uses = name == "avro" and framing == "confluent"
-        assert fmt.needs_registry(framing) is uses
         assert fmt.reads_headers(framing) is uses
+        # json reads its schema from the registry only without one given
+        assert fmt.needs_registry(framing, True) is uses
+        assert fmt.needs_registry(framing, False) is (uses or name == "json")
 
 
 def test_what_a_format_lacks_in_the_words_of_each_front_end() -> None:
@@ -119,10 +121,13 @@ def test_what_a_format_lacks_in_the_words_of_each_front_end() -> None:
     assert (source("format"), source("schema"), source("subject"), source("framing")) == (
         "keyFormat", "keySchema", "keySubject", "keyAvroFraming")
     json_, avro = FORMATS["json"], FORMATS["avro"]
-    assert json_.missing_schema("confluent", settings) == (
-        "value.format=json needs value.schema (a Spark DDL string, a StructType or a pyarrow schema)")
-    assert json_.missing_schema("confluent", source) == (
-        "keyFormat=json needs keySchema (a Spark DDL string, or a StructType's JSON)")
+    assert json_.missing_schema("confluent", settings) is None       # the subject's JSON Schema
+    assert json_.missing_registry(settings) == (
+        "value.format=json needs value.schema (a Spark DDL string, a StructType or a pyarrow "
+        "schema), or schema.registry.url to read the subject's JSON Schema")
+    assert json_.missing_registry(source) == (
+        "keyFormat=json needs keySchema (a Spark DDL string, or a StructType's JSON), or "
+        "schema.registry.url to read the subject's JSON Schema")
     assert avro.missing_schema("confluent", settings) is None        # the registry's latest
     assert avro.missing_schema("none", settings) == (
         "value.format=avro with value.avro.framing=none needs value.schema, the writer's Avro schema")
@@ -142,10 +147,11 @@ def test_what_a_format_lacks_in_the_words_of_each_front_end() -> None:
      "value.schema applies to value.format json or avro, not string"),
     (ColumnFormat(Format.BINARY, "a INT"), False,
      "value.schema applies to value.format json or avro, not binary"),
-    (ColumnFormat(Format.JSON, "a INT", subject="s"), False,
-     "value.subject applies to value.format=avro only"),
+    (ColumnFormat(Format.STRING, subject="s"), False,
+     "value.subject applies to value.format=json or avro only"),
     (ColumnFormat(Format.JSON), False, "value.format=json needs value.schema (a Spark DDL string, "
-                                       "a StructType or a pyarrow schema)"),
+                                       "a StructType or a pyarrow schema), or schema.registry.url "
+                                       "to read the subject's JSON Schema"),
     (ColumnFormat(Format.AVRO), False,
      "value.format=avro (Confluent framing) needs schema.registry.url to fetch writer schemas by id"),
     (ColumnFormat(Format.AVRO, framing="none"), True,
@@ -189,15 +195,27 @@ def test_a_registry_reader_with_its_references_is_parsed_by_the_format() -> None
     person = {"type": "record", "name": "Person", "namespace": "ex",
               "fields": [{"name": "home", "type": "ex.Address"}]}
     avro = FORMATS["avro"]
-    reader = avro.registered_reader(json.dumps(person), [json.dumps(address)])
+    reader = avro.registered_reader(json.dumps(person), [("ex.Address", json.dumps(address))])
     spec = ColumnFormat(Format.AVRO, reader, "none")
     assert avro.column("value", spec, None, None).arrow_type("t") == pa.struct(
         [("home", pa.struct([("city", pa.string())]))])
     with pytest.raises(ConfigurationError) as e:
         avro.registered_reader(json.dumps(person), [])
     assert str(e.value) == "unknown type 'ex.Address'"
+    json_ = FORMATS["json"]
+    doc = {"type": "object", "properties": {"home": {"$ref": "address.json"}}}
+    address_doc = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    reader = json_.registered_reader(json.dumps(doc), [("address.json", json.dumps(address_doc))])
+    assert reader == pa.schema([("home", pa.struct([pa.field("city", pa.string(), nullable=False)]))])
+    # decoded as from_json gives it: every field nullable
+    assert json_.column("value", ColumnFormat(Format.JSON, reader), None, None).arrow_type("t") == \
+        pa.struct([("home", pa.struct([("city", pa.string())]))])
+    with pytest.raises(ConfigurationError) as e:
+        json_.registered_reader(json.dumps(doc), [])
+    assert str(e.value) == ("#/properties/home: $ref 'address.json' names 'address.json', which is "
+                            "not one of the schema's references (none)")
     with pytest.raises(NotImplementedError):
-        FORMATS["json"].registered_reader("{}", [])
+        FORMATS["string"].registered_reader("{}", [])
 
 
 # ------------------------------------------------------------------ Arrow types and decoders
