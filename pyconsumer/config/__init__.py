@@ -50,8 +50,7 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
 
 Settings in the table that pyconsumer accepts but that change nothing (each row's
 ``no_effect`` gives the reason; ``Setting.implemented`` is False):
-``metadata.recovery.strategy``, ``metadata.recovery.rebootstrap.trigger.ms`` and
-``metadata.cluster.check.enable``. Setting one to a value other than its default logs a
+``metadata.cluster.check.enable``. Setting it to a value other than its default logs a
 WARNING naming it and the reason, once per process.
 Every other setting is read by the consumer (``tests/unit/test_settings_truthful.py`` checks
 both).

@@ -108,17 +108,17 @@ class ConsumerConfig:
         "metadata.recovery.strategy",
         "rebootstrap",
         string(("none", "rebootstrap"), case_insensitive=True),
-        "Java: when no known broker is reachable, rebootstrap from bootstrap.servers, or none",
-        no_effect="pyconsumer never rebootstraps: once a Metadata answer named the brokers it "
-        "keeps asking them, even when none is reachable (Java's 'none')",
+        "When no known broker can be reached (or no metadata came for "
+        "metadata.recovery.rebootstrap.trigger.ms), start again from bootstrap.servers, "
+        "looked up again (Java's rebootstrap); none: keep asking the known brokers",
     )
     metadata_recovery_rebootstrap_trigger_ms = Setting(
         "metadata.recovery.rebootstrap.trigger.ms",
         300000,
         int64(0),
-        "Java: rebootstrap after this long without being able to get metadata",
+        "With metadata.recovery.strategy=rebootstrap: rebootstrap after this long without "
+        "being able to get metadata",
         unit="ms",
-        no_effect="pyconsumer never rebootstraps (see metadata.recovery.strategy)",
     )
     metadata_cluster_check_enable = Setting(
         "metadata.cluster.check.enable",

@@ -569,9 +569,41 @@ class NetworkClient:
         if self.metadata.time_to_next_update_ms() > 0:
             return
         node_id = self.least_loaded_node()
-        if node_id is None:
-            return
+        if node_id is None or self._metadata_stale():
+            if not self._maybe_rebootstrap():
+                return
+            node_id = self.least_loaded_node()
+            if node_id is None:
+                return
         self._metadata_future = self._send_metadata(node_id, self.metadata_topics)
+
+    def _metadata_stale(self) -> bool:
+        """No metadata came for metadata.recovery.rebootstrap.trigger.ms of failed attempts."""
+        since = self.metadata.failing_since
+        return since is not None and (self._clock() - since) * 1000.0 >= \
+            self.config.metadata_recovery_rebootstrap_trigger_ms
+
+    def _maybe_rebootstrap(self) -> bool:
+        """metadata.recovery.strategy=rebootstrap (Java's): once every known broker backs off
+        after failing, or no metadata came for the trigger time, start again from
+        bootstrap.servers, looked up again (a cluster whose brokers all moved is found anew
+        through the name it is known by). Only from known brokers: on the bootstrap list
+        itself, the reconnect backoff paces the attempts. True when it rebootstrapped."""
+        if self.config.metadata_recovery_strategy.lower() != "rebootstrap" or not self.metadata.brokers:
+            return False
+        if self._canonical:
+            servers = canonical_bootstrap_servers(self.config.bootstrap_servers)
+        else:
+            servers, failed = resolve_bootstrap_servers(self.config.bootstrap_servers)
+            if not servers:
+                log.warning("rebootstrap: no bootstrap.servers entry resolves (%s); asking the "
+                            "known brokers again", unresolved_text(failed))
+                return False
+        log.warning("no known broker could be reached (%s): rebootstrapping from %s",
+                    ", ".join(f"{n.host}:{n.port}" for n in self.metadata.nodes()),
+                    ", ".join(f"{h}:{p}" for h, p in servers))
+        self.metadata.rebootstrap(servers)
+        return True
 
     def _send_metadata(self, node_id: int, topics: Iterable[str] | None) -> Future[Response]:
         listed = None if topics is None else sorted(topics)
@@ -611,6 +643,8 @@ class NetworkClient:
         while True:
             with self.lock:
                 node_id = self.least_loaded_node()
+                if (node_id is None or self._metadata_stale()) and self._maybe_rebootstrap():
+                    node_id = self.least_loaded_node()
                 if node_id is not None:
                     fut = self._send_metadata(node_id, listed)
             if node_id is None:

@@ -96,11 +96,28 @@ class ClusterMetadata:
         self._equivalent_answers = 0
         #: monotonic time before which a requested refresh waits (the refresh backoff)
         self._allowed_at = 0.0
+        #: when the attempts that failed since the last answer began (None: the last attempt
+        #: was answered)
+        self.failing_since: float | None = None
 
     def set_bootstrap(self, servers: Iterable[tuple[str, int]]) -> None:
         """The bootstrap servers, once resolved (bootstrap.resolve.timeout.ms > 0)."""
         self.bootstrap_nodes = [BrokerInfo(-(i + 1), host, port)
                                 for i, (host, port) in enumerate(servers)]
+
+    def rebootstrap(self, servers: Iterable[tuple[str, int]]) -> None:
+        """Forget the brokers (none of them could be reached) and talk to ``servers`` (the
+        bootstrap servers, looked up again) until an answer names the brokers anew (Java's
+        rebootstrap). Topics and partitions stay until that answer replaces them; a refresh is
+        wanted at once."""
+        self.set_bootstrap(servers)
+        self.brokers = {}
+        self.extra_nodes = {}
+        self.update_version += 1
+        self.failing_since = None
+        self._failed_attempts = 0
+        self._update_requested = True
+        self._allowed_at = 0.0
 
     # ------------------------------------------------------------------ queries
 
@@ -253,6 +270,7 @@ class ClusterMetadata:
         else:
             self._equivalent_answers = 0
         self._failed_attempts = 0
+        self.failing_since = None
         self.last_refresh = now
         self.answers += 1
         if changed or other:
@@ -265,6 +283,8 @@ class ClusterMetadata:
         now = self._clock() if now is None else now
         self._update_requested = True
         self._failed_attempts += 1
+        if self.failing_since is None:
+            self.failing_since = now
         self._attempted(now)
 
 

@@ -145,6 +145,15 @@ class FaultProxy:
             self._thread.start()
         return self
 
+    def point_at(self, upstream: str | tuple[str, int]) -> None:
+        """Connections accepted from now on go to ``upstream`` (open ones stay where they are):
+        the proxy's address stands for a bootstrap name that now means another cluster."""
+        if isinstance(upstream, str):
+            host, _, port = upstream.rpartition(":")
+            upstream = (host, int(port))
+        with self._lock:
+            self.upstream = upstream
+
     def stall(self, seconds: float) -> None:
         """Forward nothing for ``seconds`` (from now; a longer running stall is kept)."""
         with self._lock:

@@ -49,8 +49,6 @@ CA = os.path.join(CERTS, "ca.pem")
 #: the settings accepted with no effect, each with a value other than its default (and the
 #: other settings that value needs); a new no-effect setting must be added here
 NO_EFFECT_SAMPLES: dict[str, dict[str, Any]] = {
-    "metadata.recovery.strategy": {"metadata.recovery.strategy": "none"},
-    "metadata.recovery.rebootstrap.trigger.ms": {"metadata.recovery.rebootstrap.trigger.ms": 60000},
     "metadata.cluster.check.enable": {"metadata.cluster.check.enable": False},
 }
 SECRETS = ("secret-trust", "secret-token")
