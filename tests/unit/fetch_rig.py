@@ -48,8 +48,8 @@ class Takes(Generic[C]):
 class Rig:
     def __init__(self, cluster: FakeCluster, **settings: Any) -> None:
         self.cluster = cluster
-        self.config = ConsumerConfig(bootstrap_servers=cluster.bootstrap, fetch_max_wait_ms=50,
-                                     **settings)
+        self.config = ConsumerConfig(bootstrap_servers=cluster.bootstrap,
+                                     **{"fetch_max_wait_ms": 50, **settings})
         self.client = NetworkClient(self.config)
         self.subs = SubscriptionState(self.config.offset_reset_strategy)
         self.fetcher = Fetcher(self.client, self.config, self.subs)
@@ -58,7 +58,7 @@ class Rig:
         self.subs.assign_from_user(list(positions))
         for tp, offset in positions.items():
             self.subs.seek(tp, offset)
-        self.client.update_metadata(["t"], timeout_ms=5000)
+        self.client.update_metadata({tp.topic for tp in positions}, timeout_ms=5000)
 
     def fetch(self) -> None:
         """One Fetch (every partition here has one leader), answered and queued."""

@@ -13,17 +13,15 @@ from typing import Any
 import pytest
 
 from pyconsumer import KafkaConsumer
-from pyconsumer.config import ConsumerConfig
 from pyconsumer.consumer.fetch.session import FINAL_EPOCH, FetchMetadata
-from pyconsumer.consumer.fetch import Fetcher
-from pyconsumer.consumer.subscription import FetchState, SubscriptionState
+from pyconsumer.consumer.subscription import FetchState
 from pyconsumer.errors import ErrorCode
-from pyconsumer.net.client import NetworkClient
 from pyconsumer.protocol import ApiKey
 from pyconsumer.records import CompletedFetch, ConsumerRecord
 from pyconsumer.structs import TopicPartition
 from pyconsumer.testing import FakeCluster, Request
 
+from tests.unit import fetch_rig
 from tests.unit.fetch_rig import Takes
 
 Row = tuple[int, bytes | None]
@@ -92,22 +90,8 @@ def check_incremental(log: list[Fetch]) -> int:
     return count
 
 
-class Rig:
-    """A NetworkClient, SubscriptionState and Fetcher over the fake, no consumer loop."""
-
-    def __init__(self, cluster: FakeCluster, **settings: Any) -> None:
-        self.cluster = cluster
-        self.config = ConsumerConfig(bootstrap_servers=cluster.bootstrap,
-                                     **{"fetch_max_wait_ms": 50, **settings})
-        self.client = NetworkClient(self.config)
-        self.subs = SubscriptionState(self.config.offset_reset_strategy)
-        self.fetcher = Fetcher(self.client, self.config, self.subs)
-
-    def assign(self, positions: dict[TopicPartition, int]) -> None:
-        self.subs.assign_from_user(list(positions))
-        for tp, offset in positions.items():
-            self.subs.seek(tp, offset)
-        self.client.update_metadata({tp.topic for tp in positions}, timeout_ms=5000)
+class Rig(fetch_rig.Rig):
+    """The fetch tests' rig; its drain gives each partition's rows as one list."""
 
     def fetch(self) -> None:
         """One Fetch, answered."""
@@ -124,10 +108,6 @@ class Rig:
         for tp, recs in self.fetcher.drain(n, Takes(take, len)):
             out.setdefault(tp, []).extend((r.offset, r.value) for r in recs)
         return out
-
-    def close(self) -> None:
-        self.client.close()
-
 
 def put(cluster: FakeCluster, tp: TopicPartition, n: int, start: int = 0) -> list[Row]:
     values = [b"%s-%d-%d" % (tp.topic.encode(), tp.partition, i) for i in range(start, start + n)]

@@ -24,6 +24,7 @@ from pyconsumer.config.ssl import build_ssl_context
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.testing._kafka import TlsFiles, _make_tls
 
+from tests.tls_memory import handshake
 from tests.keystores import (
     KEY_PASSWORD,
     STORE_PASSWORD,
@@ -70,23 +71,8 @@ def mutual_tls_peer(client: ssl.SSLContext, pki: TlsFiles) -> bytes | None:
     server.load_cert_chain(pki.broker_keystore)
     server.load_verify_locations(pki.ca)
     server.verify_mode = ssl.CERT_REQUIRED
-    c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
-    c = client.wrap_bio(c_in, c_out, server_hostname="localhost")
-    s = server.wrap_bio(s_in, s_out, server_side=True)
-    done = {"c": False, "s": False}
-    for _ in range(20):
-        for name, side in (("c", c), ("s", s)):
-            if not done[name]:
-                try:
-                    side.do_handshake()
-                    done[name] = True
-                except ssl.SSLWantReadError:
-                    pass
-        s_in.write(c_out.read())
-        c_in.write(s_out.read())
-        if all(done.values()):      # the server has checked the client's certificate
-            return s.getpeercert(binary_form=True)
-    raise AssertionError("the handshake did not finish")
+    _, s = handshake(client, server)       # the server has checked the client's certificate
+    return s.getpeercert(binary_form=True)
 
 
 def der(pem_file: Path) -> bytes:

@@ -37,6 +37,7 @@ from pyconsumer.config.ssl import build_ssl_context
 from pyconsumer.protocol import ApiKey
 
 from tests.peers import PeerConnection, ScriptedPeer
+from tests.tls_memory import handshake as memory_handshake
 
 PACKAGE = Path(pyconsumer.__file__).parent
 #: the config package's table modules (once config.py): the settings table, its parsers and cross-field checks
@@ -455,23 +456,8 @@ def handshake(client: ssl.SSLContext, min_version: ssl.TLSVersion) -> str:
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(os.path.join(CERTS, "broker.pem"), os.path.join(CERTS, "broker.key"))
     server.minimum_version = min_version
-    c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
-    c = client.wrap_bio(c_in, c_out, server_hostname="localhost")
-    s = server.wrap_bio(s_in, s_out, server_side=True)
-    done = {"c": False, "s": False}
-    for _ in range(10):
-        for name, side in (("c", c), ("s", s)):
-            if not done[name]:
-                try:
-                    side.do_handshake()
-                    done[name] = True
-                except ssl.SSLWantReadError:
-                    pass
-        s_in.write(c_out.read())
-        c_in.write(s_out.read())
-        if done["c"] and done["s"]:
-            return str(c.version())
-    raise AssertionError("handshake did not finish")
+    c, _ = memory_handshake(client, server, rounds=10)
+    return str(c.version())
 
 
 def test_ssl_protocol_caps_the_tls_version() -> None:
