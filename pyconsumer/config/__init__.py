@@ -14,8 +14,8 @@ What pyconsumer does with the Java settings it cannot honour (see ``JAVA_ONLY_SE
   values are kept in :attr:`ConsumerConfig.ignored_settings` and logged at INFO.
 * Settings that name Java classes whose absence would change behaviour (``config.providers``,
   ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers), the
-  ``sasl.oauthbearer.*`` tunings of Java's OAuth client other than
-  ``sasl.oauthbearer.token.endpoint.url``, and the ShareConsumer-only ``share.*``
+  ``sasl.oauthbearer.*`` settings of Java's OAuth code that pyconsumer does not have
+  (the broker's JWKS validation, retriever/validator classes, the JWT-bearer grant), and the ShareConsumer-only ``share.*``
   settings are *refused* with a ConfigurationError saying what to use instead —
   unless their value is empty (None, "", []), which is accepted as "not set".
 
@@ -40,8 +40,11 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
   :mod:`pyconsumer.config.jaas`; a text that does not parse names the character position,
   never an excerpt). OAUTHBEARER tokens come from ``sasl.oauth.token.provider`` (a Python
   callable, pyconsumer only), from the client-credentials grant of
-  ``sasl.oauthbearer.token.endpoint.url`` with clientId/clientSecret (and scope) in an
-  OAuthBearerLoginModule ``sasl.jaas.config``, or from Java's unsecured JWT options there.
+  ``sasl.oauthbearer.token.endpoint.url`` with ``sasl.oauthbearer.client.credentials.client.id``
+  /``.client.secret`` and ``sasl.oauthbearer.scope`` (or clientId/clientSecret/scope in an
+  OAuthBearerLoginModule ``sasl.jaas.config``), with Java's ``sasl.login.*`` timeouts and
+  retry backoffs, or from Java's unsecured JWT options there. Unlike Java, the token endpoint
+  timeouts are 10 s when unset (Java: no limit).
   Passwords are never shown in reprs, errors or logs.
 * Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above
   ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` or
@@ -50,7 +53,8 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
 
 Settings in the table that pyconsumer accepts but that change nothing (each row's
 ``no_effect`` gives the reason; ``Setting.implemented`` is False):
-``metadata.cluster.check.enable``. Setting it to a value other than its default logs a
+``metadata.cluster.check.enable``, and ``sasl.oauthbearer.expected.audience``/``.issuer``
+(checks of a broker; Java's clients do not apply them either). Setting one to a value other than its default logs a
 WARNING naming it and the reason, once per process.
 Every other setting is read by the consumer (``tests/unit/test_settings_truthful.py`` checks
 both).

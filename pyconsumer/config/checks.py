@@ -141,14 +141,18 @@ def check_security_settings(v: dict[str, Any], explicit: frozenset[str]) -> None
             options = {}
             if jaas is not None:
                 options = parse_jaas(jaas).options
+            client_id = (v["sasl.oauthbearer.client.credentials.client.id"]
+                         or options.get("clientId"))
+            secret = (v["sasl.oauthbearer.client.credentials.client.secret"]
+                      or options.get("clientSecret"))
             if v["sasl.oauth.token.provider"] is None and not (
-                    v["sasl.oauthbearer.token.endpoint.url"] and options.get("clientId")
-                    and options.get("clientSecret")) and not any(
+                    v["sasl.oauthbearer.token.endpoint.url"] and client_id and secret) and not any(
                     k.startswith("unsecuredLogin") for k in options):
                 fail("sasl.mechanism=OAUTHBEARER needs a token: sasl.oauth.token.provider, "
-                      "sasl.oauthbearer.token.endpoint.url with clientId and clientSecret in "
-                      "sasl.jaas.config, or an unsecured token (unsecuredLoginStringClaim_sub "
-                      "in sasl.jaas.config)")
+                      "sasl.oauthbearer.token.endpoint.url with "
+                      "sasl.oauthbearer.client.credentials.client.id and .client.secret (or "
+                      "clientId and clientSecret in sasl.jaas.config), or an unsecured token "
+                      "(unsecuredLoginStringClaim_sub in sasl.jaas.config)")
         elif v["sasl.username"] is None or v["sasl.password"] is None:
             fail(
                 f"sasl.mechanism={mechanism} needs sasl.username and sasl.password "

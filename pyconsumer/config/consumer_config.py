@@ -770,7 +770,95 @@ class ConsumerConfig:
         None,
         optional_string(),
         "OAUTHBEARER: an OAuth 2 token endpoint; tokens come from a client-credentials grant "
-        "with clientId, clientSecret (and scope) from an OAuthBearerLoginModule sasl.jaas.config",
+        "with sasl.oauthbearer.client.credentials.client.id/secret (or clientId, clientSecret "
+        "from an OAuthBearerLoginModule sasl.jaas.config)",
+    )
+    sasl_oauthbearer_client_credentials_client_id = Setting(
+        "sasl.oauthbearer.client.credentials.client.id",
+        None,
+        optional_string(),
+        "OAUTHBEARER: the client id of the client-credentials grant; unset: clientId in "
+        "sasl.jaas.config",
+    )
+    sasl_oauthbearer_client_credentials_client_secret = Setting(
+        "sasl.oauthbearer.client.credentials.client.secret",
+        None,
+        password,
+        "OAUTHBEARER: the client secret of the client-credentials grant; unset: clientSecret "
+        "in sasl.jaas.config",
+    )
+    sasl_oauthbearer_scope = Setting(
+        "sasl.oauthbearer.scope",
+        None,
+        optional_string(),
+        "OAUTHBEARER: the scope parameter of the token request; unset: scope in "
+        "sasl.jaas.config, or none",
+    )
+    sasl_oauthbearer_scope_claim_name = Setting(
+        "sasl.oauthbearer.scope.claim.name",
+        "scope",
+        string(),
+        "OAUTHBEARER: the JWT claim holding the token's scope (a string or a list of strings)",
+    )
+    sasl_oauthbearer_sub_claim_name = Setting(
+        "sasl.oauthbearer.sub.claim.name",
+        "sub",
+        string(),
+        "OAUTHBEARER: the JWT claim holding the token's subject; a token from the endpoint "
+        "without it is refused before it is sent",
+    )
+    sasl_oauthbearer_header_urlencode = Setting(
+        "sasl.oauthbearer.header.urlencode",
+        False,
+        boolean,
+        "OAUTHBEARER: URL-encode the client id and secret in the token request's Basic "
+        "authorization header (RFC 6749 2.3.1)",
+    )
+    sasl_oauthbearer_expected_audience = Setting(
+        "sasl.oauthbearer.expected.audience",
+        None,
+        optional_string(),
+        "Java: the audiences a broker accepts in a token's aud claim",
+        no_effect="a broker-side check: Java's clients do not apply it either",
+    )
+    sasl_oauthbearer_expected_issuer = Setting(
+        "sasl.oauthbearer.expected.issuer",
+        None,
+        optional_string(),
+        "Java: the issuer a broker accepts in a token's iss claim",
+        no_effect="a broker-side check: Java's clients do not apply it either",
+    )
+    sasl_login_connect_timeout_ms = Setting(
+        "sasl.login.connect.timeout.ms",
+        None,
+        optional_int(0),
+        "OAUTHBEARER: the connect timeout of the token endpoint calls; unset: 10 s (Java: "
+        "the JDK's, no limit)",
+        unit="ms",
+    )
+    sasl_login_read_timeout_ms = Setting(
+        "sasl.login.read.timeout.ms",
+        None,
+        optional_int(0),
+        "OAUTHBEARER: the read timeout of the token endpoint calls; unset: 10 s (Java: the "
+        "JDK's, no limit)",
+        unit="ms",
+    )
+    sasl_login_retry_backoff_ms = Setting(
+        "sasl.login.retry.backoff.ms",
+        100,
+        int64(0),
+        "OAUTHBEARER: the first wait before retrying the token endpoint after a connection "
+        "error, a timeout or an HTTP 5xx (never after a 4xx); the waits double",
+        unit="ms",
+    )
+    sasl_login_retry_backoff_max_ms = Setting(
+        "sasl.login.retry.backoff.max.ms",
+        10000,
+        int64(0),
+        "OAUTHBEARER: the longest wait between token endpoint attempts, and the time after "
+        "which the attempts stop",
+        unit="ms",
     )
 
     # ------------------------------------------------------------------ construction

@@ -115,9 +115,6 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "sasl.kerberos.min.time.before.relogin": ("ignore", "Java Kerberos login refresh tuning"),
     "sasl.kerberos.ticket.renew.": ("ignore", "Java Kerberos login refresh tuning"),
     "sasl.login.refresh.": ("ignore", "Java SASL login refresh tuning"),
-    "sasl.login.connect.timeout.ms": ("ignore", "Java OAuth login tuning"),
-    "sasl.login.read.timeout.ms": ("ignore", "Java OAuth login tuning"),
-    "sasl.login.retry.backoff.": ("ignore", "Java OAuth login tuning"),
     "config.providers": ("refuse", "Java ConfigProvider classes; resolve values in Python"),
     "ssl.engine.factory.class": ("refuse", "a Java SslEngineFactory; pass ssl.context instead"),
     "sasl.login.class": ("refuse", "a Java Login class; not supported"),
@@ -132,8 +129,8 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "sasl.oauthbearer.": (
         "refuse",
         "a tuning of Java's OAuth client that pyconsumer does not have; give "
-        "sasl.oauthbearer.token.endpoint.url with clientId/clientSecret in sasl.jaas.config, or "
-        "sasl.oauth.token.provider",
+        "sasl.oauthbearer.token.endpoint.url with "
+        "sasl.oauthbearer.client.credentials.client.id/secret, or sasl.oauth.token.provider",
     ),
     "share.acknowledgement.mode": ("refuse", "applies to ShareConsumer only (Java refuses it too)"),
     "share.acquire.mode": ("refuse", "applies to ShareConsumer only (Java refuses it too)"),

@@ -36,6 +36,18 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "send.buffer.bytes": 128 * 1024,
     "sasl.kerberos.service.name": None,
     "sasl.oauthbearer.token.endpoint.url": None,
+    "sasl.oauthbearer.client.credentials.client.id": None,
+    "sasl.oauthbearer.client.credentials.client.secret": None,
+    "sasl.oauthbearer.scope": None,
+    "sasl.oauthbearer.scope.claim.name": "scope",
+    "sasl.oauthbearer.sub.claim.name": "sub",
+    "sasl.oauthbearer.header.urlencode": False,
+    "sasl.oauthbearer.expected.audience": None,
+    "sasl.oauthbearer.expected.issuer": None,
+    "sasl.login.connect.timeout.ms": None,
+    "sasl.login.read.timeout.ms": None,
+    "sasl.login.retry.backoff.ms": 100,
+    "sasl.login.retry.backoff.max.ms": 10_000,
     "group.id": None,
     "group.instance.id": None,
     "group.protocol": "classic",
@@ -585,8 +597,18 @@ def test_sasl_mechanism_rules() -> None:
     raises("needs sasl.username and sasl.password", security_protocol="SASL_SSL",
            sasl_mechanism="SCRAM-SHA-256", sasl_username="u")
     raises("sasl.mechanism=OAUTHBEARER needs a token: sasl.oauth.token.provider, "
-           "sasl.oauthbearer.token.endpoint.url with clientId and clientSecret",
+           "sasl.oauthbearer.token.endpoint.url with "
+           "sasl.oauthbearer.client.credentials.client.id and .client.secret",
            security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER")
+    # the client credentials as settings (Kafka 4.x) instead of JAAS options
+    cfg = make(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
+               sasl_oauthbearer_token_endpoint_url="http://127.0.0.1:9/token",
+               sasl_oauthbearer_client_credentials_client_id="app",
+               sasl_oauthbearer_client_credentials_client_secret="s3cret-Value")
+    assert "s3cret-Value" not in repr(cfg)
+    raises("sasl.login.retry.backoff.ms", security_protocol="SASL_SSL",
+           sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=lambda: "tok",
+           sasl_login_retry_backoff_ms=-1)
     cfg = make(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
                sasl_oauth_token_provider=lambda: "tok")
     assert cfg.sasl_oauth_token_provider is not None and cfg.sasl_oauth_token_provider() == "tok"

@@ -51,6 +51,8 @@ CA = os.path.join(CERTS, "ca.pem")
 #: other settings that value needs); a new no-effect setting must be added here
 NO_EFFECT_SAMPLES: dict[str, dict[str, Any]] = {
     "metadata.cluster.check.enable": {"metadata.cluster.check.enable": False},
+    "sasl.oauthbearer.expected.audience": {"sasl.oauthbearer.expected.audience": "kafka-cluster"},
+    "sasl.oauthbearer.expected.issuer": {"sasl.oauthbearer.expected.issuer": "http://127.0.0.1:1/idp"},
 }
 SECRETS = ("secret-trust", "secret-token")
 

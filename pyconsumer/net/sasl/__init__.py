@@ -89,7 +89,8 @@ class SaslSettings:
     jaas: JaasEntry | None = dataclasses.field(default=None, repr=False)
     #: OAUTHBEARER: a callable giving a token (``sasl.oauth.token.provider``)
     token_provider: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
-    #: every ``sasl.oauthbearer.*`` setting by its Java name (``sasl.oauthbearer.token.endpoint.url``...)
+    #: every ``sasl.oauthbearer.*`` and ``sasl.login.*`` setting (the token endpoint's) by its
+    #: Java name (``sasl.oauthbearer.token.endpoint.url``...)
     oauthbearer: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
     #: every ``sasl.kerberos.*`` setting by its Java name (``sasl.kerberos.service.name``...)
     kerberos: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
@@ -117,7 +118,8 @@ class SaslSettings:
             password=password,
             jaas=jaas,
             token_provider=values["sasl.oauth.token.provider"],
-            oauthbearer={k: v for k, v in values.items() if k.startswith("sasl.oauthbearer.")},
+            oauthbearer={k: v for k, v in values.items() 
+                         if k.startswith(("sasl.oauthbearer.", "sasl.login."))},
             kerberos={k: v for k, v in values.items() if k.startswith("sasl.kerberos.")},
         )
 

@@ -5,9 +5,11 @@ Where the token comes from, first match wins:
 * ``sasl.oauth.token.provider``: a callable returning the token (a str, or a ``(token,
   lifetime_ms)`` pair), or an object with a ``token()`` method (kafka-python's
   AbstractTokenProvider); called for each authentication, so it decides about caching;
-* ``sasl.oauthbearer.token.endpoint.url``: an OAuth 2 client-credentials grant (KIP-768) with
-  ``clientId``, ``clientSecret`` and optionally ``scope`` from an OAuthBearerLoginModule
-  ``sasl.jaas.config``; the token is cached until 80 % of its lifetime has passed;
+* ``sasl.oauthbearer.token.endpoint.url``: an OAuth 2 client-credentials grant (KIP-768,
+  :mod:`.token_endpoint`) with ``sasl.oauthbearer.client.credentials.client.id``/``secret``
+  and ``sasl.oauthbearer.scope``, or ``clientId``, ``clientSecret`` and ``scope`` from an
+  OAuthBearerLoginModule ``sasl.jaas.config``; the token is cached until 80 % of its lifetime
+  has passed;
 * an OAuthBearerLoginModule line with ``unsecuredLoginStringClaim_sub``: Java's unsecured
   JWT (``alg: none``) for tests and development, never for production.
 
@@ -19,19 +21,19 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 from pyconsumer.net.sasl import SaslSettings
+from pyconsumer.net.sasl.token_endpoint import (
+    DEFAULT_TIMEOUT_MS,
+    TokenEndpointClient,
+    TokenEndpointSettings,
+)
 
 _KVSEP = b"\x01"
-_OIDC_TIMEOUT_S = 10.0
 
 
 def _b64url(data: bytes) -> str:
@@ -62,51 +64,6 @@ def unsecured_jwt(options: Mapping[str, str], now: float | None = None) -> str:
     header = _b64url(json.dumps({"alg": "none"}, separators=(",", ":")).encode())
     payload = _b64url(json.dumps(claims, separators=(",", ":")).encode())
     return f"{header}.{payload}."
-
-
-class _OidcClient:
-    """client_credentials against a token endpoint; one cached token per process and client."""
-
-    _cache: dict[tuple[str, str, str], tuple[str, float]] = {}
-    _lock = threading.Lock()
-
-    def __init__(self, url: str, client_id: str, client_secret: str, scope: str | None) -> None:
-        self.url, self.client_id, self._secret, self.scope = url, client_id, client_secret, scope
-
-    def __repr__(self) -> str:
-        return f"_OidcClient(url={self.url!r}, client_id={self.client_id!r})"
-
-    def token(self) -> str:
-        key = (self.url, self.client_id, self.scope or "")
-        with self._lock:
-            cached = self._cache.get(key)
-        if cached is not None and time.monotonic() < cached[1]:
-            return cached[0]
-        form = {"grant_type": "client_credentials"}
-        if self.scope:
-            form["scope"] = self.scope
-        basic = base64.b64encode(f"{urllib.parse.quote(self.client_id)}:"
-                                 f"{urllib.parse.quote(self._secret)}".encode()).decode()
-        request = urllib.request.Request(
-            self.url, data=urllib.parse.urlencode(form).encode(), method="POST",
-            headers={"Authorization": f"Basic {basic}", "Accept": "application/json",
-                     "Content-Type": "application/x-www-form-urlencoded"})
-        where = f"the OAuth token endpoint {self.url} (client {self.client_id})"
-        try:
-            with urllib.request.urlopen(request, timeout=_OIDC_TIMEOUT_S) as answer:
-                body = json.loads(answer.read())
-        except urllib.error.HTTPError as e:
-            raise SaslAuthenticationError(f"{where} refused the client credentials: HTTP "
-                                          f"{e.code} {e.reason}") from None
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            raise SaslAuthenticationError(f"cannot get a token from {where}: {e}") from None
-        token = body.get("access_token") if isinstance(body, dict) else None
-        if not isinstance(token, str) or not token:
-            raise SaslAuthenticationError(f"{where} answered without an access_token")
-        lifetime = float(body.get("expires_in", 300))
-        with self._lock:
-            self._cache[key] = (token, time.monotonic() + 0.8 * lifetime)
-        return token
 
 
 def _call_provider(provider: Any) -> str:
@@ -156,6 +113,30 @@ class OAuthBearerMechanism:
         return self._done
 
 
+def _endpoint_client(settings: SaslSettings, url: str) -> TokenEndpointClient:
+    # the settings win over the JAAS options (Kafka 4.x keeps those for older configs)
+    opts, o = settings.jaas_options, settings.oauthbearer
+    client_id = o["sasl.oauthbearer.client.credentials.client.id"] or opts.get("clientId")
+    secret = o["sasl.oauthbearer.client.credentials.client.secret"] or opts.get("clientSecret")
+    if not client_id or not secret:
+        raise ConfigurationError(
+            f"sasl.oauthbearer.token.endpoint.url {url} needs a client id and secret: "
+            "sasl.oauthbearer.client.credentials.client.id and "
+            "sasl.oauthbearer.client.credentials.client.secret, or clientId and clientSecret "
+            "in an OAuthBearerLoginModule sasl.jaas.config")
+    connect_ms, read_ms = o["sasl.login.connect.timeout.ms"], o["sasl.login.read.timeout.ms"]
+    return TokenEndpointClient(TokenEndpointSettings(
+        url=url, client_id=client_id, client_secret=secret,
+        scope=o["sasl.oauthbearer.scope"] or opts.get("scope"),
+        urlencode=o["sasl.oauthbearer.header.urlencode"],
+        connect_timeout_ms=DEFAULT_TIMEOUT_MS if connect_ms is None else connect_ms,
+        read_timeout_ms=DEFAULT_TIMEOUT_MS if read_ms is None else read_ms,
+        retry_backoff_ms=o["sasl.login.retry.backoff.ms"],
+        retry_backoff_max_ms=o["sasl.login.retry.backoff.max.ms"],
+        sub_claim=o["sasl.oauthbearer.sub.claim.name"],
+        scope_claim=o["sasl.oauthbearer.scope.claim.name"]))
+
+
 def create(settings: SaslSettings) -> OAuthBearerMechanism:
     opts = settings.jaas_options
     extensions = {k[len("extension_"):]: v for k, v in opts.items() if k.startswith("extension_")}
@@ -164,13 +145,7 @@ def create(settings: SaslSettings) -> OAuthBearerMechanism:
     if provider is not None:
         return OAuthBearerMechanism(lambda: _call_provider(provider), extensions)
     if url:
-        client_id, secret = opts.get("clientId"), opts.get("clientSecret")
-        if not client_id or not secret:
-            raise ConfigurationError(
-                "sasl.oauthbearer.token.endpoint.url needs clientId and clientSecret in an "
-                "OAuthBearerLoginModule sasl.jaas.config")
-        return OAuthBearerMechanism(_OidcClient(url, client_id, secret, opts.get("scope")).token,
-                                    extensions)
+        return OAuthBearerMechanism(_endpoint_client(settings, url).token, extensions)
     if any(k.startswith("unsecuredLogin") for k in opts):
         return OAuthBearerMechanism(lambda: unsecured_jwt(opts), extensions)
     raise ConfigurationError(

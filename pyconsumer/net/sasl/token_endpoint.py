@@ -1,0 +1,176 @@
+"""The OAuth 2 client-credentials grant (KIP-768) against ``sasl.oauthbearer.token.endpoint.url``,
+with Java's login settings: separate connect and read timeouts, and retries of connection
+errors, timeouts and HTTP 5xx with a wait that starts at ``sasl.login.retry.backoff.ms`` and
+doubles, until ``sasl.login.retry.backoff.max.ms`` has passed since the first attempt (a 4xx
+is the endpoint's answer, never retried). Tokens are cached per process until 80 % of their
+lifetime has passed. Errors name the endpoint and the client id, never the secret.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from typing import Any
+
+from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
+from pyconsumer.net.sasl.jwt_claims import read_claims
+
+#: used when sasl.login.connect/read.timeout.ms is unset (Java then waits without limit)
+DEFAULT_TIMEOUT_MS = 10_000
+
+
+class _Retryable(Exception):
+    """A failed attempt worth another one (connection error, timeout, HTTP 5xx)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenEndpointSettings:
+    url: str
+    client_id: str
+    client_secret: str = dataclasses.field(repr=False)
+    scope: str | None = None
+    urlencode: bool = False
+    connect_timeout_ms: int = DEFAULT_TIMEOUT_MS
+    read_timeout_ms: int = DEFAULT_TIMEOUT_MS
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 10_000
+    sub_claim: str = "sub"
+    scope_claim: str = "scope"
+
+
+class TokenEndpointClient:
+    """Tokens of one client from one endpoint; the cache is shared by all instances."""
+
+    _cache: dict[tuple[str, str, str], tuple[str, float]] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, settings: TokenEndpointSettings) -> None:
+        parts = urllib.parse.urlsplit(settings.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(
+                f"sasl.oauthbearer.token.endpoint.url {settings.url!r} is not an http(s) URL")
+        self._settings = settings
+        self._parts = parts
+        self._where = f"the OAuth token endpoint {settings.url} (client {settings.client_id})"
+
+    def __repr__(self) -> str:
+        s = self._settings
+        return f"TokenEndpointClient(url={s.url!r}, client_id={s.client_id!r})"
+
+    def token(self) -> str:
+        s = self._settings
+        key = (s.url, s.client_id, s.scope or "")
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None and time.monotonic() < cached[1]:
+            return cached[0]
+        body = self._with_retries()
+        token = body.get("access_token")
+        if not isinstance(token, str) or not token:
+            raise SaslAuthenticationError(f"{self._where} answered without an access_token")
+        claims = read_claims(token, self._where, s.sub_claim, s.scope_claim)
+        expires_in = body.get("expires_in")
+        if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
+            lifetime = float(expires_in)
+        else:
+            lifetime = claims.expires_at - time.time()
+        with self._lock:
+            self._cache[key] = (token, time.monotonic() + 0.8 * max(lifetime, 0.0))
+        return token
+
+    def _with_retries(self) -> dict[str, Any]:
+        s = self._settings
+        started = time.monotonic()
+        end = started + s.retry_backoff_max_ms / 1000
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return self._attempt()
+            except _Retryable as e:
+                last = str(e)
+            remaining = end - time.monotonic()
+            wait = min(s.retry_backoff_ms / 1000 * 2 ** (attempts - 1), remaining)
+            if wait <= 0:
+                break
+            time.sleep(wait)
+        spent = round((time.monotonic() - started) * 1000)
+        raise SaslAuthenticationError(
+            f"cannot get a token from {self._where}: {attempts} attempt(s) in {spent} ms "
+            f"(sasl.login.retry.backoff.max.ms={s.retry_backoff_max_ms}), the last: {last}")
+
+    def _request(self) -> tuple[bytes, dict[str, str]]:
+        s = self._settings
+        form = {"grant_type": "client_credentials"}
+        if s.scope:
+            form["scope"] = s.scope
+        cid, secret = s.client_id, s.client_secret
+        if s.urlencode:
+            cid, secret = urllib.parse.quote(cid, safe=""), urllib.parse.quote(secret, safe="")
+        basic = base64.b64encode(f"{cid}:{secret}".encode()).decode()
+        return urllib.parse.urlencode(form).encode(), {
+            "Authorization": f"Basic {basic}", "Accept": "application/json",
+            "Content-Type": "application/x-www-form-urlencoded"}
+
+    def _attempt(self) -> dict[str, Any]:
+        s, parts = self._settings, self._parts
+        data, headers = self._request()
+        connection: http.client.HTTPConnection
+        timeout = s.connect_timeout_ms / 1000
+        if parts.scheme == "https":
+            connection = http.client.HTTPSConnection(
+                parts.hostname or "", parts.port, timeout=timeout,
+                context=ssl.create_default_context())
+        else:
+            connection = http.client.HTTPConnection(parts.hostname or "", parts.port,
+                                                    timeout=timeout)
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        try:
+            try:
+                connection.connect()
+            except (socket.timeout, TimeoutError):
+                raise _Retryable(f"no connection within {s.connect_timeout_ms} ms "
+                                 "(sasl.login.connect.timeout.ms)") from None
+            except OSError as e:
+                raise _Retryable(f"cannot connect: {e.strerror or e}") from None
+            assert connection.sock is not None
+            connection.sock.settimeout(s.read_timeout_ms / 1000)
+            try:
+                connection.request("POST", path, body=data, headers=headers)
+                answer = connection.getresponse()
+                payload = answer.read()
+            except (socket.timeout, TimeoutError):
+                raise _Retryable(f"no answer within {s.read_timeout_ms} ms "
+                                 "(sasl.login.read.timeout.ms)") from None
+            except (OSError, http.client.HTTPException) as e:
+                raise _Retryable(f"the connection failed: {e.__class__.__name__}") from None
+        finally:
+            connection.close()
+        if 500 <= answer.status < 600:
+            raise _Retryable(f"HTTP {answer.status} {answer.reason}")
+        if 400 <= answer.status < 500:
+            raise SaslAuthenticationError(
+                f"{self._where} refused the client credentials: HTTP {answer.status} "
+                f"{answer.reason} (check sasl.oauthbearer.client.credentials.client.id/secret "
+                "or clientId/clientSecret in sasl.jaas.config)")
+        if answer.status != 200:
+            raise SaslAuthenticationError(f"{self._where} answered HTTP {answer.status} "
+                                          f"{answer.reason}, not 200")
+        try:
+            body = json.loads(payload)
+        except ValueError:
+            raise SaslAuthenticationError(f"{self._where} answered with no JSON object") from None
+        if not isinstance(body, dict):
+            raise SaslAuthenticationError(f"{self._where} answered with no JSON object")
+        return body
+
+
+__all__ = ["DEFAULT_TIMEOUT_MS", "TokenEndpointClient", "TokenEndpointSettings"]
