@@ -15,9 +15,9 @@ What pyconsumer does with the Java settings it cannot honour (see ``JAVA_ONLY_SE
 * Settings that name Java classes whose absence would change behaviour (``config.providers``,
   ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers), the
   ``sasl.oauthbearer.*`` settings of Java's OAuth code that pyconsumer does not have
-  (the broker's JWKS validation, retriever/validator classes, the JWT-bearer grant), and the ShareConsumer-only ``share.*``
-  settings are *refused* with a ConfigurationError saying what to use instead —
-  unless their value is empty (None, "", []), which is accepted as "not set".
+  (the broker's JWKS validation, retriever/validator classes, the JWT-bearer grant), and
+  the ShareConsumer-only ``share.*`` settings are *refused* with a ConfigurationError
+  saying what to use instead — unless their value is empty (None, "", []), which is accepted as "not set".
 
 Where pyconsumer differs from Java on purpose (each also said in the setting's doc):
 

@@ -42,10 +42,11 @@ def unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def signed_jwt(sub: str, lifetime_s: float = 600, scope: str = "kafka") -> str:
+def signed_jwt(sub: str, lifetime_s: float = 600, scope: str = "kafka",
+               sub_claim: str = "sub", scope_claim: str = "scope") -> str:
     now = time.time()
     head = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-    body = b64(json.dumps({"sub": sub, "scope": scope, "iat": int(now),
+    body = b64(json.dumps({sub_claim: sub, scope_claim: scope, "iat": int(now),
                            "exp": int(now + lifetime_s)}).encode())
     sig = b64(hmac.new(KEY, f"{head}.{body}".encode(), hashlib.sha256).digest())
     return f"{head}.{body}.{sig}"
@@ -55,7 +56,9 @@ class OAuthBearerServer:
     """The broker's side (Kafka's OAuthBearerValidatorCallbackHandler in spirit)."""
 
     def __init__(self, allow_unsecured: bool, required_scope: str | None = None,
-                 required_extensions: dict[str, str] | None = None) -> None:
+                 required_extensions: dict[str, str] | None = None,
+                 sub_claim: str = "sub", scope_claim: str = "scope") -> None:
+        self._sub_claim, self._scope_claim = sub_claim, scope_claim
         self._allow_unsecured = allow_unsecured
         self._scope = required_scope
         self._extensions = required_extensions or {}
@@ -88,45 +91,60 @@ class OAuthBearerServer:
         elif head.get("alg") != "HS256" or not hmac.compare_digest(
                 unb64(sig), hmac.new(KEY, f"{head_s}.{body_s}".encode(), hashlib.sha256).digest()):
             return self._refuse("invalid_token")
-        if claims.get("exp", 0) <= time.time() or not claims.get("sub"):
+        if claims.get("exp", 0) <= time.time() or not claims.get(self._sub_claim):
             return self._refuse("invalid_token")
-        scope = claims.get("scope", "")
+        scope = claims.get(self._scope_claim, "")
         scopes = scope.split() if isinstance(scope, str) else list(scope)
         if self._scope is not None and self._scope not in scopes:
             return self._refuse("insufficient_scope")
-        self.username = claims["sub"]
+        self.username = claims[self._sub_claim]
         return b"", True
 
 
 class TokenEndpoint:
-    """A client-credentials token endpoint on 127.0.0.1 (real HTTP, checks the request)."""
+    """A client-credentials token endpoint on 127.0.0.1 (real HTTP, checks the request).
 
-    def __init__(self, lifetime_s: int = 600) -> None:
+    ``script`` says what the first requests get, one entry each: an HTTP status to fail
+    with, or seconds to wait before answering; later requests are answered at once.
+    ``token`` makes the access token from the scope asked for (default: a signed JWT)."""
+
+    def __init__(self, lifetime_s: int = 600, script: list[int | float] | None = None,
+                 secret: str = CLIENT_SECRET,
+                 token: Callable[[str], str] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
+        self._script = list(script or [])
+        make_token = token or (lambda scope: signed_jwt(CLIENT_ID, lifetime_s, scope))
         endpoint = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:
-                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
-                basic = self.headers.get("Authorization", "")
-                endpoint.requests.append({"form": form, "auth": basic})
-                want = "Basic " + base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
-                if basic != want or form.get("grant_type") != ["client_credentials"]:
-                    self.send_response(401)
-                    self.end_headers()
-                    self.wfile.write(b'{"error":"invalid_client"}')
-                    return
-                body = json.dumps({"access_token": signed_jwt(CLIENT_ID, lifetime_s,
-                                                              " ".join(form.get("scope", []))),
-                                   "token_type": "bearer", "expires_in": lifetime_s}).encode()
-                self.send_response(200)
+            def answer(self, status: int, body: bytes) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+                basic = self.headers.get("Authorization", "")
+                endpoint.requests.append({"form": form, "auth": basic, "at": time.monotonic(),
+                                          "path": self.path})
+                step = endpoint._script.pop(0) if endpoint._script else None
+                if isinstance(step, int):
+                    self.answer(step, b'{"error":"temporarily_unavailable"}')
+                    return
+                if isinstance(step, float):
+                    time.sleep(step)
+                want = "Basic " + base64.b64encode(f"{CLIENT_ID}:{secret}".encode()).decode()
+                if basic != want or form.get("grant_type") != ["client_credentials"]:
+                    self.answer(401, b'{"error":"invalid_client"}')
+                    return
+                self.answer(200, json.dumps({
+                    "access_token": make_token(" ".join(form.get("scope", []))),
+                    "token_type": "bearer", "expires_in": lifetime_s}).encode())
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/oauth2/token"
@@ -264,3 +282,72 @@ def test_unsecured_token_shape() -> None:
     head, body, sig = tok.split(".")
     assert json.loads(unb64(head)) == {"alg": "none"} and sig == ""
     assert json.loads(unb64(body)) == {"sub": "alice", "scope": ["a", "b"], "iat": 1000, "exp": 4600}
+
+
+def basic(client_id: str, secret: str) -> str:
+    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+
+
+def test_client_credentials_and_scope_as_settings(oauth_proxy: Callable[..., SaslProxy],
+                                                  make_tansu_topic: Callable[..., str],
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    endpoint = TokenEndpoint()
+    try:
+        proxy = oauth_proxy(allow_unsecured=False, required_scope="kafka")
+        with caplog.at_level(logging.DEBUG, logger="pyconsumer"):
+            read_all(proxy, make_tansu_topic(2), oauth_settings(**{
+                "sasl.oauthbearer.token.endpoint.url": endpoint.url,
+                "sasl.oauthbearer.client.credentials.client.id": CLIENT_ID,
+                "sasl.oauthbearer.client.credentials.client.secret": CLIENT_SECRET,
+                "sasl.oauthbearer.scope": "kafka"}))
+        assert oauth_users(proxy) == {CLIENT_ID}
+        assert [(r["path"], r["form"], r["auth"]) for r in endpoint.requests] == [
+            ("/oauth2/token", {"grant_type": ["client_credentials"], "scope": ["kafka"]},
+             basic(CLIENT_ID, CLIENT_SECRET))]
+        assert CLIENT_SECRET not in caplog.text
+    finally:
+        endpoint.close()
+
+
+def test_claim_names_of_a_provider_without_sub_and_scope(
+        oauth_proxy: Callable[..., SaslProxy], make_tansu_topic: Callable[..., str]) -> None:
+    endpoint = TokenEndpoint(token=lambda scope: signed_jwt(
+        CLIENT_ID, scope=scope, sub_claim="principal", scope_claim="scp"))
+    try:
+        proxy = oauth_proxy(allow_unsecured=False, required_scope="kafka",
+                            sub_claim="principal", scope_claim="scp")
+        settings = oauth_settings(**{
+            "sasl.oauthbearer.token.endpoint.url": endpoint.url,
+            "sasl.oauthbearer.client.credentials.client.id": CLIENT_ID,
+            "sasl.oauthbearer.client.credentials.client.secret": CLIENT_SECRET,
+            "sasl.oauthbearer.scope": "kafka"})
+        # with Java's default claim name the client refuses the token before sending it
+        with KafkaConsumer(bootstrap_servers=proxy.bootstrap, **settings) as c:
+            with pytest.raises(SaslAuthenticationError) as info:
+                c.topics()
+        assert str(info.value) == (
+            f"the access_token from the OAuth token endpoint {endpoint.url} (client {CLIENT_ID}) "
+            "has no 'sub' claim with a subject (sasl.oauthbearer.sub.claim.name=sub)")
+        assert oauth_users(proxy) == set() and proxy.sasl_stats.failures == 0
+        read_all(proxy, make_tansu_topic(2), {
+            **settings, "sasl.oauthbearer.sub.claim.name": "principal",
+            "sasl.oauthbearer.scope.claim.name": "scp"})
+        assert oauth_users(proxy) == {CLIENT_ID}
+    finally:
+        endpoint.close()
+
+
+def test_a_token_endpoint_failing_twice_is_retried(
+        oauth_proxy: Callable[..., SaslProxy], make_tansu_topic: Callable[..., str]) -> None:
+    endpoint = TokenEndpoint(script=[503, 502])
+    try:
+        proxy = oauth_proxy(allow_unsecured=False, required_scope="kafka")
+        read_all(proxy, make_tansu_topic(2), oauth_settings(**{
+            "sasl.oauthbearer.token.endpoint.url": endpoint.url,
+            "sasl.oauthbearer.client.credentials.client.id": CLIENT_ID,
+            "sasl.oauthbearer.client.credentials.client.secret": CLIENT_SECRET,
+            "sasl.oauthbearer.scope": "kafka", "sasl.login.retry.backoff.ms": 50}))
+        assert oauth_users(proxy) == {CLIENT_ID}
+        assert len(endpoint.requests) == 3
+    finally:
+        endpoint.close()

@@ -118,7 +118,7 @@ class SaslSettings:
             password=password,
             jaas=jaas,
             token_provider=values["sasl.oauth.token.provider"],
-            oauthbearer={k: v for k, v in values.items() 
+            oauthbearer={k: v for k, v in values.items()
                          if k.startswith(("sasl.oauthbearer.", "sasl.login."))},
             kerberos={k: v for k, v in values.items() if k.startswith("sasl.kerberos.")},
         )

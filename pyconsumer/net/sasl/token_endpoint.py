@@ -11,7 +11,6 @@ import base64
 import dataclasses
 import http.client
 import json
-import socket
 import ssl
 import threading
 import time
@@ -136,7 +135,7 @@ class TokenEndpointClient:
         try:
             try:
                 connection.connect()
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 raise _Retryable(f"no connection within {s.connect_timeout_ms} ms "
                                  "(sasl.login.connect.timeout.ms)") from None
             except OSError as e:
@@ -147,7 +146,7 @@ class TokenEndpointClient:
                 connection.request("POST", path, body=data, headers=headers)
                 answer = connection.getresponse()
                 payload = answer.read()
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 raise _Retryable(f"no answer within {s.read_timeout_ms} ms "
                                  "(sasl.login.read.timeout.ms)") from None
             except (OSError, http.client.HTTPException) as e:
