@@ -113,6 +113,7 @@ def test_the_sasl_examples_build(setup: tuple[dict[str, Any], int], mechanism: s
     kafka: KafkaCluster = namespace["kafka"]
     # (GSSAPI's gssapi package is needed to connect, not to build: it runs without it)
     monkeypatch.setenv("KAFKA_PASSWORD", "alice-secret")
+    monkeypatch.setenv("OAUTH_CLIENT_SECRET", "client-Secret-9")
     code = block(f'sasl_mechanism="{mechanism}"')
     code = re.sub(r'bootstrap_servers="[^"]+"', f'bootstrap_servers="127.0.0.1:{port}"', code)
     code = code.replace('"ca.pem"', repr(str(kafka.tls.ca)))
