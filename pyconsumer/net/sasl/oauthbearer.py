@@ -6,7 +6,7 @@ Where the token comes from, first match wins:
   lifetime_ms)`` pair), or an object with a ``token()`` method (kafka-python's
   AbstractTokenProvider); called for each authentication, so it decides about caching;
 * ``sasl.oauthbearer.token.endpoint.url``: an OAuth 2 client-credentials grant (KIP-768,
-  :mod:`.token_endpoint`) with ``sasl.oauthbearer.client.credentials.client.id``/``secret``
+  :mod:`pyconsumer.oauth`) with ``sasl.oauthbearer.client.credentials.client.id``/``secret``
   and ``sasl.oauthbearer.scope``, or ``clientId``, ``clientSecret`` and ``scope`` from an
   OAuthBearerLoginModule ``sasl.jaas.config``; the token is cached until 80 % of its lifetime
   has passed;
@@ -27,7 +27,7 @@ from typing import Any
 
 from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 from pyconsumer.net.sasl import SaslSettings
-from pyconsumer.net.sasl.token_endpoint import (
+from pyconsumer.oauth.token_endpoint import (
     DEFAULT_TIMEOUT_MS,
     TokenEndpointClient,
     TokenEndpointSettings,
@@ -134,7 +134,7 @@ def _endpoint_client(settings: SaslSettings, url: str) -> TokenEndpointClient:
         retry_backoff_ms=o["sasl.login.retry.backoff.ms"],
         retry_backoff_max_ms=o["sasl.login.retry.backoff.max.ms"],
         sub_claim=o["sasl.oauthbearer.sub.claim.name"],
-        scope_claim=o["sasl.oauthbearer.scope.claim.name"]))
+        scope_claim=o["sasl.oauthbearer.scope.claim.name"]), SaslAuthenticationError)
 
 
 def create(settings: SaslSettings) -> OAuthBearerMechanism:

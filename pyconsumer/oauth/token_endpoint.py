@@ -1,9 +1,10 @@
-"""The OAuth 2 client-credentials grant (KIP-768) against ``sasl.oauthbearer.token.endpoint.url``,
-with Java's login settings: separate connect and read timeouts, and retries of connection
-errors, timeouts and HTTP 5xx with a wait that starts at ``sasl.login.retry.backoff.ms`` and
-doubles, until ``sasl.login.retry.backoff.max.ms`` has passed since the first attempt (a 4xx
-is the endpoint's answer, never retried). Tokens are cached per process until 80 % of their
-lifetime has passed. Errors name the endpoint and the client id, never the secret.
+"""The OAuth 2 client-credentials grant (RFC 6749 4.4; Kafka's KIP-768) against a token
+endpoint, as Java's Kafka login does it: separate connect and read timeouts, and retries of
+connection errors, timeouts and HTTP 5xx with a wait that starts at the retry backoff and
+doubles, until the maximum backoff has passed since the first attempt (a 4xx is the
+endpoint's answer, never retried). Tokens are cached per process until 80 % of their
+lifetime has passed. Errors name the endpoint, the client id and the settings (by the
+caller's names), never the secret.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ import time
 import urllib.parse
 from typing import Any
 
-from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
-from pyconsumer.net.sasl.jwt_claims import read_claims
+from pyconsumer.errors import AuthenticationError, ConfigurationError
+from pyconsumer.oauth.jwt_claims import ClaimNames, read_claims
 
 #: used when sasl.login.connect/read.timeout.ms is unset (Java then waits without limit)
 DEFAULT_TIMEOUT_MS = 10_000
@@ -26,6 +27,19 @@ DEFAULT_TIMEOUT_MS = 10_000
 
 class _Retryable(Exception):
     """A failed attempt worth another one (connection error, timeout, HTTP 5xx)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingNames:
+    """How the caller's users spell each setting, for the errors (Kafka's by default)."""
+
+    url: str = "sasl.oauthbearer.token.endpoint.url"
+    credentials: str = ("sasl.oauthbearer.client.credentials.client.id/secret or "
+                        "clientId/clientSecret in sasl.jaas.config")
+    connect_timeout: str = "sasl.login.connect.timeout.ms"
+    read_timeout: str = "sasl.login.read.timeout.ms"
+    retry_backoff_max: str = "sasl.login.retry.backoff.max.ms"
+    claims: ClaimNames = ClaimNames()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +55,7 @@ class TokenEndpointSettings:
     retry_backoff_max_ms: int = 10_000
     sub_claim: str = "sub"
     scope_claim: str = "scope"
+    names: SettingNames = SettingNames()
 
 
 class TokenEndpointClient:
@@ -49,12 +64,14 @@ class TokenEndpointClient:
     _cache: dict[tuple[str, str, str], tuple[str, float]] = {}
     _lock = threading.Lock()
 
-    def __init__(self, settings: TokenEndpointSettings) -> None:
+    def __init__(self, settings: TokenEndpointSettings,
+                 error: type[AuthenticationError] = AuthenticationError) -> None:
         parts = urllib.parse.urlsplit(settings.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigurationError(
-                f"sasl.oauthbearer.token.endpoint.url {settings.url!r} is not an http(s) URL")
+                f"{settings.names.url} {settings.url!r} is not an http(s) URL")
         self._settings = settings
+        self._error = error
         self._parts = parts
         self._where = f"the OAuth token endpoint {settings.url} (client {settings.client_id})"
 
@@ -72,8 +89,9 @@ class TokenEndpointClient:
         body = self._with_retries()
         token = body.get("access_token")
         if not isinstance(token, str) or not token:
-            raise SaslAuthenticationError(f"{self._where} answered without an access_token")
-        claims = read_claims(token, self._where, s.sub_claim, s.scope_claim)
+            raise self._error(f"{self._where} answered without an access_token")
+        claims = read_claims(token, self._where, s.sub_claim, s.scope_claim, s.names.claims,
+                             self._error)
         expires_in = body.get("expires_in")
         if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
             lifetime = float(expires_in)
@@ -100,9 +118,9 @@ class TokenEndpointClient:
                 break
             time.sleep(wait)
         spent = round((time.monotonic() - started) * 1000)
-        raise SaslAuthenticationError(
+        raise self._error(
             f"cannot get a token from {self._where}: {attempts} attempt(s) in {spent} ms "
-            f"(sasl.login.retry.backoff.max.ms={s.retry_backoff_max_ms}), the last: {last}")
+            f"({s.names.retry_backoff_max}={s.retry_backoff_max_ms}), the last: {last}")
 
     def _request(self) -> tuple[bytes, dict[str, str]]:
         s = self._settings
@@ -137,7 +155,7 @@ class TokenEndpointClient:
                 connection.connect()
             except TimeoutError:
                 raise _Retryable(f"no connection within {s.connect_timeout_ms} ms "
-                                 "(sasl.login.connect.timeout.ms)") from None
+                                 f"({s.names.connect_timeout})") from None
             except OSError as e:
                 raise _Retryable(f"cannot connect: {e.strerror or e}") from None
             assert connection.sock is not None
@@ -148,7 +166,7 @@ class TokenEndpointClient:
                 payload = answer.read()
             except TimeoutError:
                 raise _Retryable(f"no answer within {s.read_timeout_ms} ms "
-                                 "(sasl.login.read.timeout.ms)") from None
+                                 f"({s.names.read_timeout})") from None
             except (OSError, http.client.HTTPException) as e:
                 raise _Retryable(f"the connection failed: {e.__class__.__name__}") from None
         finally:
@@ -156,20 +174,19 @@ class TokenEndpointClient:
         if 500 <= answer.status < 600:
             raise _Retryable(f"HTTP {answer.status} {answer.reason}")
         if 400 <= answer.status < 500:
-            raise SaslAuthenticationError(
+            raise self._error(
                 f"{self._where} refused the client credentials: HTTP {answer.status} "
-                f"{answer.reason} (check sasl.oauthbearer.client.credentials.client.id/secret "
-                "or clientId/clientSecret in sasl.jaas.config)")
+                f"{answer.reason} (check {s.names.credentials})")
         if answer.status != 200:
-            raise SaslAuthenticationError(f"{self._where} answered HTTP {answer.status} "
+            raise self._error(f"{self._where} answered HTTP {answer.status} "
                                           f"{answer.reason}, not 200")
         try:
             body = json.loads(payload)
         except ValueError:
-            raise SaslAuthenticationError(f"{self._where} answered with no JSON object") from None
+            raise self._error(f"{self._where} answered with no JSON object") from None
         if not isinstance(body, dict):
-            raise SaslAuthenticationError(f"{self._where} answered with no JSON object")
+            raise self._error(f"{self._where} answered with no JSON object")
         return body
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "TokenEndpointClient", "TokenEndpointSettings"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "SettingNames", "TokenEndpointClient", "TokenEndpointSettings"]
