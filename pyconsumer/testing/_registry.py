@@ -91,7 +91,7 @@ class FakeSchemaRegistry:
     Faults: :meth:`down` / :meth:`up` (the port refuses connections, then listens again),
     ``delay_s`` (every answer waits), :meth:`fail_next` (the next answers get these statuses),
     :meth:`require_basic_auth` / :meth:`require_bearer` (401 otherwise). ``requests`` lists
-    (method, path) of every request served, faults included.
+    (method, path) of every request served, faults included; ``request_headers`` their headers.
     """
 
     def __init__(self, port: int = 0, *, ssl_context: ssl.SSLContext | None = None) -> None:
@@ -99,6 +99,8 @@ class FakeSchemaRegistry:
         self.port = port
         self._ssl_context = ssl_context          # a server context: the registry speaks https
         self.requests: list[tuple[str, str]] = []
+        #: the headers of every request (names lower-cased), in order
+        self.request_headers: list[dict[str, str]] = []
         self._faults = _Faults()
         self._lock = threading.Lock()
         self._released = threading.Event()     # set on stop(): a delayed answer gives up waiting
@@ -213,6 +215,7 @@ class FakeSchemaRegistry:
                 ) -> tuple[int, Any]:
         with self._lock:
             self.requests.append((method, path))
+            self.request_headers.append({k.lower(): v for k, v in headers.items()})
             status = self._faults.status_next.pop(0) if self._faults.status_next else None
         if self._faults.delay_s:
             self._released.wait(self._faults.delay_s)

@@ -25,6 +25,8 @@ from ssl import SSLContext
 from typing import Any
 
 from pyconsumer.errors import AuthenticationError, ConfigurationError, KafkaClientError
+from pyconsumer.oauth.jwt_claims import ClaimNames
+from pyconsumer.oauth.token_endpoint import SettingNames, TokenEndpointClient, TokenEndpointSettings
 
 __all__ = [
     "CONTENT_TYPE",
@@ -219,7 +221,10 @@ class SchemaRegistryClient:
 
     ``url``: ``http(s)://host:port[/path]``, comma-separated for several; credentials in a URL
     (``https://user:pw@host``) count as basic auth. ``basic_auth_user_info``: ``user:password``
-    (confluent-kafka's ``basic.auth.user.info``); ``bearer_auth_token``: a static bearer token.
+    (confluent-kafka's ``basic.auth.user.info``); ``bearer_auth_token``: a static bearer token;
+    ``bearer_auth_token_source``: a callable giving the bearer token for each request (an OAuth
+    token endpoint's client, which caches); ``bearer_auth_headers``: headers sent with a bearer
+    token (Confluent's ``target-sr-cluster`` and ``Confluent-Identity-Pool-Id``).
     ``timeout_s`` bounds each socket wait (connect, and each read of the answer). An answer that
     is a 5xx, a refused connection or a timeout moves on to the next URL; when all failed, the
     round is retried ``retries`` times after ``backoff_s`` doubling up to ``max_backoff_s``.
@@ -229,9 +234,15 @@ class SchemaRegistryClient:
     def __init__(self, url: str, *, basic_auth_user_info: str | None = None,
                  bearer_auth_token: str | None = None, ssl_context: SSLContext | None = None,
                  timeout_s: float = 10.0, retries: int = 3, backoff_s: float = 0.2,
-                 max_backoff_s: float = 5.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 max_backoff_s: float = 5.0, sleep: Callable[[float], None] = time.sleep,
+                 bearer_auth_token_source: Callable[[], str] | None = None,
+                 bearer_auth_headers: Mapping[str, str] | None = None) -> None:
         self._urls = _split_urls(url)
-        if basic_auth_user_info is not None and bearer_auth_token is not None:
+        if bearer_auth_token is not None and bearer_auth_token_source is not None:
+            raise ConfigurationError("schema registry: a static bearer token and a bearer token "
+                                     "source are exclusive")
+        if basic_auth_user_info is not None and (bearer_auth_token is not None
+                                                 or bearer_auth_token_source is not None):
             raise ConfigurationError("schema registry: basic auth and a bearer token are exclusive")
         if basic_auth_user_info is not None and ":" not in basic_auth_user_info:
             raise ConfigurationError("schema registry basic auth user info is 'user:password'")
@@ -241,6 +252,8 @@ class SchemaRegistryClient:
             raise ConfigurationError("schema registry retries and backoff must be >= 0")
         self._basic = basic_auth_user_info
         self._bearer = bearer_auth_token
+        self._bearer_source = bearer_auth_token_source
+        self._bearer_headers = dict(bearer_auth_headers or {})
         self._timeout_s = timeout_s
         self._retries = retries
         self._backoff_s = backoff_s
@@ -264,7 +277,12 @@ class SchemaRegistryClient:
         """A client from confluent-kafka's registry settings, each name bare or with the
         ``schema.registry.`` prefix the consumer settings use: ``url``, ``basic.auth.user.info``,
         ``basic.auth.credentials.source`` (USER_INFO or URL), ``bearer.auth.token``,
-        ``bearer.auth.credentials.source`` (STATIC_TOKEN), ``ssl.ca.location``,
+        ``bearer.auth.credentials.source`` (STATIC_TOKEN, or OAUTHBEARER: a client-credentials
+        grant at ``bearer.auth.issuer.endpoint.url`` with ``bearer.auth.client.id``,
+        ``bearer.auth.client.secret``, optionally ``bearer.auth.scope`` and the claim names
+        ``bearer.auth.sub.claim.name``/``bearer.auth.scope.claim.name``, retried with the
+        registry's waits), ``bearer.auth.logical.cluster`` and ``bearer.auth.identity.pool.id``
+        (sent as Confluent's headers with the token), ``ssl.ca.location``,
         ``ssl.certificate.location``, ``ssl.key.location``, ``ssl.key.password``, ``timeout``
         (seconds), ``max.retries``, ``retries.wait.ms``, ``retries.max.wait.ms``.
         Raises ConfigurationError naming an unknown or ill-typed setting."""
@@ -282,9 +300,9 @@ class SchemaRegistryClient:
             raise ConfigurationError(f"basic.auth.credentials.source {source!r} is not supported "
                                      "(USER_INFO or URL)")
         bearer_source = str(settings.get("bearer.auth.credentials.source", "STATIC_TOKEN")).upper()
-        if bearer_source != "STATIC_TOKEN":
+        if bearer_source not in ("STATIC_TOKEN", "OAUTHBEARER"):
             raise ConfigurationError(f"bearer.auth.credentials.source {bearer_source!r} is not supported "
-                                     "(STATIC_TOKEN)")
+                                     "(STATIC_TOKEN or OAUTHBEARER)")
         kwargs: dict[str, Any] = {}
         if "timeout" in settings:
             kwargs["timeout_s"] = _number(settings, "timeout")
@@ -296,10 +314,20 @@ class SchemaRegistryClient:
             kwargs["max_backoff_s"] = _number(settings, "retries.max.wait.ms") / 1000
         user_info = settings.get("basic.auth.user.info")
         bearer = settings.get("bearer.auth.token")
+        if bearer_source == "OAUTHBEARER":
+            if bearer is not None:
+                raise ConfigurationError("bearer.auth.token is for bearer.auth.credentials.source "
+                                         "STATIC_TOKEN, not OAUTHBEARER")
+            kwargs["bearer_auth_token_source"] = _oauth_token_source(settings, kwargs)
+        headers = {header: str(settings[name]) for name, header in _BEARER_HEADERS.items()
+                   if settings.get(name) is not None}
+        if headers and bearer is None and bearer_source != "OAUTHBEARER":
+            raise ConfigurationError(f"{', '.join(n for n in _BEARER_HEADERS if n in settings)} "
+                                     "go with a bearer token (bearer.auth.credentials.source)")
         return cls(str(settings["url"]),
                    basic_auth_user_info=None if user_info is None or source == "URL" else str(user_info),
                    bearer_auth_token=None if bearer is None else str(bearer),
-                   ssl_context=_ssl_context(settings), **kwargs)
+                   ssl_context=_ssl_context(settings), bearer_auth_headers=headers, **kwargs)
 
     @property
     def urls(self) -> list[str]:
@@ -488,8 +516,10 @@ class SchemaRegistryClient:
         basic = self._basic if self._basic is not None else userinfo
         if basic is not None:
             headers["Authorization"] = "Basic " + base64.b64encode(basic.encode()).decode("ascii")
-        elif self._bearer is not None:
-            headers["Authorization"] = f"Bearer {self._bearer}"
+        elif self._bearer is not None or self._bearer_source is not None:
+            token = self._bearer if self._bearer_source is None else self._bearer_source()
+            headers["Authorization"] = f"Bearer {token}"
+            headers.update(self._bearer_headers)
         return headers
 
     def _once(self, method: str, base: str, userinfo: str | None, path: str, data: bytes | None,
@@ -564,12 +594,47 @@ def _not_found_message(what: str, subject: str | None, detail: str, base: str) -
 
 
 
+_OAUTH_NAMES = ("bearer.auth.issuer.endpoint.url", "bearer.auth.client.id",
+                "bearer.auth.client.secret", "bearer.auth.scope", "bearer.auth.scope.claim.name",
+                "bearer.auth.sub.claim.name")
+#: setting -> the header Confluent's registries read it from, sent with the bearer token
+_BEARER_HEADERS = {"bearer.auth.logical.cluster": "target-sr-cluster",
+                   "bearer.auth.identity.pool.id": "Confluent-Identity-Pool-Id"}
 _CONFIG_NAMES = frozenset({
     "url", "basic.auth.user.info", "basic.auth.credentials.source", "bearer.auth.token",
     "bearer.auth.credentials.source", "ssl.ca.location", "ssl.certificate.location",
     "ssl.key.location", "ssl.key.password", "timeout", "max.retries", "retries.wait.ms",
-    "retries.max.wait.ms",
+    "retries.max.wait.ms", *_OAUTH_NAMES, *_BEARER_HEADERS,
 })
+_OAUTH_SETTING_NAMES = SettingNames(
+    url="bearer.auth.issuer.endpoint.url",
+    credentials="bearer.auth.client.id and bearer.auth.client.secret",
+    connect_timeout="timeout", read_timeout="timeout", retry_backoff_max="retries.max.wait.ms",
+    claims=ClaimNames(sub="bearer.auth.sub.claim.name", scope="bearer.auth.scope.claim.name"))
+
+
+def _oauth_token_source(settings: Mapping[str, object], kwargs: Mapping[str, Any]
+                        ) -> Callable[[], str]:
+    """bearer.auth.credentials.source=OAUTHBEARER: a client-credentials grant at the issuer
+    endpoint, with the registry client's timeout and retry waits."""
+    missing = [n for n in _OAUTH_NAMES[:3] if not settings.get(n)]
+    if missing:
+        raise ConfigurationError("bearer.auth.credentials.source OAUTHBEARER needs "
+                                 f"{', '.join(missing)}")
+    scope = settings.get("bearer.auth.scope")
+    timeout_ms = round(kwargs.get("timeout_s", 10.0) * 1000)
+    client = TokenEndpointClient(TokenEndpointSettings(
+        url=str(settings["bearer.auth.issuer.endpoint.url"]),
+        client_id=str(settings["bearer.auth.client.id"]),
+        client_secret=str(settings["bearer.auth.client.secret"]),
+        scope=None if scope is None else str(scope), urlencode=False,
+        connect_timeout_ms=timeout_ms, read_timeout_ms=timeout_ms,
+        retry_backoff_ms=round(kwargs.get("backoff_s", 0.2) * 1000),
+        retry_backoff_max_ms=round(kwargs.get("max_backoff_s", 5.0) * 1000),
+        sub_claim=str(settings.get("bearer.auth.sub.claim.name", "sub")),
+        scope_claim=str(settings.get("bearer.auth.scope.claim.name", "scope")),
+        names=_OAUTH_SETTING_NAMES), SchemaRegistryAuthenticationError)
+    return client.token
 
 
 def _number(settings: Mapping[str, object], name: str) -> float:
