@@ -506,7 +506,65 @@ class ConsumerConfig:
         "schema.registry.bearer.auth.credentials.source",
         None,
         optional_string(),
-        "STATIC_TOKEN (schema.registry.bearer.auth.token), the one source supported",
+        "STATIC_TOKEN (schema.registry.bearer.auth.token, the default) or OAUTHBEARER (tokens "
+        "from schema.registry.bearer.auth.issuer.endpoint.url)",
+        java=False,
+    )
+    schema_registry_bearer_auth_issuer_endpoint_url = Setting(
+        "schema.registry.bearer.auth.issuer.endpoint.url",
+        None,
+        optional_string(),
+        "OAUTHBEARER source: the OAuth token endpoint the registry's bearer tokens come from "
+        "(client-credentials grant)",
+        java=False,
+    )
+    schema_registry_bearer_auth_client_id = Setting(
+        "schema.registry.bearer.auth.client.id",
+        None,
+        optional_string(),
+        "OAUTHBEARER source: the client id of the token request",
+        java=False,
+    )
+    schema_registry_bearer_auth_client_secret = Setting(
+        "schema.registry.bearer.auth.client.secret",
+        None,
+        password,
+        "OAUTHBEARER source: the client secret of the token request",
+        java=False,
+    )
+    schema_registry_bearer_auth_scope = Setting(
+        "schema.registry.bearer.auth.scope",
+        None,
+        optional_string(),
+        "OAUTHBEARER source: the scope of the token request",
+        java=False,
+    )
+    schema_registry_bearer_auth_scope_claim_name = Setting(
+        "schema.registry.bearer.auth.scope.claim.name",
+        None,
+        optional_string(),
+        "OAUTHBEARER source: the token's scope claim; None: scope",
+        java=False,
+    )
+    schema_registry_bearer_auth_sub_claim_name = Setting(
+        "schema.registry.bearer.auth.sub.claim.name",
+        None,
+        optional_string(),
+        "OAUTHBEARER source: the token's subject claim; None: sub",
+        java=False,
+    )
+    schema_registry_bearer_auth_logical_cluster = Setting(
+        "schema.registry.bearer.auth.logical.cluster",
+        None,
+        optional_string(),
+        "the registry's logical cluster id, sent with a bearer token (Confluent Cloud's target-sr-cluster header)",
+        java=False,
+    )
+    schema_registry_bearer_auth_identity_pool_id = Setting(
+        "schema.registry.bearer.auth.identity.pool.id",
+        None,
+        optional_string(),
+        "the identity pool id, sent with a bearer token (Confluent Cloud's Confluent-Identity-Pool-Id header)",
         java=False,
     )
     schema_registry_ssl_ca_location = Setting(

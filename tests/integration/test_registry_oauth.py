@@ -108,3 +108,28 @@ def test_claim_names_are_the_registry_settings(registry: FakeSchemaRegistry) -> 
         assert client.schema_by_id(1).schema_text == RECORD
     finally:
         endpoint.close()
+
+
+def test_the_consumers_schema_registry_settings(registry: FakeSchemaRegistry,
+                                                endpoint: TokenEndpoint) -> None:
+    from pyconsumer import KafkaConsumer
+
+    registry.register("orders-value", RECORD)
+    with KafkaConsumer(bootstrap_servers="127.0.0.1:9", value_format="avro",
+                       value_subject="orders-value", schema_registry_url=registry.url, **{
+                           "schema.registry.bearer.auth.credentials.source": "OAUTHBEARER",
+                           "schema.registry.bearer.auth.issuer.endpoint.url": endpoint.url,
+                           "schema.registry.bearer.auth.client.id": CLIENT_ID,
+                           "schema.registry.bearer.auth.client.secret": CLIENT_SECRET,
+                           "schema.registry.bearer.auth.scope": "registry",
+                           "schema.registry.bearer.auth.logical.cluster": "lsrc-7"}) as consumer:
+        assert CLIENT_SECRET not in repr(consumer.config)
+        # the registry client the consumer built from its settings (the broker is not needed)
+        plan = consumer._typed
+        assert plan is not None and plan.registry is not None
+        assert plan.registry.latest("orders-value").schema_text == RECORD
+    assert [r["form"] for r in endpoint.requests] == [
+        {"grant_type": ["client_credentials"], "scope": ["registry"]}]
+    assert registry.requests == [("GET", "/subjects/orders-value/versions/latest")]
+    assert [(h["authorization"], h["target-sr-cluster"]) for h in registry.request_headers] == [
+        (f"Bearer {TOKEN}", "lsrc-7")] * len(registry.requests)
