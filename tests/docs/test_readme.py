@@ -5,7 +5,8 @@ the log segment's path, the SASL examples' broker and CA file.
 
 The SASL examples name brokers the reader has (``broker:9093``): they are built, not
 connected (pyconsumer connects lazily), with the address and CA file replaced, so a renamed or
-mistyped setting in them fails here.
+mistyped setting in them fails here. The registry OAuth example runs against a local registry
+and token endpoint.
 """
 from __future__ import annotations
 
@@ -157,6 +158,35 @@ def test_the_tls_stores_example(setup: tuple[dict[str, Any], int], tmp_path: Pat
 
 def test_the_fake_cluster_example() -> None:
     assert run(block("FakeCluster(topics="), {}) == []     # its asserts are the test
+
+
+def test_the_registry_oauth_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built with the registry and the token endpoint replaced by local ones; the consumer's
+    registry client then looks a subject up with the endpoint's token."""
+    from pyconsumer import KafkaConsumer
+    from pyconsumer.testing import FakeSchemaRegistry
+    from tests.integration.test_sasl_oauth import TokenEndpoint, signed_jwt
+
+    token = signed_jwt("ingest", scope="schema-registry")
+    endpoint = TokenEndpoint(token=lambda scope: token, client_id="ingest")
+    monkeypatch.setenv("REGISTRY_CLIENT_SECRET", "client-Secret-9")
+    try:
+        with FakeSchemaRegistry() as registry:
+            registry.require_bearer(token)
+            registry.register("payments-value", '{"type": "string"}')
+            code = block('schema_registry_bearer_auth_credentials_source="OAUTHBEARER"')
+            code = code.replace('"broker:9092"', '"127.0.0.1:9"')
+            code = code.replace('"https://registry.example.com"', repr(registry.url))
+            code = code.replace('"https://idp.example.com/oauth2/token"', repr(endpoint.url))
+            out: dict[str, Any] = {"os": os, "KafkaConsumer": KafkaConsumer}
+            assert run(code, out) == []
+            with out["consumer"] as consumer:
+                plan = consumer._typed
+                assert plan is not None and plan.registry is not None
+                assert plan.registry.latest("payments-value").schema_text == '{"type": "string"}'
+        assert [r["form"]["scope"] for r in endpoint.requests] == [["schema-registry"]]
+    finally:
+        endpoint.close()
 
 
 @pytest.mark.spark

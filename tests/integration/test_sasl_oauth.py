@@ -110,7 +110,7 @@ class TokenEndpoint:
 
     def __init__(self, lifetime_s: int = 600, script: list[int | float] | None = None,
                  secret: str = CLIENT_SECRET,
-                 token: Callable[[str], str] | None = None) -> None:
+                 token: Callable[[str], str] | None = None, client_id: str = CLIENT_ID) -> None:
         self.requests: list[dict[str, Any]] = []
         self._script = list(script or [])
         make_token = token or (lambda scope: signed_jwt(CLIENT_ID, lifetime_s, scope))
@@ -138,7 +138,7 @@ class TokenEndpoint:
                     return
                 if isinstance(step, float):
                     time.sleep(step)
-                want = "Basic " + base64.b64encode(f"{CLIENT_ID}:{secret}".encode()).decode()
+                want = "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
                 if basic != want or form.get("grant_type") != ["client_credentials"]:
                     self.answer(401, b'{"error":"invalid_client"}')
                     return
