@@ -15,7 +15,7 @@ What pyconsumer does with the Java settings it cannot honour (see ``JAVA_ONLY_SE
 * Settings that name Java classes whose absence would change behaviour (``config.providers``,
   ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers), the
   ``sasl.oauthbearer.*`` settings of Java's OAuth code that pyconsumer does not have
-  (the broker's JWKS validation, retriever/validator classes, the JWT-bearer grant), and
+  (the broker's JWKS validation, the validator class, the clock skew), and
   the ShareConsumer-only ``share.*`` settings are *refused* with a ConfigurationError
   saying what to use instead — unless their value is empty (None, "", []), which is accepted as "not set".
 
@@ -43,7 +43,9 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
   ``sasl.oauthbearer.token.endpoint.url`` with ``sasl.oauthbearer.client.credentials.client.id``
   /``.client.secret`` and ``sasl.oauthbearer.scope`` (or clientId/clientSecret/scope in an
   OAuthBearerLoginModule ``sasl.jaas.config``), with Java's ``sasl.login.*`` timeouts and
-  retry backoffs, or from Java's unsecured JWT options there. Unlike Java, the token endpoint
+  retry backoffs, or from the JWT-bearer grant (KIP-1139,
+  ``sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever`` with the
+  ``sasl.oauthbearer.assertion.*`` settings), or from Java's unsecured JWT options there. Unlike Java, the token endpoint
   timeouts are 10 s when unset (Java: no limit).
   Passwords are never shown in reprs, errors or logs.
 * Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above

@@ -145,7 +145,17 @@ def check_security_settings(v: dict[str, Any], explicit: frozenset[str]) -> None
                          or options.get("clientId"))
             secret = (v["sasl.oauthbearer.client.credentials.client.secret"]
                       or options.get("clientSecret"))
-            if v["sasl.oauth.token.provider"] is None and not (
+            jwt_bearer = v["sasl.oauthbearer.jwt.retriever.class"].endswith("JwtBearerJwtRetriever")
+            if jwt_bearer and v["sasl.oauth.token.provider"] is None:
+                if not v["sasl.oauthbearer.token.endpoint.url"]:
+                    fail("sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever needs "
+                         "sasl.oauthbearer.token.endpoint.url")
+                if not (v["sasl.oauthbearer.assertion.private.key.file"]
+                        or v["sasl.oauthbearer.assertion.file"]):
+                    fail("sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever needs "
+                         "sasl.oauthbearer.assertion.private.key.file (or a ready assertion in "
+                         "sasl.oauthbearer.assertion.file)")
+            elif v["sasl.oauth.token.provider"] is None and not (
                     v["sasl.oauthbearer.token.endpoint.url"] and client_id and secret) and not any(
                     k.startswith("unsecuredLogin") for k in options):
                 fail("sasl.mechanism=OAUTHBEARER needs a token: sasl.oauth.token.provider, "

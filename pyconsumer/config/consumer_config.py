@@ -872,6 +872,85 @@ class ConsumerConfig:
         "OAUTHBEARER: URL-encode the client id and secret in the token request's Basic "
         "authorization header (RFC 6749 2.3.1)",
     )
+    sasl_oauthbearer_jwt_retriever_class = Setting(
+        "sasl.oauthbearer.jwt.retriever.class",
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+        string(tuple(p + c for c in ("DefaultJwtRetriever", "ClientCredentialsJwtRetriever",
+                                     "JwtBearerJwtRetriever")
+                     for p in ("org.apache.kafka.common.security.oauthbearer.", ""))),
+        "OAUTHBEARER: how tokens are got from sasl.oauthbearer.token.endpoint.url: "
+        "DefaultJwtRetriever and ClientCredentialsJwtRetriever: the client-credentials grant; "
+        "JwtBearerJwtRetriever: the JWT-bearer grant with a signed assertion (KIP-1139)",
+    )
+    sasl_oauthbearer_assertion_algorithm = Setting(
+        "sasl.oauthbearer.assertion.algorithm",
+        "RS256",
+        string(("RS256", "ES256")),
+        "JWT-bearer grant: the assertion's signature algorithm",
+    )
+    sasl_oauthbearer_assertion_private_key_file = Setting(
+        "sasl.oauthbearer.assertion.private.key.file",
+        None,
+        optional_string(),
+        "JWT-bearer grant: the PEM private key (PKCS#8, maybe encrypted) signing the assertion",
+    )
+    sasl_oauthbearer_assertion_private_key_passphrase = Setting(
+        "sasl.oauthbearer.assertion.private.key.passphrase",
+        None,
+        password,
+        "JWT-bearer grant: the passphrase of an encrypted private key",
+    )
+    sasl_oauthbearer_assertion_template_file = Setting(
+        "sasl.oauthbearer.assertion.template.file",
+        None,
+        optional_string(),
+        "JWT-bearer grant: a JSON file of static 'header' and 'payload' values of the assertion",
+    )
+    sasl_oauthbearer_assertion_file = Setting(
+        "sasl.oauthbearer.assertion.file",
+        None,
+        optional_string(),
+        "JWT-bearer grant: a file holding a ready assertion, read for each token request "
+        "(instead of signing one)",
+    )
+    sasl_oauthbearer_assertion_claim_aud = Setting(
+        "sasl.oauthbearer.assertion.claim.aud",
+        None,
+        optional_string(),
+        "JWT-bearer grant: the assertion's aud claim",
+    )
+    sasl_oauthbearer_assertion_claim_iss = Setting(
+        "sasl.oauthbearer.assertion.claim.iss",
+        None,
+        optional_string(),
+        "JWT-bearer grant: the assertion's iss claim",
+    )
+    sasl_oauthbearer_assertion_claim_sub = Setting(
+        "sasl.oauthbearer.assertion.claim.sub",
+        None,
+        optional_string(),
+        "JWT-bearer grant: the assertion's sub claim",
+    )
+    sasl_oauthbearer_assertion_claim_exp_seconds = Setting(
+        "sasl.oauthbearer.assertion.claim.exp.seconds",
+        300,
+        int32(1),
+        "JWT-bearer grant: the assertion expires this long after it is made",
+        unit="s",
+    )
+    sasl_oauthbearer_assertion_claim_nbf_seconds = Setting(
+        "sasl.oauthbearer.assertion.claim.nbf.seconds",
+        60,
+        int32(0),
+        "JWT-bearer grant: the assertion's nbf is this long before it is made",
+        unit="s",
+    )
+    sasl_oauthbearer_assertion_claim_jti_include = Setting(
+        "sasl.oauthbearer.assertion.claim.jti.include",
+        False,
+        boolean,
+        "JWT-bearer grant: give the assertion a unique jti claim",
+    )
     sasl_oauthbearer_expected_audience = Setting(
         "sasl.oauthbearer.expected.audience",
         None,

@@ -16,6 +16,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 from pyconsumer.errors import AuthenticationError, ConfigurationError
@@ -23,6 +24,7 @@ from pyconsumer.oauth.jwt_claims import ClaimNames, read_claims
 
 #: used when sasl.login.connect/read.timeout.ms is unset (Java then waits without limit)
 DEFAULT_TIMEOUT_MS = 10_000
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
 class _Retryable(Exception):
@@ -56,6 +58,8 @@ class TokenEndpointSettings:
     sub_claim: str = "sub"
     scope_claim: str = "scope"
     names: SettingNames = SettingNames()
+    #: the JWT-bearer grant (RFC 7523) instead of client credentials: gives the assertion
+    assertion: Callable[[], str] | None = dataclasses.field(default=None, repr=False)
 
 
 class TokenEndpointClient:
@@ -73,7 +77,8 @@ class TokenEndpointClient:
         self._settings = settings
         self._error = error
         self._parts = parts
-        self._where = f"the OAuth token endpoint {settings.url} (client {settings.client_id})"
+        who = "JWT-bearer grant" if settings.assertion else f"client {settings.client_id}"
+        self._where = f"the OAuth token endpoint {settings.url} ({who})"
 
     def __repr__(self) -> str:
         s = self._settings
@@ -81,7 +86,7 @@ class TokenEndpointClient:
 
     def token(self) -> str:
         s = self._settings
-        key = (s.url, s.client_id, s.scope or "")
+        key = (s.url, "" if s.assertion else s.client_id, s.scope or "")
         with self._lock:
             cached = self._cache.get(key)
         if cached is not None and time.monotonic() < cached[1]:
@@ -124,6 +129,17 @@ class TokenEndpointClient:
 
     def _request(self) -> tuple[bytes, dict[str, str]]:
         s = self._settings
+        headers = {"Accept": "application/json",
+                   "Content-Type": "application/x-www-form-urlencoded"}
+        if s.assertion is not None:
+            try:
+                assertion = s.assertion()
+            except ConfigurationError as e:
+                raise self._error(f"cannot make the assertion for {self._where}: {e}") from None
+            form = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion}
+            if s.scope:
+                form["scope"] = s.scope
+            return urllib.parse.urlencode(form).encode(), headers
         form = {"grant_type": "client_credentials"}
         if s.scope:
             form["scope"] = s.scope
@@ -131,9 +147,7 @@ class TokenEndpointClient:
         if s.urlencode:
             cid, secret = urllib.parse.quote(cid, safe=""), urllib.parse.quote(secret, safe="")
         basic = base64.b64encode(f"{cid}:{secret}".encode()).decode()
-        return urllib.parse.urlencode(form).encode(), {
-            "Authorization": f"Basic {basic}", "Accept": "application/json",
-            "Content-Type": "application/x-www-form-urlencoded"}
+        return urllib.parse.urlencode(form).encode(), {**headers, "Authorization": f"Basic {basic}"}
 
     def _attempt(self) -> dict[str, Any]:
         s, parts = self._settings, self._parts
@@ -189,4 +203,4 @@ class TokenEndpointClient:
         return body
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "SettingNames", "TokenEndpointClient", "TokenEndpointSettings"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "JWT_BEARER_GRANT", "SettingNames", "TokenEndpointClient", "TokenEndpointSettings"]

@@ -42,6 +42,19 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "sasl.oauthbearer.scope.claim.name": "scope",
     "sasl.oauthbearer.sub.claim.name": "sub",
     "sasl.oauthbearer.header.urlencode": False,
+    "sasl.oauthbearer.jwt.retriever.class":
+        "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
+    "sasl.oauthbearer.assertion.algorithm": "RS256",
+    "sasl.oauthbearer.assertion.private.key.file": None,
+    "sasl.oauthbearer.assertion.private.key.passphrase": None,
+    "sasl.oauthbearer.assertion.template.file": None,
+    "sasl.oauthbearer.assertion.file": None,
+    "sasl.oauthbearer.assertion.claim.aud": None,
+    "sasl.oauthbearer.assertion.claim.iss": None,
+    "sasl.oauthbearer.assertion.claim.sub": None,
+    "sasl.oauthbearer.assertion.claim.exp.seconds": 300,
+    "sasl.oauthbearer.assertion.claim.nbf.seconds": 60,
+    "sasl.oauthbearer.assertion.claim.jti.include": False,
     "sasl.oauthbearer.expected.audience": None,
     "sasl.oauthbearer.expected.issuer": None,
     "sasl.login.connect.timeout.ms": None,
@@ -614,6 +627,15 @@ def test_sasl_mechanism_rules() -> None:
                sasl_oauthbearer_client_credentials_client_id="app",
                sasl_oauthbearer_client_credentials_client_secret="s3cret-Value")
     assert "s3cret-Value" not in repr(cfg)
+    raises("sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever needs "
+           r"sasl.oauthbearer.assertion.private.key.file \(or a ready assertion in "
+           r"sasl.oauthbearer.assertion.file\)", security_protocol="SASL_SSL",
+           sasl_mechanism="OAUTHBEARER",
+           sasl_oauthbearer_token_endpoint_url="http://127.0.0.1:9/token",
+           sasl_oauthbearer_jwt_retriever_class="JwtBearerJwtRetriever")
+    raises("sasl.oauthbearer.jwt.retriever.class", security_protocol="SASL_SSL",
+           sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=lambda: "tok",
+           sasl_oauthbearer_jwt_retriever_class="FileJwtRetriever")
     raises("sasl.login.retry.backoff.ms", security_protocol="SASL_SSL",
            sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=lambda: "tok",
            sasl_login_retry_backoff_ms=-1)

@@ -8,8 +8,10 @@ Where the token comes from, first match wins:
 * ``sasl.oauthbearer.token.endpoint.url``: an OAuth 2 client-credentials grant (KIP-768,
   :mod:`pyconsumer.oauth`) with ``sasl.oauthbearer.client.credentials.client.id``/``secret``
   and ``sasl.oauthbearer.scope``, or ``clientId``, ``clientSecret`` and ``scope`` from an
-  OAuthBearerLoginModule ``sasl.jaas.config``; the token is cached until 80 % of its lifetime
-  has passed;
+  OAuthBearerLoginModule ``sasl.jaas.config``; or, with
+  ``sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever``, the JWT-bearer grant
+  (KIP-1139) with an assertion signed by ``sasl.oauthbearer.assertion.private.key.file``; the
+  token is cached until 80 % of its lifetime has passed;
 * an OAuthBearerLoginModule line with ``unsecuredLoginStringClaim_sub``: Java's unsecured
   JWT (``alg: none``) for tests and development, never for production.
 
@@ -27,6 +29,7 @@ from typing import Any
 
 from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 from pyconsumer.net.sasl import SaslSettings
+from pyconsumer.oauth.assertion import AssertionMaker, AssertionSettings
 from pyconsumer.oauth.token_endpoint import (
     DEFAULT_TIMEOUT_MS,
     TokenEndpointClient,
@@ -113,12 +116,30 @@ class OAuthBearerMechanism:
         return self._done
 
 
+def _assertion(o: Mapping[str, Any]) -> AssertionMaker:
+    return AssertionMaker(AssertionSettings(
+        algorithm=o["sasl.oauthbearer.assertion.algorithm"],
+        private_key_file=o["sasl.oauthbearer.assertion.private.key.file"],
+        private_key_passphrase=o["sasl.oauthbearer.assertion.private.key.passphrase"],
+        template_file=o["sasl.oauthbearer.assertion.template.file"],
+        assertion_file=o["sasl.oauthbearer.assertion.file"],
+        aud=o["sasl.oauthbearer.assertion.claim.aud"],
+        iss=o["sasl.oauthbearer.assertion.claim.iss"],
+        sub=o["sasl.oauthbearer.assertion.claim.sub"],
+        exp_seconds=o["sasl.oauthbearer.assertion.claim.exp.seconds"],
+        nbf_seconds=o["sasl.oauthbearer.assertion.claim.nbf.seconds"],
+        jti_include=o["sasl.oauthbearer.assertion.claim.jti.include"]))
+
+
 def _endpoint_client(settings: SaslSettings, url: str) -> TokenEndpointClient:
     # the settings win over the JAAS options (Kafka 4.x keeps those for older configs)
     opts, o = settings.jaas_options, settings.oauthbearer
     client_id = o["sasl.oauthbearer.client.credentials.client.id"] or opts.get("clientId")
     secret = o["sasl.oauthbearer.client.credentials.client.secret"] or opts.get("clientSecret")
-    if not client_id or not secret:
+    jwt_bearer = o["sasl.oauthbearer.jwt.retriever.class"].endswith("JwtBearerJwtRetriever")
+    if jwt_bearer:
+        client_id, secret = client_id or "", secret or ""
+    elif not client_id or not secret:
         raise ConfigurationError(
             f"sasl.oauthbearer.token.endpoint.url {url} needs a client id and secret: "
             "sasl.oauthbearer.client.credentials.client.id and "
@@ -134,7 +155,8 @@ def _endpoint_client(settings: SaslSettings, url: str) -> TokenEndpointClient:
         retry_backoff_ms=o["sasl.login.retry.backoff.ms"],
         retry_backoff_max_ms=o["sasl.login.retry.backoff.max.ms"],
         sub_claim=o["sasl.oauthbearer.sub.claim.name"],
-        scope_claim=o["sasl.oauthbearer.scope.claim.name"]), SaslAuthenticationError)
+        scope_claim=o["sasl.oauthbearer.scope.claim.name"],
+        assertion=_assertion(o) if jwt_bearer else None), SaslAuthenticationError)
 
 
 def create(settings: SaslSettings) -> OAuthBearerMechanism:
