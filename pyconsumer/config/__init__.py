@@ -45,8 +45,8 @@ Where pyconsumer differs from Java on purpose (each also said in the setting's d
   OAuthBearerLoginModule ``sasl.jaas.config``), with Java's ``sasl.login.*`` timeouts and
   retry backoffs, or from the JWT-bearer grant (KIP-1139,
   ``sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever`` with the
-  ``sasl.oauthbearer.assertion.*`` settings), or from Java's unsecured JWT options there. Unlike Java, the token endpoint
-  timeouts are 10 s when unset (Java: no limit).
+  ``sasl.oauthbearer.assertion.*`` settings), or from Java's unsecured JWT options there.
+  Unlike Java, the token endpoint timeouts are 10 s when unset (Java: no limit).
   Passwords are never shown in reprs, errors or logs.
 * Stricter than Java: ``group.instance.id`` without ``group.id``, ``fetch.min.bytes`` above
   ``fetch.max.bytes``, and non-positive ``session.timeout.ms``/``heartbeat.interval.ms`` or

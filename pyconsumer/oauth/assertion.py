@@ -78,13 +78,19 @@ class AssertionMaker:
         setting = "sasl.oauthbearer.assertion.private.key.file"
         pem = _read(s.private_key_file or "", setting)
         password = None if s.private_key_passphrase is None else s.private_key_passphrase.encode()
+        passphrase = "sasl.oauthbearer.assertion.private.key.passphrase"
         try:
             key = serialization.load_pem_private_key(pem, password=password)
-        except (ValueError, TypeError) as e:
-            # the library's message names what is wrong (no key, wrong passphrase), never the key
-            raise ConfigurationError(f"{setting} {s.private_key_file}: not a usable PEM private "
-                                     f"key ({e}); check sasl.oauthbearer.assertion.private.key."
-                                     "passphrase") from None
+        except TypeError:
+            # the library's words differ between versions: say it in ours
+            state = ("encrypted, and " + passphrase + " is not set" if password is None
+                     else "not encrypted, but " + passphrase + " is set")
+            raise ConfigurationError(f"{setting} {s.private_key_file}: the key is "
+                                     f"{state}") from None
+        except ValueError:
+            raise ConfigurationError(f"{setting} {s.private_key_file}: not a PEM private key"
+                                     + ("" if password is None else
+                                        f", or {passphrase} does not decrypt it")) from None
         wanted = rsa.RSAPrivateKey if s.algorithm == "RS256" else ec.EllipticCurvePrivateKey
         if not isinstance(key, wanted):
             raise ConfigurationError(f"{setting} {s.private_key_file}: a {type(key).__name__} "

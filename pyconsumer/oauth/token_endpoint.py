@@ -188,9 +188,10 @@ class TokenEndpointClient:
         if 500 <= answer.status < 600:
             raise _Retryable(f"HTTP {answer.status} {answer.reason}")
         if 400 <= answer.status < 500:
-            raise self._error(
-                f"{self._where} refused the client credentials: HTTP {answer.status} "
-                f"{answer.reason} (check {s.names.credentials})")
+            what, check = (("the assertion", "the sasl.oauthbearer.assertion.* settings")
+                           if s.assertion else ("the client credentials", s.names.credentials))
+            raise self._error(f"{self._where} refused {what}: HTTP {answer.status} "
+                              f"{answer.reason} (check {check})")
         if answer.status != 200:
             raise self._error(f"{self._where} answered HTTP {answer.status} "
                                           f"{answer.reason}, not 200")

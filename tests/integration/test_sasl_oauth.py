@@ -32,6 +32,7 @@ pytestmark = pytest.mark.tansu
 KEY = b"identity-provider-signing-key"
 CLIENT_ID, CLIENT_SECRET = "ingest-app", "client-Secret-9"
 OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
 def b64(data: bytes) -> str:
@@ -110,7 +111,8 @@ class TokenEndpoint:
 
     def __init__(self, lifetime_s: int = 600, script: list[int | float] | None = None,
                  secret: str = CLIENT_SECRET,
-                 token: Callable[[str], str] | None = None, client_id: str = CLIENT_ID) -> None:
+                 token: Callable[[str], str] | None = None, client_id: str = CLIENT_ID,
+                 assertion_ok: Callable[[str], bool] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
         self._script = list(script or [])
         make_token = token or (lambda scope: signed_jwt(CLIENT_ID, lifetime_s, scope))
@@ -139,7 +141,13 @@ class TokenEndpoint:
                 if isinstance(step, float):
                     time.sleep(step)
                 want = "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-                if basic != want or form.get("grant_type") != ["client_credentials"]:
+                if form.get("grant_type") == [JWT_BEARER]:
+                    # RFC 7523: the signed assertion is the client's proof, no Basic header
+                    if (assertion_ok is None or basic
+                            or not assertion_ok(form.get("assertion", [""])[0])):
+                        self.answer(401, b'{"error":"invalid_grant"}')
+                        return
+                elif basic != want or form.get("grant_type") != ["client_credentials"]:
                     self.answer(401, b'{"error":"invalid_client"}')
                     return
                 self.answer(200, json.dumps({
