@@ -202,3 +202,23 @@ def test_named_claims_are_read() -> None:
         body = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
         assert (claims["principal"], claims["scp"]) == (CLIENT_ID, "kafka")
+
+
+def test_connect_timeout_is_named() -> None:
+    # a listener whose accept queue is full: the next connection attempts wait, unanswered
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        with socket.create_connection(full.getsockname()):
+            url = f"http://127.0.0.1:{full.getsockname()[1]}/token"
+            started = time.monotonic()
+            with pytest.raises(SaslAuthenticationError) as info:
+                first_message(**client(url, **{"sasl.login.connect.timeout.ms": 300,
+                                               "sasl.login.read.timeout.ms": 5000,
+                                               "sasl.login.retry.backoff.max.ms": 0}))
+            assert 0.25 < time.monotonic() - started < 2
+    assert re.fullmatch(
+        re.escape(f"cannot get a token from the OAuth token endpoint {url} (client {CLIENT_ID}): "
+                  "1 attempt(s) in ") + r"\d+" + re.escape(
+            " ms (sasl.login.retry.backoff.max.ms=0), the last: no connection within 300 ms "
+            "(sasl.login.connect.timeout.ms)"), str(info.value)), str(info.value)
