@@ -15,7 +15,17 @@ import pytest
 from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 
 from tests.integration.test_oauth_token_endpoint import first_message
-from tests.integration.test_sasl_oauth import JWT_BEARER, TokenEndpoint
+from pyconsumer.testing import SaslProxy, TansuBroker
+
+from tests.integration.test_sasl_oauth import (
+    CLIENT_ID,
+    JWT_BEARER,
+    OAuthBearerServer,
+    TokenEndpoint,
+    oauth_settings,
+    oauth_users,
+    read_all,
+)
 
 crypto = pytest.importorskip("cryptography")
 
@@ -177,3 +187,24 @@ def test_key_errors_name_the_setting_and_never_the_passphrase(
         first_message(**settings)
     assert str(info.value) == error.format(path=path, kind=type(rsa_key).__name__)
     assert PASSPHRASE not in str(info.value) and "not-the-Passphrase" not in str(info.value)
+
+
+@pytest.mark.tansu
+def test_records_read_with_a_jwt_bearer_token(tmp_path: Path, rsa_key: Any, tansu: TansuBroker,
+                                              make_tansu_topic: Any) -> None:
+    verifier = Verifier(rsa_key, "RS256")
+    endpoint = TokenEndpoint(assertion_ok=verifier)
+    proxy = SaslProxy(tansu.bootstrap, users={"bob": "bob-Secret-2"}, lifetime=120.0, mechanisms={
+        "OAUTHBEARER": lambda: OAuthBearerServer(allow_unsecured=False, required_scope="kafka")})
+    proxy.start()
+    try:
+        read_all(proxy, make_tansu_topic(2), oauth_settings(**bearer_settings(endpoint.url, **{
+            "sasl.oauthbearer.assertion.private.key.file": write_key(tmp_path / "k.pem", rsa_key),
+            "sasl.oauthbearer.assertion.claim.sub": "ingest-app",
+            "sasl.oauthbearer.scope": "kafka"})))
+        assert oauth_users(proxy) == {CLIENT_ID}
+        # one assertion, one grant, for every connection of the consumer
+        assert len(verifier.seen) == 1 and len(endpoint.requests) == 1
+    finally:
+        proxy.close()
+        endpoint.close()
