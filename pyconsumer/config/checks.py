@@ -5,6 +5,7 @@ from sasl.jaas.config)."""
 from __future__ import annotations
 
 import itertools
+import urllib.parse
 from typing import Any
 
 from pyconsumer.config.jaas import PLAIN_MODULE, SCRAM_MODULE, check_module, parse_jaas
@@ -145,8 +146,16 @@ def check_security_settings(v: dict[str, Any], explicit: frozenset[str]) -> None
                          or options.get("clientId"))
             secret = (v["sasl.oauthbearer.client.credentials.client.secret"]
                       or options.get("clientSecret"))
+            url = v["sasl.oauthbearer.token.endpoint.url"]
+            scheme = urllib.parse.urlsplit(url).scheme.lower() if url else ""
+            if url and scheme not in ("http", "https", "file"):
+                fail(f"sasl.oauthbearer.token.endpoint.url {url!r}: an http(s) token endpoint "
+                     "or a file:/// token file is expected")
+            token_file = scheme == "file"
             jwt_bearer = v["sasl.oauthbearer.jwt.retriever.class"].endswith("JwtBearerJwtRetriever")
-            if jwt_bearer and v["sasl.oauth.token.provider"] is None:
+            if token_file or v["sasl.oauth.token.provider"] is not None:
+                pass    # the token is the file's or the callable's: nothing more is needed
+            elif jwt_bearer:
                 if not v["sasl.oauthbearer.token.endpoint.url"]:
                     fail("sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever needs "
                          "sasl.oauthbearer.token.endpoint.url")
@@ -155,8 +164,7 @@ def check_security_settings(v: dict[str, Any], explicit: frozenset[str]) -> None
                     fail("sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever needs "
                          "sasl.oauthbearer.assertion.private.key.file (or a ready assertion in "
                          "sasl.oauthbearer.assertion.file)")
-            elif v["sasl.oauth.token.provider"] is None and not (
-                    v["sasl.oauthbearer.token.endpoint.url"] and client_id and secret) and not any(
+            elif not (url and client_id and secret) and not any(
                     k.startswith("unsecuredLogin") for k in options):
                 fail("sasl.mechanism=OAUTHBEARER needs a token: sasl.oauth.token.provider, "
                       "sasl.oauthbearer.token.endpoint.url with "

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pyconsumer.config import ConsumerConfig
-from pyconsumer.errors import SaslAuthenticationError
+from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 from pyconsumer.net.sasl import SaslSettings, build_mechanism
 
 from tests.integration.test_sasl_oauth import (
@@ -222,3 +222,36 @@ def test_connect_timeout_is_named() -> None:
                   "1 attempt(s) in ") + r"\d+" + re.escape(
             " ms (sasl.login.retry.backoff.max.ms=0), the last: no connection within 300 ms "
             "(sasl.login.connect.timeout.ms)"), str(info.value)), str(info.value)
+
+
+def test_a_token_file_is_read_for_each_authentication(tmp_path: Any) -> None:
+    path = tmp_path / "token.jwt"
+    url = path.as_uri()
+    for sub in ("first", "rotated"):
+        token = signed_jwt(sub)
+        path.write_text(token + "\n")
+        assert first_message(**{"sasl.oauthbearer.token.endpoint.url": url}) == (
+            b"n,,\x01auth=Bearer " + token.encode() + b"\x01\x01")
+
+
+def test_token_file_errors_name_the_setting(tmp_path: Any) -> None:
+    missing = (tmp_path / "none.jwt").as_uri()
+    with pytest.raises(SaslAuthenticationError) as info:
+        first_message(**{"sasl.oauthbearer.token.endpoint.url": missing})
+    assert str(info.value) == (f"sasl.oauthbearer.token.endpoint.url {missing}: cannot read "
+                               "the token file (No such file or directory)")
+    path = tmp_path / "token.jwt"
+    path.write_text(signed_jwt("x", sub_claim="principal"))
+    with pytest.raises(SaslAuthenticationError) as info:
+        first_message(**{"sasl.oauthbearer.token.endpoint.url": path.as_uri()})
+    assert str(info.value) == (
+        f"the access_token from the token file {path} (sasl.oauthbearer.token.endpoint.url) "
+        "has no 'sub' claim with a subject (sasl.oauthbearer.sub.claim.name=sub)")
+
+
+def test_an_endpoint_url_of_another_scheme_is_refused_at_once() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        first_message(**client("ftp://127.0.0.1:9/token"))
+    assert str(info.value).endswith(
+        "sasl.oauthbearer.token.endpoint.url 'ftp://127.0.0.1:9/token': an http(s) token "
+        "endpoint or a file:/// token file is expected")

@@ -11,7 +11,8 @@ Where the token comes from, first match wins:
   OAuthBearerLoginModule ``sasl.jaas.config``; or, with
   ``sasl.oauthbearer.jwt.retriever.class=JwtBearerJwtRetriever``, the JWT-bearer grant
   (KIP-1139) with an assertion signed by ``sasl.oauthbearer.assertion.private.key.file``; the
-  token is cached until 80 % of its lifetime has passed;
+  token is cached until 80 % of its lifetime has passed; a ``file:`` URL names a file holding
+  the token (read for each authentication, as Java's file retriever);
 * an OAuthBearerLoginModule line with ``unsecuredLoginStringClaim_sub``: Java's unsecured
   JWT (``alg: none``) for tests and development, never for production.
 
@@ -30,6 +31,7 @@ from typing import Any
 from pyconsumer.errors import ConfigurationError, SaslAuthenticationError
 from pyconsumer.net.sasl import SaslSettings
 from pyconsumer.oauth.assertion import AssertionMaker, AssertionSettings
+from pyconsumer.oauth.token_file import read_token_file
 from pyconsumer.oauth.token_endpoint import (
     DEFAULT_TIMEOUT_MS,
     TokenEndpointClient,
@@ -166,6 +168,11 @@ def create(settings: SaslSettings) -> OAuthBearerMechanism:
     provider = settings.token_provider
     if provider is not None:
         return OAuthBearerMechanism(lambda: _call_provider(provider), extensions)
+    if url and url.lower().startswith("file:"):
+        o = settings.oauthbearer
+        return OAuthBearerMechanism(lambda: read_token_file(
+            url, o["sasl.oauthbearer.sub.claim.name"], o["sasl.oauthbearer.scope.claim.name"],
+            error=SaslAuthenticationError), extensions)
     if url:
         return OAuthBearerMechanism(_endpoint_client(settings, url).token, extensions)
     if any(k.startswith("unsecuredLogin") for k in opts):
