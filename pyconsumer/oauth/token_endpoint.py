@@ -65,7 +65,8 @@ class TokenEndpointSettings:
 class TokenEndpointClient:
     """Tokens of one client from one endpoint; the cache is shared by all instances."""
 
-    _cache: dict[tuple[str, str, str], tuple[str, float]] = {}
+    #: (url, client id or "" for the JWT-bearer grant, scope, subject claim, scope claim)
+    _cache: dict[tuple[str, ...], tuple[str, float]] = {}
     _lock = threading.Lock()
 
     def __init__(self, settings: TokenEndpointSettings,
@@ -86,7 +87,9 @@ class TokenEndpointClient:
 
     def token(self) -> str:
         s = self._settings
-        key = (s.url, "" if s.assertion else s.client_id, s.scope or "")
+        # the claim names are in the key: a token is cached only as checked under them
+        key = (s.url, "" if s.assertion else s.client_id, s.scope or "", s.sub_claim,
+               s.scope_claim)
         with self._lock:
             cached = self._cache.get(key)
         if cached is not None and time.monotonic() < cached[1]:
