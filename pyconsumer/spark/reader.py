@@ -154,6 +154,19 @@ def read_range(r: OffsetRange, options: SourceOptions, *, batch_rows: int = BATC
     return read_ranges((r,), options, batch_rows=batch_rows, include_headers=include_headers)
 
 
+def bytes_per_offset(r: OffsetRange, options: SourceOptions, *, sample: int = 500
+                     ) -> float | None:
+    """Bytes of keys and values per offset at the start of ``r``, from reading at most
+    ``sample`` of its offsets (``None`` when none of them holds a record)."""
+    head = OffsetRange(r.topic, r.partition, r.start, min(r.end, r.start + sample))
+    rows = nbytes = 0
+    for batch in read_range(head, options, batch_rows=sample):
+        rows += batch.num_rows
+        for name in ("key", "value"):
+            nbytes += int(pc.sum(pc.binary_length(batch.column(name))).as_py() or 0)
+    return nbytes / max(1, head.size) if rows else None
+
+
 def read_ranges(ranges: Sequence[OffsetRange], options: SourceOptions, *,
                 batch_rows: int = BATCH_ROWS, include_headers: bool | None = None
                 ) -> Iterator[pa.RecordBatch]:

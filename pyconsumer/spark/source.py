@@ -69,7 +69,7 @@ from pyconsumer.spark.planning import (
     split_ranges,
     total_offsets,
 )
-from pyconsumer.spark.reader import read_range, read_ranges, settle_worker_heap
+from pyconsumer.spark.reader import bytes_per_offset, read_ranges, settle_worker_heap
 from pyconsumer.spark.values import (
     PINS_METADATA_KEY,
     PinnedSchema,
@@ -425,15 +425,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             b = begin.get(tp)
             if b is None or e <= b or tp in self._bytes_per_offset:
                 continue
-            sample = OffsetRange(tp.topic, tp.partition, b, min(e, b + 500))
-            rows = nbytes = 0
-            for batch in read_range(sample, self.options, batch_rows=500):
-                rows += batch.num_rows
-                for name in ("key", "value"):
-                    col = batch.column(name)
-                    nbytes += sum(buf.size for buf in col.buffers() if buf is not None)
-            if rows:
-                self._bytes_per_offset[tp] = nbytes / max(1, sample.size)
+            estimate = bytes_per_offset(OffsetRange(tp.topic, tp.partition, b, e), self.options)
+            if estimate is not None:
+                self._bytes_per_offset[tp] = estimate
         return self._bytes_per_offset
 
     # --- planning and reading
