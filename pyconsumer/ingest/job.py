@@ -509,6 +509,7 @@ def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: st
                             micro_batches=progress.batches, interrupted=interrupted,
                             busy_seconds=progress.busy_ms / 1000.0 if mode == "continuous"
                             else None)
+    summary.lag = progress.partition_lag
     if plan.sized:
         summary.read_bytes = progress.good_bytes
         summary.dropped = progress.rejected if plan.drops else None

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyconsumer.console import StatusLine, bar, human_bytes
+from pyconsumer.ingest.lag import PartitionLag, partition_lag, total_text
 
 #: the name of the observed metrics of each micro-batch (records, bytes)
 OBSERVATION = "pyconsumer_ingest"
@@ -21,17 +22,19 @@ def _offsets(value: Any) -> dict[str, dict[str, int]]:
     return value if isinstance(value, dict) else {}
 
 
-def _lag(source: Mapping[str, Any]) -> int | None:
-    """sum(latestOffset - endOffset) over partitions, from one source's progress."""
+def _flat(offsets: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, int], int]:
+    return {(topic, int(p)): int(off) for topic, parts in offsets.items()
+            for p, off in parts.items()}
+
+
+def _lag(source: Mapping[str, Any], bytes_per_record: float | None) -> list[PartitionLag] | None:
+    """Each partition's latestOffset - endOffset, from one source's progress (None when the
+    source reported no latest offsets)."""
     latest = _offsets(source.get("latestOffset"))
-    end = _offsets(source.get("endOffset"))
     if not latest:
         return None
-    lag = 0
-    for topic, parts in latest.items():
-        for p, off in parts.items():
-            lag += max(0, int(off) - int(end.get(topic, {}).get(p, 0)))
-    return lag
+    return partition_lag(_flat(latest), _flat(_offsets(source.get("endOffset"))),
+                         bytes_per_record)
 
 
 def tasks_done(tracker: Any, stage_ids: Sequence[int]) -> tuple[int, int]:
@@ -61,6 +64,8 @@ class StreamProgress:
         self.batches = 0
         self.busy_ms = 0                        # the micro-batches with records, end to end
         self.lag: int | None = None
+        #: per partition, after the last micro-batch (bytes from the run's bytes per record)
+        self.partition_lag: list[PartitionLag] | None = None
         self.last_rate: float | None = None
         self.started = time.monotonic()
 
@@ -70,18 +75,21 @@ class StreamProgress:
             return
         self.seen.add(key)
         sources = progress["sources"] or []
-        lag = _lag(sources[0]) if sources else None
-        if lag is not None:
-            self.lag = lag
         rows = int(progress["numInputRows"] or 0)
         batch_id = int(progress["batchId"])
-        if rows == 0 or batch_id in self.counted:
+        fresh = rows > 0 and batch_id not in self.counted
+        metrics = (progress["observedMetrics"] or {}).get(OBSERVATION) if fresh else None
+        nbytes = int(metrics["bytes"]) if metrics is not None else 0
+        if fresh:
+            self.records += rows
+            self.bytes += nbytes
+        lag = _lag(sources[0], self.bytes_per_record) if sources else None
+        if lag is not None:
+            self.partition_lag = lag
+            self.lag = sum(p.records for p in lag)
+        if not fresh:
             return
         self.counted.add(batch_id)
-        metrics = (progress["observedMetrics"] or {}).get(OBSERVATION)
-        nbytes = int(metrics["bytes"]) if metrics is not None else 0
-        self.records += rows
-        self.bytes += nbytes
         if metrics is not None:
             self.good_bytes += int(metrics["good_bytes"] or 0)
             self.rejected += int(metrics["rejected"] or 0)
@@ -95,7 +103,13 @@ class StreamProgress:
                 f"micro-batch {batch_id}: {rows:,} records, {human_bytes(nbytes)} in "
                 f"{int(progress['batchDuration'] or 0) / 1000:.1f} s ({rate:,.0f} records/s); "
                 f"run total {self.records:,} records, {human_bytes(self.bytes)}"
-                + ("" if self.lag is None else f"; lag {self.lag:,}"))
+                + ("" if self.partition_lag is None else
+                   f"; behind latest {total_text(self.partition_lag)}"))
+
+    @property
+    def bytes_per_record(self) -> float | None:
+        """Key and value bytes per record over the run (observed with the records)."""
+        return self.bytes / self.records if self.records and self.bytes else None
 
     def draw(self, tracker: Any) -> None:
         if self.status is None or not self.status.live:
@@ -111,8 +125,8 @@ class StreamProgress:
             parts.append(f"{rate:,.0f} records/s (run average)")
         elif self.last_rate is not None:
             parts.append(f"last micro-batch {self.last_rate:,.0f} records/s")
-        if self.lag is not None and self.mode != "availableNow":
-            parts.append(f"lag {self.lag:,}")
+        if self.partition_lag is not None and self.mode != "availableNow":
+            parts.append(f"behind latest {total_text(self.partition_lag)}")
         done, total = tasks_done(tracker, tracker.getActiveStageIds())
         if total:
             parts.append(f"micro-batch running: tasks {done}/{total}")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyconsumer.console import format_table, human_bytes
+from pyconsumer.ingest.lag import PartitionLag, format_lag
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class IngestSummary:
     table: str | None = None
     #: typed values: the fields of a decoded key or value null in every record written
     null_fields: tuple[str, ...] = ()
+    #: per partition, how far behind the latest offsets the run stopped (None: the latest
+    #: offsets are not known, as in a Spark-writer batch run)
+    lag: list[PartitionLag] | None = None
 
     @property
     def records(self) -> int:
@@ -125,6 +129,8 @@ def format_summary(summary: IngestSummary) -> str:
              f"{summary.seconds:.2f} s{busy}: {summary.records_per_second:,.0f} records/s, "
              f"{human_bytes(summary.bytes / rate_s if rate_s > 0 else 0)}/s")
     lines = [head, table, rates]
+    if summary.lag is not None:
+        lines.append(format_lag(summary.lag))
     if summary.bad_records is not None:
         lines.append(_format_rejected(summary))
     elif summary.dropped is not None:

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyconsumer.ingest.options import IngestError
+from pyconsumer.ingest.lag import PartitionLag, partition_lag, total_text
 from pyconsumer.ingest.summary import IngestSummary, PartitionSummary
 from pyconsumer.sinks import DEFAULT_TARGET_FILE_SIZE, DataFile, SinkError, TableSink
 
@@ -319,10 +320,10 @@ def _publish(read: TableRead, offsets: Mapping[tuple[str, int], int],
 
 
 def _offsets(read: TableRead, held: Mapping[tuple[str, int], int], *, continuous: bool = False
-             ) -> tuple[dict[Any, int], dict[Any, int]]:
-    """Start and end offsets of every partition read: the start from the table where it holds
-    one, else per --starting-offsets; the end per --ending-offsets (default latest), or the
-    latest offsets (capped by maxOffsetsPerTrigger) in a continuous run's round."""
+             ) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int]]:
+    """Start, end and latest offsets of every partition read: the start from the table where
+    it holds one, else per --starting-offsets; the end per --ending-offsets (default latest),
+    or the latest offsets (capped by maxOffsetsPerTrigger) in a continuous run's round."""
     from pyconsumer.spark.offsets import OffsetReader
     from pyconsumer.spark.planning import rate_limit
 
@@ -336,14 +337,16 @@ def _offsets(read: TableRead, held: Mapping[tuple[str, int], int], *, continuous
             if (tp.topic, tp.partition) in held:
                 start[tp] = held[(tp.topic, tp.partition)]
         if continuous:
-            end = offsets.latest(tps)
+            latest = offsets.latest(tps)
+            end = dict(latest)
             if o.max_offsets_per_trigger is not None:
                 end = rate_limit(start, end, o.max_offsets_per_trigger)
         else:
             end = offsets.resolve(o.ending, tps, is_start=False, option="endingOffsets")
+            latest = offsets.latest(tps)      # the lag left behind
     finally:
         offsets.close()
-    return start, end
+    return start, end, latest
 
 
 @dataclass
@@ -357,6 +360,17 @@ class _Round:
     #: what the tasks read: (topic, partition) -> [first, last, records, bytes]
     seen: dict[tuple[str, int], list[int]]
     seconds: float
+    #: each partition's offsets behind the latest ones when the round ended
+    lag: list[PartitionLag]
+
+
+def _bytes_per_record(read: TableRead, seen: Mapping[tuple[str, int], list[int]]
+                      ) -> dict[tuple[str, int], float]:
+    """Key and value bytes per record of each partition read (typed values have no byte
+    count of their own: none)."""
+    if read.typed is not None:
+        return {}
+    return {tp: s[3] / s[2] for tp, s in seen.items() if s[2] > 0}
 
 
 def _merge(into: dict[tuple[str, int], list[int]], read: Mapping[tuple[str, int], list[int]]
@@ -372,9 +386,11 @@ def _merge(into: dict[tuple[str, int], list[int]], read: Mapping[tuple[str, int]
 
 
 def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: str,
-           continuous: bool, status: StatusLine | None) -> _Round:
+           continuous: bool, status: StatusLine | None,
+           earlier: Mapping[tuple[str, int], list[int]] | None = None) -> _Round:
     """Read from where the table stopped to the end offsets in Spark tasks that write the data
-    files, then commit them with the offsets in one table commit (nothing when nothing moved)."""
+    files, then commit them with the offsets in one table commit (nothing when nothing moved).
+    The lag's bytes are estimated from what this round and ``earlier`` ones read."""
     from pyconsumer.errors import KafkaError
     from pyconsumer.spark.offsets import report_data_loss
     from pyconsumer.spark.planning import OffsetRange, group_ranges, split_ranges, spread
@@ -384,7 +400,7 @@ def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: 
     o = read.source
     try:
         held = sink.resume_offsets()
-        start, end = _offsets(read, held, continuous=continuous)
+        start, end, latest = _offsets(read, held, continuous=continuous)
     except SinkError as exc:
         raise IngestError(str(exc)) from None
     except KafkaError as exc:
@@ -432,15 +448,21 @@ def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: 
         # what the table now holds, as the group's offsets: for lag tools only
         _publish(read, {(r.topic, r.partition): r.end for r in ranges}, status)
     seconds = time.monotonic() - started
+    seen: dict[tuple[str, int], list[int]] = {}
+    for r in results:
+        _merge(seen, r.read)
+    known = {k: list(v) for k, v in (earlier or {}).items()}
+    _merge(known, seen)
+    lag = partition_lag({(tp.topic, tp.partition): off for tp, off in latest.items()},
+                        {(tp.topic, tp.partition): off for tp, off in end.items()},
+                        _bytes_per_record(read, known))
     if status is not None:
         what = (f"committed as {sink.commit_noun} {version}" if version is not None else
                 "nothing new to commit" if not offsets else "already committed by another run")
         status.log(f"{label}: read and wrote {len(tasks)} task{'s' if len(tasks) != 1 else ''} "
-                   f"in {seconds:.1f} s, {what}")
-    seen: dict[tuple[str, int], list[int]] = {}
-    for r in results:
-        _merge(seen, r.read)
-    return _Round(len(tasks), len(files) if version is not None else 0, version, seen, seconds)
+                   f"in {seconds:.1f} s, {what}; behind latest {total_text(lag)}")
+    return _Round(len(tasks), len(files) if version is not None else 0, version, seen, seconds,
+                  lag)
 
 
 def _summarize(summary: IngestSummary, committed: Mapping[tuple[str, int], list[int]],
@@ -458,6 +480,7 @@ def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: st
     summary = IngestSummary(mode="batch", output=output, seconds=r.seconds, micro_batches=1,
                             files=r.files, table=f"{sink.format_name} table")
     _summarize(summary, r.seen if r.version is not None else {}, r.seen)
+    summary.lag = r.lag
     return summary
 
 
@@ -485,12 +508,14 @@ def run_table_ingest_continuous(spark: Any, sink: TableSink, read: TableRead, *,
     seen: dict[tuple[str, int], list[int]] = {}
     read_any: dict[tuple[str, int], list[int]] = {}
     rounds = 0
+    lag: list[PartitionLag] | None = None
     try:
         while not stop.is_set():
             begun = time.monotonic()
             rounds += 1
             r = _round(spark, sink, read, output=output, label=f"round {rounds}",
-                       continuous=True, status=status)
+                       continuous=True, status=status, earlier=read_any)
+            lag = r.lag
             _merge(read_any, r.seen)
             if r.version is not None:
                 summary.micro_batches += 1
@@ -505,5 +530,6 @@ def run_table_ingest_continuous(spark: Any, sink: TableSink, read: TableRead, *,
     summary.interrupted = True
     summary.seconds = time.monotonic() - started
     _summarize(summary, seen, read_any)
+    summary.lag = lag
     return summary
 

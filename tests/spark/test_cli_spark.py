@@ -122,7 +122,8 @@ def test_ingest_once_twice_reads_only_the_new_records(spark: Any, tansu: TansuBr
     assert one.micro_batches == 3              # 600 records, at most 250 per micro-batch
     lines = [line for line in status.getvalue().splitlines() if line.startswith("micro-batch")]
     assert len(lines) == 3 and "\r" not in status.getvalue()   # not a terminal: plain lines
-    assert lines[-1].endswith("lag 0") and "run total 600 records" in lines[-1]
+    assert lines[-1].endswith("behind latest 0 records (~0 B)")
+    assert "run total 600 records" in lines[-1]
 
     more = sample_records(300, partitions=2, seed=2)
     more_delivered = produce(tansu.bootstrap, topic, more)
@@ -138,6 +139,32 @@ def test_ingest_once_twice_reads_only_the_new_records(spark: Any, tansu: TansuBr
     three = run_ingest(spark, output=out, checkpoint=ck, once=True, bootstrap=tansu.bootstrap,
                        topics=[topic])
     assert three.records == 0 and three.micro_batches == 0 and three.files == 0
+
+
+def test_ingest_stream_reports_lag_per_partition(spark: Any, tansu: TansuBroker,
+                                                 make_tansu_topic: Callable[..., str],
+                                                 tmp_path: Path) -> None:
+    """Each micro-batch's line and the summary give the offsets behind latest per partition,
+    and the bytes behind at the run's bytes per record (here 14: 4-byte keys, 10-byte
+    values)."""
+    from pyconsumer.ingest.lag import PartitionLag
+
+    topic = make_tansu_topic(2)
+    recs = [TestRecord(key=b"k%03d" % i, value=b"v" * 10, partition=p, timestamp_ms=1_000 + i)
+            for p in (0, 1) for i in range(300)]
+    produce(tansu.bootstrap, topic, recs)
+    status = io.StringIO()
+    run = run_ingest(spark, output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"),
+                     once=True, bootstrap=tansu.bootstrap, topics=[topic],
+                     options={"maxOffsetsPerTrigger": "250"},
+                     status=StatusLine(status, live=False), poll_interval=0.2)
+    lines = [line for line in status.getvalue().splitlines() if line.startswith("micro-batch")]
+    # 250 offsets a batch, shared evenly: 175 + 175 behind, then 50 + 50, then none
+    assert [line.split("; ")[-1] for line in lines] == [
+        "behind latest 350 records (~4.9 kB)", "behind latest 100 records (~1.4 kB)",
+        "behind latest 0 records (~0 B)"]
+    assert run.lag == [PartitionLag(topic, 0, 0, 0), PartitionLag(topic, 1, 0, 0)]
+    assert "behind latest: none (2 partitions at their latest offset)" in format_summary(run)
 
 
 def test_ingest_continuous_stops_on_request(spark: Any, tansu: TansuBroker,

@@ -125,6 +125,37 @@ def test_delta_twice_then_more_records_every_record_once(
     assert spark.range(3).count() == 3            # the shared session is still alive
 
 
+def test_lag_behind_latest_in_the_round_line_and_the_summary(
+        spark: Any, tansu: TansuBroker, make_tansu_topic: Callable[..., str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A run stopped short of latest (--ending-offsets) reports each partition's offsets
+    behind latest and their bytes at the bytes per record it read (14: 4-byte keys, 10-byte
+    values); a partition it read nothing of has no estimate."""
+    from pyconsumer.testing import TestRecord
+
+    topic = make_tansu_topic(3)
+    recs = [TestRecord(key=b"k%03d" % i, value=b"v" * 10, partition=p, timestamp_ms=1_000 + i)
+            for p, n in ((0, 60), (1, 40), (2, 30)) for i in range(n)]
+    produce(tansu.bootstrap, topic, recs)
+    table = str(tmp_path / "events")
+    ends = '{"%s": {"0": 20, "1": -1, "2": 0}}' % topic
+    code, out, err = ingest(capsys, "-b", tansu.bootstrap, "-t", topic, "--output", table,
+                            "--table-format", "delta", "--ending-offsets", ends)
+    assert code == 0, err
+    assert summary_of(out, topic) == {0: ("0-19", 20), 1: ("0-39", 40)}
+    assert "committed as version 1; behind latest 70 records\n" in err    # p2: no estimate
+    behind = re.findall(rf"^\s*{re.escape(topic)}\s+(\d+)\s+([\d,]+)\s+(\S+)$", out, re.M)
+    assert "behind latest: 70 records" in out
+    assert behind == [("0", "40", "560"), ("2", "30", "?")]
+
+    # the rerun to latest reads the rest: nothing behind, in the line and the summary
+    code, out, err = ingest(capsys, "-b", tansu.bootstrap, "-t", topic, "--output", table,
+                            "--table-format", "delta")
+    assert code == 0, err
+    assert "committed as version 2; behind latest 0 records (~0 B)" in err
+    assert "behind latest: none (3 partitions at their latest offset)" in out
+
+
 def test_iceberg_resumes_from_the_table_every_record_once(
         spark: Any, tansu: TansuBroker, make_tansu_topic: Callable[..., str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
