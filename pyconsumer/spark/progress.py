@@ -1,6 +1,6 @@
 """The streaming backlog Spark's own Kafka source reports in every progress
-(``avgOffsetsBehindLatest``, ``maxOffsetsBehindLatest``, ``minOffsetsBehindLatest``,
-``estimatedTotalBytesBehindLatest``), for queries reading ``format("pyconsumer")``.
+(``avgOffsetsBehindLatest``, ``maxOffsetsBehindLatest``, ``minOffsetsBehindLatest``; Databricks'
+source also ``estimatedTotalBytesBehindLatest``), for queries reading ``format("pyconsumer")``.
 
 PySpark's Python data source API (4.2) gives a stream reader no way to report custom metrics:
 a Python source's ``sources[i].metrics`` stays empty. Its progress does carry ``endOffset`` (the
