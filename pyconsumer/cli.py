@@ -28,6 +28,8 @@ from pyconsumer.spark.java import JavaError
 from pyconsumer._install import install_hint
 
 if TYPE_CHECKING:
+    from pyconsumer.console import StatusLine
+    from pyconsumer.ingest.metrics import IngestMetrics
     from pyconsumer.ingest.tables import TableTarget
 
 __all__ = ["main", "version"]
@@ -150,6 +152,7 @@ def _ingest(args: argparse.Namespace) -> int:
                 parse_trigger_ms(args.trigger)
             except ValueError as exc:
                 raise IngestError(f"--trigger: {exc}") from None
+        metrics_port = _metrics_port(args.metrics_port)
         target = _table_target(args)
         # a table with --trigger: rounds until Ctrl-C, the offsets kept in the table
         continuous = target is not None and args.trigger is not None
@@ -182,6 +185,8 @@ def _ingest(args: argparse.Namespace) -> int:
         _require("ingest", [{"delta": "deltalake", "iceberg": "pyiceberg"}[target.table_format]],
                  target.table_format)
     _require_java("ingest")
+    if metrics_port is not None:
+        _require("ingest --metrics-port", ["prometheus_client"], "prometheus")
 
     from pyconsumer.ingest import check_offsets, check_source, claim_folders, format_summary, \
         release_folders, run_ingest, spark_error_message, summary_problems, \
@@ -228,6 +233,7 @@ def _ingest(args: argparse.Namespace) -> int:
                     r"(?i)url|user\.info|token|password|secret")
     try:
         with contextlib.ExitStack() as session:
+            metrics = _serve_metrics(session, metrics_port, status)
             with status.ticking(f"starting Spark ({args.master}) ..."):
                 spark = session.enter_context(temporary_session(
                     args.master, app_name="pyconsumer ingest", conf=conf))
@@ -238,17 +244,18 @@ def _ingest(args: argparse.Namespace) -> int:
                 if continuous:
                     summary = run_table_ingest_continuous(
                         spark, sink, table_read, output=args.output,
-                        trigger_ms=parse_trigger_ms(args.trigger), status=status)
+                        trigger_ms=parse_trigger_ms(args.trigger), status=status,
+                        metrics=metrics)
                 else:
                     summary = run_table_ingest(spark, sink, table_read, output=args.output,
-                                               status=status)
+                                               status=status, metrics=metrics)
             else:
                 summary = run_ingest(
                     spark, output=args.output, bootstrap=args.bootstrap_server, topics=topics,
                     pattern=args.pattern, checkpoint=args.checkpoint, once=args.once,
                     trigger=args.trigger or "10s", starting_offsets=args.starting_offsets,
                     ending_offsets=args.ending_offsets, options=options, kafka=kafka,
-                    status=status, bad_records=args.bad_records)
+                    status=status, bad_records=args.bad_records, metrics=metrics)
     except KeyboardInterrupt:
         status.clear()
         release_folders(created)
@@ -273,6 +280,41 @@ def _ingest(args: argparse.Namespace) -> int:
     if not streaming:
         release_folders(created)     # a batch run that wrote nothing leaves no folder behind
     return 130 if summary.interrupted else 1 if failed else 0
+
+
+def _metrics_port(text: str | None) -> int | None:
+    """--metrics-port's port (0: any free one), checked (IngestError)."""
+    from pyconsumer.ingest import IngestError
+
+    if text is None:
+        return None
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise IngestError(f"--metrics-port: {text!r} is not a port number (0 to 65535; 0: any "
+                          "free port)")
+    return port
+
+
+def _serve_metrics(stack: contextlib.ExitStack, port: int | None, status: StatusLine
+                   ) -> IngestMetrics | None:
+    """With --metrics-port: the run's metrics, served on 127.0.0.1 until ``stack`` closes."""
+    if port is None:
+        return None
+    from pyconsumer.ingest import IngestError
+    from pyconsumer.ingest.metrics import IngestMetrics
+    from pyconsumer.ingest.prometheus import serve_ingest_metrics
+
+    metrics = IngestMetrics()
+    try:
+        server = serve_ingest_metrics(metrics, port)
+    except OSError as exc:
+        raise IngestError(str(exc.strerror or exc)) from None
+    stack.callback(server.close)
+    status.log(f"ingest: metrics for Prometheus at {server.url}")
+    return metrics
 
 
 def _table_target(args: argparse.Namespace) -> TableTarget | None:
@@ -447,6 +489,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="stream, keeping offsets in this checkpoint directory")
     ingest.add_argument("--once", action="store_true",
                         help="with --checkpoint: read what is available now, then stop")
+    ingest.add_argument("--metrics-port", metavar="PORT",
+                        help="serve the run's numbers (records, bytes, rates, offsets, lag, "
+                             "rejected records) for Prometheus on 127.0.0.1:PORT/metrics while "
+                             "it runs (0: any free port; needs the prometheus extra)")
     ingest.add_argument("--trigger", metavar="INTERVAL",
                         help="with --checkpoint: micro-batch interval, e.g. 10s (default), "
                              "500ms, 1m; with --table-format: run continuously, a round (one "

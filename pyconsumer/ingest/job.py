@@ -39,6 +39,7 @@ from typing import Any
 
 from pyconsumer.console import StatusLine, bar
 from pyconsumer.ingest.options import IngestError, check_apart, parse_trigger_ms, source_options
+from pyconsumer.ingest.metrics import IngestMetrics
 from pyconsumer.ingest.progress import OBSERVATION, StreamProgress, tasks_done
 from pyconsumer.ingest.summary import IngestSummary, PartitionSummary
 from pyconsumer.ingest.values import SIZE_COLUMN, ReadPlan, plan_read
@@ -255,7 +256,8 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
                starting_offsets: str | None = "earliest", ending_offsets: str | None = None,
                options: Mapping[str, str] | None = None, kafka: Mapping[str, str] | None = None,
                status: StatusLine | None = None, stop: threading.Event | None = None,
-               poll_interval: float = 0.5, bad_records: str | None = None) -> IngestSummary:
+               poll_interval: float = 0.5, bad_records: str | None = None,
+               metrics: IngestMetrics | None = None) -> IngestSummary:
     """Ingest Kafka records into the Parquet dataset ``output``; returns what this run wrote.
 
     Batch without ``checkpoint`` (``ending_offsets`` default latest), streaming with it:
@@ -271,7 +273,9 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
     one. Batch: the read is cached and written twice, from one plan (the same offset ranges
     and reader schema for both). Streaming: two queries, each with Spark's file sink and its own
     checkpoint (``<checkpoint>/rejected`` for the second), so both stay exactly-once.
-    DROPMALFORMED reads the same way and leaves the rejected rows out itself, counting them."""
+    DROPMALFORMED reads the same way and leaves the rejected rows out itself, counting them.
+
+    ``metrics``: a streaming run publishes each micro-batch's numbers there as it goes."""
     streaming = checkpoint is not None
     if not streaming and once:
         raise IngestError("--once needs --checkpoint DIR (it is a streaming run)")
@@ -294,7 +298,8 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
     if streaming:
         assert checkpoint is not None
         summary = _run_stream(spark, opts, output, checkpoint, once, trigger_ms, status,
-                              stop or threading.Event(), poll_interval, plan, bad_records)
+                              stop or threading.Event(), poll_interval, plan, bad_records,
+                              metrics)
     else:
         summary = _run_batch(spark, opts, output, status, poll_interval, plan, bad_records)
     added = sorted(_committed_files(spark, output) - before)
@@ -439,8 +444,8 @@ def _write_typed(df: Any, plan: ReadPlan, output: str, bad_records: str | None
 
 def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: str, once: bool,
                 trigger_ms: int, status: StatusLine | None, stop: threading.Event,
-                poll_interval: float, plan: ReadPlan,
-                bad_records: str | None = None) -> IngestSummary:
+                poll_interval: float, plan: ReadPlan, bad_records: str | None = None,
+                metrics: IngestMetrics | None = None) -> IngestSummary:
     mode = "availableNow" if once else "continuous"
 
     def sink(df: Any, path: str, location: str) -> Any:
@@ -458,7 +463,7 @@ def _run_stream(spark: Any, opts: Mapping[str, str], output: str, checkpoint: st
         assert plan.split is not None
         writers.append(sink(plan.split.rejected(read()), bad_records,
                             f"{checkpoint.rstrip('/')}/rejected"))
-    progress = StreamProgress(status, mode)
+    progress = StreamProgress(status, mode, metrics)
     tracker = spark.sparkContext.statusTracker()
     started = time.monotonic()
     interrupted = False

@@ -11,6 +11,7 @@ from typing import Any
 
 from pyconsumer.console import StatusLine, bar, human_bytes
 from pyconsumer.ingest.lag import PartitionLag, partition_lag, total_text
+from pyconsumer.ingest.metrics import IngestMetrics
 
 #: the name of the observed metrics of each micro-batch (records, bytes)
 OBSERVATION = "pyconsumer_ingest"
@@ -50,9 +51,11 @@ def tasks_done(tracker: Any, stage_ids: Sequence[int]) -> tuple[int, int]:
 class StreamProgress:
     """Turns StreamingQueryProgress events into counters and status lines."""
 
-    def __init__(self, status: StatusLine | None, mode: str) -> None:
+    def __init__(self, status: StatusLine | None, mode: str,
+                 metrics: IngestMetrics | None = None) -> None:
         self.status = status
         self.mode = mode
+        self.metrics = metrics             # published for scrapes (--metrics-port)
         self.seen: set[tuple[Any, Any]] = set()
         self.counted: set[int] = set()
         self.records = 0
@@ -87,6 +90,13 @@ class StreamProgress:
         if lag is not None:
             self.partition_lag = lag
             self.lag = sum(p.records for p in lag)
+        if self.metrics is not None:
+            if fresh:
+                self.metrics.add_batch(
+                    rows, nbytes, rejected=int(metrics["rejected"] or 0) if metrics else 0,
+                    rate=float(progress["processedRowsPerSecond"] or 0.0))
+            if sources:
+                self.metrics.set_positions(_flat(_offsets(sources[0].get("endOffset"))), lag)
         if not fresh:
             return
         self.counted.add(batch_id)

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyconsumer.ingest.options import IngestError
 from pyconsumer.ingest.lag import PartitionLag, partition_lag, total_text
+from pyconsumer.ingest.metrics import IngestMetrics
 from pyconsumer.ingest.summary import IngestSummary, PartitionSummary
 from pyconsumer.sinks import DEFAULT_TARGET_FILE_SIZE, DataFile, SinkError, TableSink
 
@@ -387,10 +388,12 @@ def _merge(into: dict[tuple[str, int], list[int]], read: Mapping[tuple[str, int]
 
 def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: str,
            continuous: bool, status: StatusLine | None,
-           earlier: Mapping[tuple[str, int], list[int]] | None = None) -> _Round:
+           earlier: Mapping[tuple[str, int], list[int]] | None = None,
+           metrics: IngestMetrics | None = None) -> _Round:
     """Read from where the table stopped to the end offsets in Spark tasks that write the data
     files, then commit them with the offsets in one table commit (nothing when nothing moved).
-    The lag's bytes are estimated from what this round and ``earlier`` ones read."""
+    The lag's bytes are estimated from what this round and ``earlier`` ones read; the round's
+    numbers are published to ``metrics``."""
     from pyconsumer.errors import KafkaError
     from pyconsumer.spark.offsets import report_data_loss
     from pyconsumer.spark.planning import OffsetRange, group_ranges, split_ranges, spread
@@ -456,6 +459,12 @@ def _round(spark: Any, sink: TableSink, read: TableRead, *, output: str, label: 
     lag = partition_lag({(tp.topic, tp.partition): off for tp, off in latest.items()},
                         {(tp.topic, tp.partition): off for tp, off in end.items()},
                         _bytes_per_record(read, known))
+    if metrics is not None:
+        if version is not None and seen:
+            metrics.add_batch(sum(v[2] for v in seen.values()),
+                              sum(v[3] for v in seen.values()),
+                              rate=sum(v[2] for v in seen.values()) / max(seconds, 1e-9))
+        metrics.set_positions({(tp.topic, tp.partition): off for tp, off in end.items()}, lag)
     if status is not None:
         what = (f"committed as {sink.commit_noun} {version}" if version is not None else
                 "nothing new to commit" if not offsets else "already committed by another run")
@@ -473,10 +482,12 @@ def _summarize(summary: IngestSummary, committed: Mapping[tuple[str, int], list[
 
 
 def run_table_ingest(spark: Any, sink: TableSink, read: TableRead, *, output: str,
-                     status: StatusLine | None = None) -> IngestSummary:
+                     status: StatusLine | None = None,
+                     metrics: IngestMetrics | None = None) -> IngestSummary:
     """Read from where the table stopped to the end offsets in Spark tasks that write the data
     files, then commit them with the offsets in one table commit; what this run added."""
-    r = _round(spark, sink, read, output=output, label="batch", continuous=False, status=status)
+    r = _round(spark, sink, read, output=output, label="batch", continuous=False, status=status,
+               metrics=metrics)
     summary = IngestSummary(mode="batch", output=output, seconds=r.seconds, micro_batches=1,
                             files=r.files, table=f"{sink.format_name} table")
     _summarize(summary, r.seen if r.version is not None else {}, r.seen)
@@ -491,7 +502,8 @@ def _wait(stop: threading.Event, seconds: float) -> bool:
 
 def run_table_ingest_continuous(spark: Any, sink: TableSink, read: TableRead, *, output: str,
                                 trigger_ms: int, stop: threading.Event | None = None,
-                                status: StatusLine | None = None) -> IngestSummary:
+                                status: StatusLine | None = None,
+                                metrics: IngestMetrics | None = None) -> IngestSummary:
     """Rounds every ``trigger_ms`` until ``stop`` is set or Ctrl-C: each resumes from the
     table's offsets, reads to the latest ones (at most about maxOffsetsPerTrigger), writes the
     files in Spark tasks and commits them with the offsets once; a round with nothing new
@@ -514,7 +526,7 @@ def run_table_ingest_continuous(spark: Any, sink: TableSink, read: TableRead, *,
             begun = time.monotonic()
             rounds += 1
             r = _round(spark, sink, read, output=output, label=f"round {rounds}",
-                       continuous=True, status=status, earlier=read_any)
+                       continuous=True, status=status, earlier=read_any, metrics=metrics)
             lag = r.lag
             _merge(read_any, r.seen)
             if r.version is not None:
