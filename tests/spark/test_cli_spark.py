@@ -148,6 +148,7 @@ def test_ingest_stream_reports_lag_per_partition(spark: Any, tansu: TansuBroker,
     and the bytes behind at the run's bytes per record (here 14: 4-byte keys, 10-byte
     values)."""
     from pyconsumer.ingest.lag import PartitionLag
+    from pyconsumer.ingest.metrics import IngestMetrics
 
     topic = make_tansu_topic(2)
     recs = [TestRecord(key=b"k%03d" % i, value=b"v" * 10, partition=p, timestamp_ms=1_000 + i)
@@ -157,7 +158,8 @@ def test_ingest_stream_reports_lag_per_partition(spark: Any, tansu: TansuBroker,
     run = run_ingest(spark, output=str(tmp_path / "out"), checkpoint=str(tmp_path / "ck"),
                      once=True, bootstrap=tansu.bootstrap, topics=[topic],
                      options={"maxOffsetsPerTrigger": "250"},
-                     status=StatusLine(status, live=False), poll_interval=0.2)
+                     status=StatusLine(status, live=False), poll_interval=0.2,
+                     metrics=(published := IngestMetrics()))
     lines = [line for line in status.getvalue().splitlines() if line.startswith("micro-batch")]
     # 250 offsets a batch, shared evenly: 175 + 175 behind, then 50 + 50, then none
     assert [line.split("; ")[-1] for line in lines] == [
@@ -165,6 +167,11 @@ def test_ingest_stream_reports_lag_per_partition(spark: Any, tansu: TansuBroker,
         "behind latest 0 records (~0 B)"]
     assert run.lag == [PartitionLag(topic, 0, 0, 0), PartitionLag(topic, 1, 0, 0)]
     assert "behind latest: none (2 partitions at their latest offset)" in format_summary(run)
+    # what --metrics-port serves of the run
+    now = published.snapshot()
+    assert (now.records, now.bytes, now.batches, now.rejected) == (600, 8400, 3, 0)
+    assert now.offsets == {(topic, 0): 300, (topic, 1): 300}
+    assert now.lag == tuple(run.lag)
 
 
 def test_ingest_continuous_stops_on_request(spark: Any, tansu: TansuBroker,

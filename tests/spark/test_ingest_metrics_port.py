@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pyconsumer.ingest.lag import PartitionLag
 from pyconsumer.ingest.metrics import IngestMetrics
 from pyconsumer.testing import TansuBroker, TestRecord, produce
 
@@ -89,4 +90,5 @@ def test_scrape_during_a_continuous_table_run(
     assert not run.is_alive()
     [summary] = result
     assert summary.records == 110 and summary.micro_batches == 4
+    assert summary.lag == [PartitionLag(topic, 0, 0, 0), PartitionLag(topic, 1, 0, 0)]
 
