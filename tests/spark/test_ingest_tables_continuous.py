@@ -91,7 +91,9 @@ def interrupt(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[]
 
 def committed_versions(err: str) -> list[int]:
     return [int(v) for v in re.findall(r"^.*round \d+: read and wrote \d+ tasks? in [\d.]+ s, "
-                                       r"committed as (?:version|snapshot) (\d+)$", err, re.M)]
+                                       r"committed as (?:version|snapshot) (\d+); "
+                                       r"behind latest [\d,]+ records(?: \(~[^)]+\))?$",
+                                       err, re.M)]
 
 
 def _round_kinds(err: str) -> list[str]:
