@@ -128,9 +128,7 @@ def format_summary(summary: IngestSummary) -> str:
     rates = (f"  {summary.records:,} records, {human_bytes(summary.bytes)} (key + value) in "
              f"{summary.seconds:.2f} s{busy}: {summary.records_per_second:,.0f} records/s, "
              f"{human_bytes(summary.bytes / rate_s if rate_s > 0 else 0)}/s")
-    lines = [head, table, rates]
-    if summary.lag is not None:
-        lines.append(format_lag(summary.lag))
+    lines = [head, table] + ([] if summary.lag is None else [format_lag(summary.lag)]) + [rates]
     if summary.bad_records is not None:
         lines.append(_format_rejected(summary))
     elif summary.dropped is not None:
