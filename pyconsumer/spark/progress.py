@@ -47,6 +47,7 @@ class Backlog:
 
     behind: dict[TopicPartition, int]
     bytes_behind: float | None = None
+    #: where the micro-batch ended, per partition of ``behind`` (where the backlog starts)
     ends: dict[TopicPartition, int] = field(default_factory=dict)
 
     @property
