@@ -12,6 +12,7 @@ import time
 import uuid
 from typing import Any
 
+from pyconsumer._install import install_hint
 from pyconsumer.errors import ConfigurationError
 
 ALGORITHMS = ("RS256", "ES256")
@@ -73,8 +74,8 @@ class AssertionMaker:
             from cryptography.hazmat.primitives.asymmetric import ec, rsa
         except ImportError:
             raise ConfigurationError(
-                "sasl.oauthbearer.assertion.private.key.file needs the cryptography package "
-                "(pip install 'pyconsumer[oauth]')") from None
+                "sasl.oauthbearer.assertion.private.key.file needs the cryptography package: "
+                f"{install_hint('oauth')}") from None
         setting = "sasl.oauthbearer.assertion.private.key.file"
         pem = _read(s.private_key_file or "", setting)
         password = None if s.private_key_passphrase is None else s.private_key_passphrase.encode()
