@@ -259,12 +259,12 @@ class NetworkClient:
             return 0.0
         return max(0.0, (conn.backoff_until - self._clock()) * 1000.0)
 
-    def least_loaded_node(self) -> int | None:
-        """The known broker with the fewest outstanding requests (Java leastLoadedNode): a
-        ready idle node at once; else the least busy ready node; else one that is connecting;
-        else one that may be connected without waiting for its backoff. None if every node
-        is backing off."""
-        nodes = self.metadata.nodes()
+    def least_loaded_node(self, among: list[BrokerInfo] | None = None) -> int | None:
+        """The known broker (or one of ``among``) with the fewest outstanding requests (Java
+        leastLoadedNode): a ready idle node at once; else the least busy ready node; else one
+        that is connecting; else one that may be connected without waiting for its backoff.
+        None if every node is backing off."""
+        nodes = self.metadata.nodes() if among is None else among
         if not nodes:
             return None
         offset = random.randrange(len(nodes))
@@ -568,14 +568,22 @@ class NetworkClient:
             return
         if self.metadata.time_to_next_update_ms() > 0:
             return
-        node_id = self.least_loaded_node()
+        node_id = self._metadata_node()
         if node_id is None or self._metadata_stale():
             if not self._maybe_rebootstrap():
                 return
-            node_id = self.least_loaded_node()
+            node_id = self._metadata_node()
             if node_id is None:
                 return
         self._metadata_future = self._send_metadata(node_id, self.metadata_topics)
+
+    def _metadata_node(self) -> int | None:
+        """Where a Metadata request goes: the least loaded node; after a rebootstrap, the least
+        loaded bootstrap server (a known broker still answering fetches may be the one whose
+        metadata never comes)."""
+        if self.metadata.rebootstrapping:
+            return self.least_loaded_node(self.metadata.bootstrap_nodes)
+        return self.least_loaded_node()
 
     def _metadata_stale(self) -> bool:
         """No metadata came for metadata.recovery.rebootstrap.trigger.ms of failed attempts."""
@@ -588,8 +596,10 @@ class NetworkClient:
         after failing, or no metadata came for the trigger time, start again from
         bootstrap.servers, looked up again (a cluster whose brokers all moved is found anew
         through the name it is known by). Only from known brokers: on the bootstrap list
-        itself, the reconnect backoff paces the attempts. True when it rebootstrapped."""
-        if self.config.metadata_recovery_strategy.lower() != "rebootstrap" or not self.metadata.brokers:
+        itself (or once it is tried again), the reconnect backoff paces the attempts. True when
+        it rebootstrapped."""
+        if self.config.metadata_recovery_strategy.lower() != "rebootstrap" \
+                or not self.metadata.brokers or self.metadata.rebootstrapping:
             return False
         if self._canonical:
             servers = canonical_bootstrap_servers(self.config.bootstrap_servers)
@@ -600,7 +610,7 @@ class NetworkClient:
                             "known brokers again", unresolved_text(failed))
                 return False
         log.warning("no known broker could be reached (%s): rebootstrapping from %s",
-                    ", ".join(f"{n.host}:{n.port}" for n in self.metadata.nodes()),
+                    ", ".join(f"{n.host}:{n.port}" for n in self.metadata.brokers.values()),
                     ", ".join(f"{h}:{p}" for h, p in servers))
         self.metadata.rebootstrap(servers)
         return True
@@ -642,9 +652,9 @@ class NetworkClient:
         reached = False
         while True:
             with self.lock:
-                node_id = self.least_loaded_node()
+                node_id = self._metadata_node()
                 if (node_id is None or self._metadata_stale()) and self._maybe_rebootstrap():
-                    node_id = self.least_loaded_node()
+                    node_id = self._metadata_node()
                 if node_id is not None:
                     fut = self._send_metadata(node_id, listed)
             if node_id is None:

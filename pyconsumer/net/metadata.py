@@ -99,6 +99,8 @@ class ClusterMetadata:
         #: when the attempts that failed since the last answer began (None: the last attempt
         #: was answered)
         self.failing_since: float | None = None
+        #: since a rebootstrap, until the next answer: the bootstrap servers are tried too
+        self.rebootstrapping = False
 
     def set_bootstrap(self, servers: Iterable[tuple[str, int]]) -> None:
         """The bootstrap servers, once resolved (bootstrap.resolve.timeout.ms > 0)."""
@@ -106,14 +108,12 @@ class ClusterMetadata:
                                 for i, (host, port) in enumerate(servers)]
 
     def rebootstrap(self, servers: Iterable[tuple[str, int]]) -> None:
-        """Forget the brokers (none of them could be reached) and talk to ``servers`` (the
-        bootstrap servers, looked up again) until an answer names the brokers anew (Java's
-        rebootstrap). Topics and partitions stay until that answer replaces them; a refresh is
-        wanted at once."""
+        """None of the known brokers could be reached: talk to ``servers`` (the bootstrap
+        servers, looked up again) too, until an answer names the brokers anew (Java's
+        rebootstrap). The brokers, topics and partitions stay known (a leader's id still names
+        a node) until that answer replaces them; a refresh is wanted at once."""
         self.set_bootstrap(servers)
-        self.brokers = {}
-        self.extra_nodes = {}
-        self.update_version += 1
+        self.rebootstrapping = True
         self.failing_since = None
         self._failed_attempts = 0
         self._update_requested = True
@@ -126,9 +126,12 @@ class ClusterMetadata:
         return self.last_refresh is not None
 
     def nodes(self) -> list[BrokerInfo]:
-        """The brokers to talk to: the known ones, or the bootstrap list before the first
-        response."""
-        return list(self.brokers.values()) if self.brokers else list(self.bootstrap_nodes)
+        """The brokers to talk to: the known ones (and the bootstrap list again after a
+        rebootstrap), or the bootstrap list before the first response."""
+        if not self.brokers:
+            return list(self.bootstrap_nodes)
+        known = list(self.brokers.values())
+        return known + list(self.bootstrap_nodes) if self.rebootstrapping else known
 
     def node(self, node_id: int) -> BrokerInfo | None:
         if node_id in self.brokers:
@@ -271,6 +274,7 @@ class ClusterMetadata:
             self._equivalent_answers = 0
         self._failed_attempts = 0
         self.failing_since = None
+        self.rebootstrapping = False
         self.last_refresh = now
         self.answers += 1
         if changed or other:

@@ -373,7 +373,9 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
         if lacking is not None:
             # named after the first column of that format (the key's, when both are)
             column = next(c.column for c in out.columns() if c.format is lacking.format)
-            raise _fail("schema.registry.url", lacking.kind.missing_registry(Words(column, source=True)))
+            words = Words(column, source=True)
+            raise _fail(lacking.kind.missing_registry_option(words),
+                        lacking.kind.missing_registry(words))
     if not out.needs_pins:
         out.plan()                      # what TypedValues itself refuses, now
     return out

@@ -111,6 +111,11 @@ class ValueFormat(ABC):
         """Why a column that :meth:`needs_registry` cannot work without one."""
         raise NotImplementedError(f"{self.name} reads no schema registry")
 
+    def missing_registry_option(self, words: Words) -> str:
+        """The option an error for :meth:`missing_registry` names: the registry's URL, or what
+        the user more likely left out."""
+        return "schema.registry.url"
+
     def reads_headers(self, framing: str) -> bool:
         """Whether the decoder reads the batch's ``headers`` column (a schema id in a header)."""
         return False

@@ -93,6 +93,9 @@ class JsonFormat(ValueFormat):
         return (f"{words('format')}=json needs {words('schema')} ({_SCHEMA_FORMS[words.source]}), "
                 "or schema.registry.url to read the subject's JSON Schema")
 
+    def missing_registry_option(self, words: Words) -> str:
+        return words("schema")                  # a DDL is the usual way: name that option
+
     def registered_reader(self, text: str, references: Sequence[tuple[str, str]]) -> Any:
         try:
             return json_schema_to_arrow(text, dict(references))

@@ -185,7 +185,7 @@ def test_a_json_schema_is_pinned_with_named_references_and_a_given_ddl_wins(
     # without a registry or a schema, both ways are named
     with pytest.raises(ConfigurationError) as e:
         _values(valueFormat="json")
-    assert str(e.value) == ("Option 'schema.registry.url': valueFormat=json needs valueSchema (a Spark DDL "
+    assert str(e.value) == ("Option 'valueSchema': valueFormat=json needs valueSchema (a Spark DDL "
                             "string, or a StructType's JSON), or schema.registry.url to read the subject's "
                             "JSON Schema")
 
