@@ -50,6 +50,7 @@ from pyconsumer.records import (
 )
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 from pyconsumer.values import MalformedValueError, TypedValues
+from pyconsumer.values.arrays import binaries, ints, lists, strings
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -277,15 +278,18 @@ def _records_batch(records: list[ConsumerRecord], plan: TypedValues, headers: bo
     n = len(records)
     columns: dict[str, pa.Array] = {}
     for name, spec in (("key", plan.key), ("value", plan.value)):
-        columns[name] = pa.nulls(n, pa.binary()) if not spec.decodes else pa.array(
-            [getattr(r, name) for r in records], pa.binary())
-    columns["topic"] = pa.array([r.topic for r in records], pa.string())
-    columns["partition"] = pa.array([r.partition for r in records], pa.int32())
-    columns["offset"] = pa.array([r.offset for r in records], pa.int64())
+        columns[name] = pa.nulls(n, pa.binary()) if not spec.decodes else binaries(
+            [getattr(r, name) for r in records])
+    columns["topic"] = strings([r.topic for r in records])
+    columns["partition"] = ints((r.partition for r in records), pa.int32())
+    columns["offset"] = ints(r.offset for r in records)
     if headers:
-        columns["headers"] = pa.array(
-            [[{"key": k, "value": v} for k, v in r.headers] for r in records],
-            schema.field("headers").type)
+        pairs = [pair for r in records for pair in r.headers]
+        header_type = schema.field("headers").type
+        entries = pa.StructArray.from_arrays(
+            [strings([k for k, _ in pairs]), binaries([v for _, v in pairs])],
+            fields=list(header_type.value_type))
+        columns["headers"] = lists([len(r.headers) for r in records], entries, header_type)
     return pa.RecordBatch.from_arrays(
         [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema],
         schema=schema)

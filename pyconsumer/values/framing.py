@@ -9,6 +9,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyconsumer.values.arrays import bools, int_scalar
 from pyconsumer.values.avro_decode import SchemaId, schema_id_from_header
 from pyconsumer.values.result import as_binary
 
@@ -16,6 +17,10 @@ __all__ = ["SCHEMA_ID_HEADERS", "header_ids", "prefix_ids", "unframed_json"]
 
 #: the headers that carry a record's writer schema id when the body has no prefix
 SCHEMA_ID_HEADERS = {"key": "__key_schema_id", "value": "__value_schema_id"}
+
+_FALSE = bools((False,))[0]
+_ZERO = int_scalar(0, pa.int32())
+_ID_PREFIX = int_scalar(5, pa.int32())
 
 
 def header_ids(batch: pa.RecordBatch, name: str) -> list[SchemaId | None] | None:
@@ -25,7 +30,7 @@ def header_ids(batch: pa.RecordBatch, name: str) -> list[SchemaId | None] | None
     if "headers" not in batch.schema.names:
         return None
     headers = batch.column("headers")
-    if pc.sum(pc.list_value_length(headers).fill_null(0)).as_py() in (0, None):
+    if pc.sum(pc.list_value_length(headers).fill_null(_ZERO)).as_py() in (0, None):
         return None
     out: list[SchemaId | None] = []
     seen = False
@@ -49,7 +54,7 @@ def unframed_json(raw: pa.Array, ids: set[SchemaId]) -> pa.Array:
     bad row)."""
     binary = as_binary(raw, "JSON values")
     framed = pc.fill_null(pc.and_(pc.starts_with(binary, pattern="\x00"),
-                                  pc.greater_equal(pc.binary_length(binary), 5)), False)
+                                  pc.greater_equal(pc.binary_length(binary), _ID_PREFIX)), _FALSE)
     if not pc.any(framed).as_py():
         return binary
     ids.update(prefix_ids(pc.filter(binary, framed), None))
@@ -64,9 +69,9 @@ def prefix_ids(raw: pa.Array, header_ids: list[SchemaId | None] | None) -> set[S
     if found:
         # a row whose id came in a header has a bare body: its first bytes are data, not an id
         assert header_ids is not None
-        binary = pc.filter(binary, pa.array([i is None for i in header_ids], pa.bool_()))
+        binary = pc.filter(binary, bools(i is None for i in header_ids))
     for magic, width in ((b"\x00", 4), (b"\x01", 16)):
-        framed = pc.fill_null(pc.starts_with(binary, pattern=magic.decode("latin-1")), False)
+        framed = pc.fill_null(pc.starts_with(binary, pattern=magic.decode("latin-1")), _FALSE)
         if not pc.any(framed).as_py():
             continue
         for head in pc.unique(pc.binary_slice(pc.filter(binary, framed), 1, 1 + width)).to_pylist():

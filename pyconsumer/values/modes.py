@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyconsumer.errors import ConfigurationError, CorruptRecordError
+from pyconsumer.values.arrays import ints, row_numbers
 from pyconsumer.values.result import Decoded, as_binary
 
 __all__ = ["Mode", "ModeResult", "MalformedValueError", "parse_mode", "apply_mode", "DEFAULT_CORRUPT_COLUMN"]
@@ -89,8 +90,7 @@ class ModeResult(NamedTuple):
 
 def _row_mask(n: int, rows: list[int]) -> pa.Array:
     """A boolean array of length ``n``, True at ``rows``."""
-    index = pc.subtract(pc.cumulative_sum(pa.nulls(n, pa.int64()).fill_null(1)), 1)
-    return pc.is_in(index, value_set=pa.array(rows, pa.int64()))
+    return pc.is_in(row_numbers(n), value_set=ints(rows))
 
 
 def apply_mode(

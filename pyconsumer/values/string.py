@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyconsumer.values.arrays import bools
 from pyconsumer.values.result import Decoded, as_binary
 
 __all__ = ["decode_string"]
@@ -35,6 +36,6 @@ def decode_string(values: pa.Array | pa.ChunkedArray) -> Decoded:
             keep.append(False)
             continue
         keep.append(True)
-    mask = pa.array(keep)
+    mask = bools(keep)
     cleaned = pc.if_else(mask, data, pa.nulls(len(data), data.type))
     return Decoded(cleaned.cast(as_string), errors)

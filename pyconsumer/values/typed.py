@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.records import empty_batch
+from pyconsumer.values.arrays import bools, int_scalar, strings
 from pyconsumer.values.avro_decode import SchemaId
 from pyconsumer.values.format_api import DEFAULT_FRAMING, ColumnDecoder, ValueFormat, Words
 from pyconsumer.values.format_avro import NOT_FOUND_TTL_S
@@ -300,7 +301,7 @@ class TypedValues:
         if self.reason_column is not None and reasons and len(corrupt) == 2:
             # a rejected record is kept whole: with key and value both typed, a row bad in one
             # column also gets the other's raw bytes, else its good half would be lost as raw
-            rejected = pa.array([i in reasons for i in range(n)], pa.bool_())
+            rejected = bools(i in reasons for i in range(n))
             for column in ("key", "value"):
                 name = _corrupt_name(self.corrupt_column, column) or ""
                 raw_bytes = as_binary(batch.column(column), f"raw {column}s")
@@ -310,7 +311,7 @@ class TypedValues:
         for name in self._corrupt_names():
             arrays.append(corrupt.get(name, pa.nulls(n, pa.binary())))
         if self.reason_column is not None:
-            arrays.append(pa.array([reasons.get(i) for i in range(n)], pa.string()) if reasons
+            arrays.append(strings([reasons.get(i) for i in range(n)]) if reasons
                           else pa.nulls(n, pa.string()))
         if self.size_column is not None:
             arrays.append(_raw_sizes(batch))
@@ -334,10 +335,12 @@ class TypedValues:
 
 def _raw_sizes(batch: pa.RecordBatch) -> pa.Array:
     """Each row's key + value length in bytes as read (a null counts 0)."""
-    total = pa.array([0] * batch.num_rows, pa.int64())
+    zero = int_scalar(0, pa.int64())
+    total: pa.Array | None = None
     for column in ("key", "value"):
-        lengths = pc.binary_length(batch.column(column)).cast(pa.int64())
-        total = pc.add(total, pc.fill_null(lengths, 0))
+        lengths = pc.fill_null(pc.binary_length(batch.column(column)).cast(pa.int64()), zero)
+        total = lengths if total is None else pc.add(total, lengths)
+    assert total is not None
     return total
 
 

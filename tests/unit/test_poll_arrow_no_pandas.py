@@ -37,6 +37,23 @@ def test_the_first_poll_arrow_never_tries_to_import_pandas() -> None:
                     got = 0
                     while not got:
                         got = consumer.poll_arrow(timeout_ms=2000, include_headers=headers).num_rows
+            # typed values, a bad row among them, through poll_arrow() and poll()
+            schema = ('{"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"},'
+                      ' {"name": "b", "type": "string"}]}')
+            tp = TopicPartition("t", 0)
+            cluster.produce(tp, [(b"k", b"\\x02\\x02x"), (None, b"\\x02")])
+            for how in ("poll_arrow", "poll"):
+                with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                                   value_format="avro", value_avro_framing="none",
+                                   value_schema=schema) as consumer:
+                    consumer.assign([tp])
+                    rows = 0
+                    while rows < 3:
+                        if how == "poll_arrow":
+                            rows += consumer.poll_arrow(timeout_ms=2000, include_headers=True).num_rows
+                        else:
+                            rows += sum(map(len, consumer.poll(timeout_ms=2000).values()))
+                    assert rows == 3, rows
         assert tried == [] and "pandas" not in sys.modules, tried
         print("ok")
     """)
