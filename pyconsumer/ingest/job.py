@@ -38,6 +38,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from pyconsumer.console import StatusLine, bar
+from pyconsumer.ingest.batch_range import pin_range
+from pyconsumer.ingest.lag import total_text, with_sizes
 from pyconsumer.ingest.options import IngestError, check_apart, parse_trigger_ms, source_options
 from pyconsumer.ingest.metrics import IngestMetrics
 from pyconsumer.ingest.progress import OBSERVATION, StreamProgress, tasks_done
@@ -310,6 +312,9 @@ def run_ingest(spark: Any, *, output: str, bootstrap: str | None = None,
     summary.files = len(added)
     summary.partitions = written.partitions
     summary.null_fields = written.null_fields
+    if summary.lag is not None:
+        summary.lag = with_sizes(summary.lag, {(p.topic, p.partition): (p.records, p.bytes)
+                                               for p in summary.partitions})
     if bad_records is not None:
         added_bad = sorted(_committed_files(spark, bad_records) - before_bad)
         rejected = _summarize(spark, added_bad)
@@ -382,8 +387,9 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
         watcher.start()
     sc.setJobGroup(group, "pyconsumer ingest (batch)")
     metrics: Mapping[str, Any] | None = None
+    pinned = pin_range(opts)
     try:
-        df = spark.read.format("pyconsumer").options(**opts).load()
+        df = spark.read.format("pyconsumer").options(**(opts if pinned is None else pinned.options)).load()
         if not plan.sized:
             df.write.mode("append").parquet(output)
         else:
@@ -398,14 +404,20 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
         except Exception:
             pass
     seconds = time.monotonic() - started
+    per_record = None
+    if metrics is not None and metrics["records"]:
+        per_record = int(metrics["bytes"] or 0) / int(metrics["records"])
+    lag = None if pinned is None else pinned.lag(per_record)
     if status is not None:
         try:
             done, total = tasks()
             what = f"{done}/{total} tasks" if total else "done"
         except Exception:
             what = "done"
-        status.log(f"batch: read and wrote ({what}) in {seconds:.1f} s")
+        status.log(f"batch: read and wrote ({what}) in {seconds:.1f} s"
+                   + ("" if lag is None else f"; behind latest {total_text(lag)}"))
     summary = IngestSummary(mode="batch", output=output, seconds=seconds, micro_batches=1)
+    summary.lag = lag
     if metrics is not None:
         summary.read_bytes = int(metrics["good_bytes"] or 0)
         summary.dropped = int(metrics["rejected"] or 0) if plan.drops else None

@@ -36,6 +36,24 @@ def partition_lag(latest: Mapping[tuple[str, int], int], reached: Mapping[tuple[
     return out
 
 
+def with_sizes(lags: list[PartitionLag], read: Mapping[tuple[str, int], tuple[int, int]]
+               ) -> list[PartitionLag]:
+    """``lags`` with the unknown bytes estimated from what the run read: (topic, partition) ->
+    (records, key + value bytes); a partition it read nothing of takes the run's average."""
+    records = sum(r for r, _ in read.values())
+    overall = sum(b for _, b in read.values()) / records if records else None
+    out = []
+    for lag in lags:
+        if lag.bytes is None:
+            got = read.get((lag.topic, lag.partition))
+            rate = got[1] / got[0] if got and got[0] else overall
+            if rate is not None:
+                lag = PartitionLag(lag.topic, lag.partition, lag.records,
+                                   0 if lag.records == 0 else round(lag.records * rate))
+        out.append(lag)
+    return out
+
+
 def total_text(lags: list[PartitionLag]) -> str:
     """``"1,200 records (~16.8 kB)"``: the run's whole lag, for a progress line."""
     records = sum(lag.records for lag in lags)

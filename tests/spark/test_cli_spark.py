@@ -64,7 +64,10 @@ def test_ingest_batch_writes_what_was_produced(spark: Any, tansu: TansuBroker,
     assert summary.records == 900 and summary.files >= 1 and summary.seconds > 0
     assert parquet_rows(out) == expected_rows(topic, records, delivered, headers=True)
     text = status.getvalue()
-    assert re.search(r"batch: read and wrote \(\d+/\d+ tasks\) in [0-9.]+ s", text)
+    assert re.search(r"batch: read and wrote \(\d+/\d+ tasks\) in [0-9.]+ s; "
+                     r"behind latest 0 records", text)
+    assert [(lag.partition, lag.records, lag.bytes) for lag in summary.lag or []] == [
+        (0, 0, 0), (1, 0, 0), (2, 0, 0)]
     table = format_summary(summary)
     assert re.search(r"total\s+900\s+" + f"{summary.bytes:,}", table)
     for p in range(3):
@@ -103,6 +106,11 @@ def test_ingest_command_batch_in_process(spark: Any, tansu: TansuBroker,
     want = [r for r in expected_rows(topic, records, delivered)
             if r[1] == 1 or r[2] < 50]
     assert parquet_rows(out) == want
+    # partition 0 stopped 50 short of its latest offset: its bytes estimated at the 50 read
+    read = sum(len(r.key or b"") + len(r.value or b"")
+               for r, (p, o) in zip(records, delivered) if p == 0 and o < 50)
+    assert f"behind latest: 50 records (~{human_bytes(read)})" in captured.out
+    assert re.search(rf"{topic}\s+0\s+50\s+{read:,}\s*$", captured.out, re.MULTILINE)
     assert spark.range(3).count() == 3            # the shared session is still alive
 
 
