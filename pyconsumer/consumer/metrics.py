@@ -296,6 +296,8 @@ class ConsumerMetrics:
         self._topics: dict[str, tuple[Sensor, Sensor, Sensor]] = {}
         #: each drained partition's lag and lead stats (forgotten on unassignment)
         self._partitions: dict[TopicPartition, _PartitionStats] = {}
+        #: each assigned partition's records-lag and records-lead names, made once
+        self._lag_names: dict[TopicPartition, tuple[MetricName, MetricName]] = {}
         self._consumed_of: dict[str, tuple[_Recorders, _Recorders]] = {}
         self._fetch_latency_ms: dict[int, float] = {}     # node -> of the answer not read yet
         # consumer
@@ -627,7 +629,7 @@ class ConsumerMetrics:
         now = self._clock()
         w = self._window
         assigned = set(subscriptions.assigned_partitions())
-        for tp in [tp for tp in list(self._partitions) if tp not in assigned]:
+        for tp in [tp for tp in [*self._partitions, *self._lag_names] if tp not in assigned]:
             self._forget_partition(tp)           # Java removes them on unassignment
         out = {name: float(stat.measure(w, now)) for name, stat in list(self._stats.items())}
         for tp, part in list(self._partitions.items()):
@@ -647,11 +649,15 @@ class ConsumerMetrics:
                 lag, lead = self._lag_lead(subscriptions, tp)
             except IllegalStateError:          # unassigned by the polling thread just now
                 continue
-            tags = self._partition_tags(tp)
+            names = self._lag_names.get(tp)
+            if names is None:
+                tags = self._partition_tags(tp)
+                names = self._lag_names[tp] = (MetricName("records-lag", FETCH_GROUP, tags),
+                                               MetricName("records-lead", FETCH_GROUP, tags))
             if lag is not None:
-                out[MetricName("records-lag", FETCH_GROUP, tags)] = float(lag)
+                out[names[0]] = float(lag)
             if lead is not None:
-                out[MetricName("records-lead", FETCH_GROUP, tags)] = float(lead)
+                out[names[1]] = float(lead)
         if self.has_group:
             out[MetricName("last-heartbeat-seconds-ago", COORDINATOR_GROUP, self._tags)] = \
                 _seconds_ago(self._last_heartbeat, now)
@@ -663,6 +669,7 @@ class ConsumerMetrics:
 
     def _forget_partition(self, tp: TopicPartition) -> None:
         self._partitions.pop(tp, None)
+        self._lag_names.pop(tp, None)
 
 
 __all__ = ["AssignmentView", "ConsumerMetrics", "METRICS", "PartitionView", "ValueCounts",

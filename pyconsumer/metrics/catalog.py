@@ -8,6 +8,8 @@ partition's) already has its instrument.
 """
 from __future__ import annotations
 
+import functools
+
 FETCH_GROUP = "consumer-fetch-manager-metrics"
 CONSUMER_GROUP = "consumer-metrics"
 COORDINATOR_GROUP = "consumer-coordinator-metrics"
@@ -48,6 +50,7 @@ def telemetry_name(group: str, name: str) -> str:
     return f"org.apache.kafka.{group}.{name}".lower().replace("-", ".")
 
 
+@functools.lru_cache(maxsize=256)
 def attribute_name(tag: str) -> str:
     """KIP-714's attribute (label) name of a tag: lower case, dashes as underscores
     (``client-id`` -> ``client_id``)."""

@@ -72,6 +72,7 @@ class PrometheusCollector:
     def __init__(self, *consumers: MetricsSource) -> None:
         self._lock = threading.Lock()
         self._consumers: tuple[MetricsSource, ...] = tuple(_checked(c) for c in consumers)
+        self._labels: dict[tuple[MetricName, str | None], dict[str, str]] = {}
 
     def add(self, consumer: MetricsSource) -> None:
         """Export ``consumer`` too, from the next scrape on."""
@@ -95,21 +96,29 @@ class PrometheusCollector:
     def collect(self) -> list[Metric]:
         """The families of every consumer's metrics now."""
         families: dict[tuple[str, str], Metric] = {}
+        labels: dict[tuple[MetricName, str | None], dict[str, str]] = {}
         for consumer in self._consumers:
-            self._add_samples(families, consumer.metrics().items(), consumer.group_id)
+            self._add_samples(families, consumer.metrics().items(), consumer.group_id, labels)
+        # a consumer keeps its metrics' names while their partitions stay assigned: their
+        # labels are made once, and those of names no scrape gave any more are let go
+        self._labels = labels
         return list(families.values())
 
-    @staticmethod
-    def _add_samples(families: dict[tuple[str, str], Metric],
-                     metrics: Iterable[tuple[MetricName, float]], group_id: str | None) -> None:
+    def _add_samples(self, families: dict[tuple[str, str], Metric],
+                     metrics: Iterable[tuple[MetricName, float]], group_id: str | None,
+                     made: dict[tuple[MetricName, str | None], dict[str, str]]) -> None:
+        known = self._labels
         for metric, value in metrics:
             key = (metric.group, metric.name)
             family = families.get(key)
             if family is None:
                 family = families[key] = _family(*key)
-            labels = {attribute_name(tag): v for tag, v in metric.tags.items()}
-            if group_id is not None:
-                labels["group_id"] = group_id
+            labels = known.get((metric, group_id))
+            if labels is None:
+                labels = {attribute_name(tag): v for tag, v in metric.tags.items()}
+                if group_id is not None:
+                    labels["group_id"] = group_id
+            made[(metric, group_id)] = labels
             sample = family.name + "_total" if family.type == "counter" else family.name
             family.add_sample(sample, labels, value)
 
