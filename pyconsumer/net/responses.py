@@ -105,6 +105,16 @@ def body_of(response: Response,
             api: Literal[ApiKey.CONSUMER_GROUP_HEARTBEAT]) -> bodies.ConsumerGroupHeartbeatResponse: ...
 
 
+@overload
+def body_of(response: Response, api: Literal[ApiKey.GET_TELEMETRY_SUBSCRIPTIONS]
+            ) -> bodies.GetTelemetrySubscriptionsResponse: ...
+
+
+@overload
+def body_of(response: Response,
+            api: Literal[ApiKey.PUSH_TELEMETRY]) -> bodies.PushTelemetryResponse: ...
+
+
 def body_of(response: Response, api: ApiKey) -> Any:
     """``response.body`` typed as the response body of ``api`` (the API it answers)."""
     return response.body

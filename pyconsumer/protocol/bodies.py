@@ -705,6 +705,39 @@ class Assignment(TypedDict):
     topic_partitions: list[TopicPartitions]
 
 
+class GetTelemetrySubscriptionsRequest(TypedDict):
+    """GetTelemetrySubscriptionsRequest body: api key 71, v0, flexible v0+."""
+    client_instance_id: uuid.UUID
+
+
+class GetTelemetrySubscriptionsResponse(TypedDict):
+    """GetTelemetrySubscriptionsResponse body: api key 71, v0, flexible v0+."""
+    throttle_time_ms: int
+    error_code: int
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval_ms: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+
+
+class PushTelemetryRequest(TypedDict):
+    """PushTelemetryRequest body: api key 72, v0, flexible v0+."""
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    terminating: bool
+    compression_type: int
+    metrics: bytes
+
+
+class PushTelemetryResponse(TypedDict):
+    """PushTelemetryResponse body: api key 72, v0, flexible v0+."""
+    throttle_time_ms: int
+    error_code: int
+
+
 class ConsumerProtocolSubscription(TypedDict):
     """ConsumerProtocolSubscription body: embedded in group messages, v0-3, flexible none."""
     topics: list[str]

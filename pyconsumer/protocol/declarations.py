@@ -387,6 +387,27 @@ ConsumerGroupHeartbeatResponse 68 0-1 flexible=0+
     TopicPartitions []TopicPartitions 0+
       TopicId uuid 0+
       Partitions []int32 0+
+GetTelemetrySubscriptionsRequest 71 0 flexible=0+
+  ClientInstanceId uuid 0+
+GetTelemetrySubscriptionsResponse 71 0 flexible=0+
+  ThrottleTimeMs int32 0+
+  ErrorCode int16 0+
+  ClientInstanceId uuid 0+
+  SubscriptionId int32 0+
+  AcceptedCompressionTypes []int8 0+
+  PushIntervalMs int32 0+
+  TelemetryMaxBytes int32 0+
+  DeltaTemporality bool 0+
+  RequestedMetrics []string 0+
+PushTelemetryRequest 72 0 flexible=0+
+  ClientInstanceId uuid 0+
+  SubscriptionId int32 0+
+  Terminating bool 0+
+  CompressionType int8 0+
+  Metrics bytes 0+
+PushTelemetryResponse 72 0 flexible=0+
+  ThrottleTimeMs int32 0+
+  ErrorCode int16 0+
 ConsumerProtocolSubscription -1 0-3 flexible=none
   Topics []string 0+
   UserData bytes 0+ nullable=0+ default=null
