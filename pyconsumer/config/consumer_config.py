@@ -357,6 +357,13 @@ class ConsumerConfig:
         boolean,
         "Pattern subscriptions do not match internal topics (__consumer_offsets...)",
     )
+    enable_metrics_push = Setting(
+        "enable.metrics.push",
+        True,
+        boolean,
+        "Push the consumer's metrics to a broker that asks for them (KIP-714 client telemetry: "
+        "the cluster's client-metrics subscriptions choose which and how often)",
+    )
     allow_auto_create_topics = Setting(
         "allow.auto.create.topics",
         True,

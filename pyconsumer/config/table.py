@@ -104,7 +104,6 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "metric.reporters": ("ignore", "JMX/metrics reporters are JVM classes"),
     "metrics.recording.level": (
         "ignore", "pyconsumer always records its metrics (Java's INFO level); none are DEBUG"),
-    "enable.metrics.push": ("ignore", "pyconsumer does not push client telemetry (KIP-714)"),
     "security.providers": ("ignore", "JCA security providers are JVM classes"),
     "ssl.provider": ("ignore", "JSSE provider; Python uses OpenSSL"),
     "ssl.keymanager.algorithm": ("ignore", "JSSE key manager; Python uses OpenSSL"),

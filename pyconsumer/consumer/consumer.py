@@ -17,6 +17,7 @@ import functools
 import logging
 import re
 import time
+import uuid
 import weakref
 from types import TracebackType
 from typing import Any
@@ -48,6 +49,7 @@ from pyconsumer.consumer.poll import (
     poll_limit,
 )
 from pyconsumer.consumer.subscription import SubscriptionState
+from pyconsumer.consumer.telemetry import ClientTelemetryReporter
 from pyconsumer.errors import (
     ErrorCode,
     BrokerResponseError,
@@ -116,6 +118,8 @@ class KafkaConsumer:
         self._offsets: OffsetsClient | None = None
         self._coordinator: ConsumerCoordinator | None = None
         self._membership: Membership | None = None
+        #: KIP-714 pushes (enable.metrics.push), from the first connection on
+        self._telemetry: ClientTelemetryReporter | None = None
         self._wakeup_pending = False         # wakeup() before the client existed
         self._metrics = ConsumerMetrics(self.config)
         self._interceptors = ConsumerInterceptors.from_config(self.config)
@@ -162,7 +166,49 @@ class KafkaConsumer:
             self._poll_loop = PollLoop(self.config, self._subscriptions, _weak(self._parts),
                                        self._coordinator, self._membership,
                                        _weak(self._all_consumed), _weak(self._stable_generation))
+            if self.config.enable_metrics_push:
+                self._telemetry = ClientTelemetryReporter(
+                    self._client, self.config, _weak(self.metrics),
+                    _weak(self._telemetry_resource))
+                self._telemetry.start()
         return self._client
+
+    def _telemetry_resource(self) -> dict[str, str]:
+        """The OTLP resource attributes of a telemetry push, as Java's ClientTelemetryProvider
+        gives a consumer's: its group, instance id and rack when set, and the member id the
+        group gave it."""
+        config = self.config
+        resource: dict[str, str] = {}
+        if config.group_id is not None:
+            resource["group_id"] = config.group_id
+        if config.group_instance_id:
+            resource["group_instance_id"] = config.group_instance_id
+        if config.client_rack:
+            resource["client_rack"] = config.client_rack
+        member_id = self._stable_generation()[1] if config.group_id is not None else ""
+        if member_id:
+            resource["group_member_id"] = member_id
+        return resource
+
+    @_exclusive
+    def client_instance_id(self, timeout_ms: float | None = None) -> uuid.UUID | None:
+        """Java ``clientInstanceId``: the id the cluster gave this client for its telemetry
+        (KIP-714), waiting up to ``timeout_ms`` (default.api.timeout.ms) for the first
+        subscription; None when none came (a broker without client telemetry answers
+        none). IllegalStateError with ``enable.metrics.push=false``."""
+        if self._closed:
+            raise IllegalStateError("this consumer is closed")
+        if not self.config.enable_metrics_push:
+            raise IllegalStateError("client_instance_id() needs enable.metrics.push=true: "
+                                    "telemetry is disabled")
+        client = self._network()
+        telemetry = self._telemetry
+        assert telemetry is not None
+        if telemetry.client_instance_id is None:
+            client.poll(timeout_ms=self._timeout(timeout_ms),
+                        until=lambda: (telemetry.client_instance_id is not None
+                                       or not telemetry.sender.enabled))
+        return telemetry.client_instance_id
 
     def _on_unassigned(self, partitions: set[TopicPartition]) -> None:
         if self._fetcher is not None:
@@ -762,6 +808,13 @@ class KafkaConsumer:
         if self._closed:
             return
         try:
+            if self._telemetry is not None:
+                # Java's initiateClose comes first: the last push sees the member as it was
+                try:
+                    self._telemetry.close(min(float(self.config.request_timeout_ms),
+                                              self._timeout(timeout_ms)))
+                except KafkaError as e:
+                    log.debug("closing: the terminating telemetry push failed: %s", e)
             if self._coordinator is not None and self._client is not None:
                 self._client.clear_wakeup()     # closing is not interrupted by a wakeup
                 deadline = time.monotonic() + (30_000 if timeout_ms is None

@@ -32,7 +32,15 @@ from __future__ import annotations
 
 from ._delta_spark import DELTA_FOR_SPARK, delta_spark_conf, delta_spark_jars
 from ._errors import MissingExtraError
-from ._fake import FAST_CONSUMER, ConsumerGroup, FakeCluster, FetchSession, RawClient, Request
+from ._fake import (
+    FAST_CONSUMER,
+    ConsumerGroup,
+    FakeCluster,
+    FetchSession,
+    RawClient,
+    Request,
+    TelemetrySubscriptionConfig,
+)
 from ._external import ExternalKafka, NotOurCluster
 from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, TlsFiles, kafka_jars
 from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
@@ -72,6 +80,7 @@ __all__ = [
     "FetchSession",
     "RawClient",
     "Request",
+    "TelemetrySubscriptionConfig",
     "KAFKA_VERSION",
     "KafkaCluster",
     "KafkaNode",

@@ -57,22 +57,25 @@ The package's modules, each layer importing only the layers below it:
     apis                    the dispatch table: API key -> (handler, error shape)
     api_versions, metadata, find_coordinator, fetch, list_offsets, offset_for_leader_epoch,
     offset_commit, offset_fetch, join_group, sync_group, heartbeat, leave_group,
-    describe_groups, consumer_group_heartbeat
+    describe_groups, consumer_group_heartbeat, telemetry
                             one module per API: ``handle(state, broker, request)`` and
                             ``error(state, broker, request, code)``
     classic                 the classic group coordinator's rebalance transitions
     state                   ClusterState: what the handlers read and change, under one lock
-    log, groups, consumer_group, sessions, listener, faults
+    log, groups, consumer_group, sessions, listener, faults, client_metrics
                             topics/partitions/batches; classic groups and committed offsets;
-                            the KIP-848 coordinator; fetch sessions; a broker's sockets; rules
+                            the KIP-848 coordinator; fetch sessions; a broker's sockets; rules;
+                            the KIP-714 subscription and the pushes received
     common                  Request, Body, the hang-up signal, constants
 """
 from __future__ import annotations
 
 from .client import RawClient
+from .client_metrics import Push, TelemetrySubscriptionConfig
 from .cluster import FakeCluster
 from .common import FAST_CONSUMER, Request
 from .consumer_group import ConsumerGroup
 from .sessions import FetchSession
 
-__all__ = ["FAST_CONSUMER", "ConsumerGroup", "FakeCluster", "FetchSession", "RawClient", "Request"]
+__all__ = ["FAST_CONSUMER", "ConsumerGroup", "FakeCluster", "FetchSession", "Push", "RawClient",
+           "Request", "TelemetrySubscriptionConfig"]

@@ -24,6 +24,7 @@ from . import (
     offset_fetch,
     offset_for_leader_epoch,
     sync_group,
+    telemetry,
 )
 from .common import Body, Request
 from .listener import Broker
@@ -54,6 +55,10 @@ APIS: dict[ApiKey, Api] = {
     ApiKey.DESCRIBE_GROUPS: Api(describe_groups.handle, describe_groups.error),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Api(consumer_group_heartbeat.handle,
                                          consumer_group_heartbeat.error),
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: Api(telemetry.handle_get, telemetry.error),
+    ApiKey.PUSH_TELEMETRY: Api(telemetry.handle_push, telemetry.error),
 }
+#: served only by a cluster made with client_telemetry (Kafka: with a telemetry receiver)
+TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
-__all__ = ["APIS", "Api"]
+__all__ = ["APIS", "Api", "TELEMETRY_APIS"]

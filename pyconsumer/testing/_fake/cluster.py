@@ -17,13 +17,14 @@ from pyconsumer.structs import TopicPartition
 from .._encode import aio_v2
 from . import classic
 from .api_versions import api_keys
-from .apis import APIS
+from .apis import APIS, TELEMETRY_APIS
 from .common import HOST, Body, Hangup, RecordLike, Request
 from .faults import Control, Rule
 from .groups import Committed
 from .listener import Broker
 from .sessions import FetchSession
 from .state import ClusterState
+from .client_metrics import Telemetry, TelemetrySubscriptionConfig
 
 
 class FakeCluster(ClusterState):
@@ -34,7 +35,8 @@ class FakeCluster(ClusterState):
                  min_session_timeout_ms: int = 1, max_session_timeout_ms: int = 1_800_000,
                  initial_rebalance_delay_ms: int = 0, fetch_wait_cap_s: float = 5.0,
                  auto_create_topics: bool = False, fetch_sessions: bool = True,
-                 max_fetch_sessions: int = 1000) -> None:
+                 max_fetch_sessions: int = 1000,
+                 client_telemetry: TelemetrySubscriptionConfig | None = None) -> None:
         if not 1 <= n_brokers <= 9:
             raise ValueError(f"n_brokers must be 1..9, got {n_brokers}")
         super().__init__(max_versions=max_versions, min_session_timeout_ms=min_session_timeout_ms,
@@ -47,7 +49,10 @@ class FakeCluster(ClusterState):
         self.errors: list[BaseException] = []
         self._rules: list[Rule] = []
         self._controls: list[tuple[ApiKey, Control]] = []
-        self.handlers = {api: functools.partial(entry.handle, self) for api, entry in APIS.items()}
+        if client_telemetry is not None:
+            self.telemetry = Telemetry(client_telemetry)
+        self.handlers = {api: functools.partial(entry.handle, self) for api, entry in APIS.items()
+                         if client_telemetry is not None or api not in TELEMETRY_APIS}
         self.brokers = [Broker(i, self._handle, self.errors) for i in range(n_brokers)]
         for b in self.brokers:
             b.start()

@@ -17,12 +17,14 @@ from pyconsumer.errors import ErrorCode
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey
 from pyconsumer.structs import TopicPartition
 
+from .client_metrics import Telemetry
 from .common import Body, Hangup, Request
 from .consumer_group import ConsumerGroup
 from .groups import Group
 from .listener import Broker
 from .log import Partition, Topic
 from .sessions import FetchSession
+
 
 #: one API's handler as the cluster holds it: (the broker asked, the request) -> the answer
 Handler = Callable[[Broker, Request], Body]
@@ -56,6 +58,8 @@ class ClusterState:
         self._session_ids = itertools.count(1001)
         self._coordinators: dict[str, int] = {}
         self._closed = threading.Event()
+        #: the KIP-714 side (None: the APIs are not offered), set by the cluster
+        self.telemetry: Telemetry | None = None
 
     # ------------------------------------------------------------------ topics
 
