@@ -263,7 +263,7 @@ class KafkaNode(BrokerProcess):
         krb5 = [] if c.kerberos is None else [f"-Djava.security.krb5.conf={c.kerberos.krb5_conf}"]
         return [str(self.binary), f"-Xms{c.heap_min}", f"-Xmx{c.heap}", "-XX:+UseG1GC",
                 "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true", *krb5,
-                f"-Dlog4j2.configurationFile={c.log4j_config}", "-cp", f"{c.libs}/*", "kafka.Kafka",
+                f"-Dlog4j2.configurationFile={c.log4j_config}", "-cp", c.classpath(), "kafka.Kafka",
                 str(self.config_path)]
 
     def _ready_in_log(self, text: bytes) -> bool:
@@ -296,6 +296,8 @@ class KafkaCluster(ProcessCluster):
     ({node_id: {...}}). ``kerberos`` (a :class:`Kerberos`) adds a SASL_PLAINTEXT listener
     ``GSSAPI`` that takes only GSSAPI, authenticating with that keytab. Each node has
     ``broker.rack`` ``r<node id>`` and the rack-aware replica selector (follower fetching).
+    ``extra_classpath``: folders or jars put after Kafka's own on every broker's class path
+    (plugins a test compiled, such as a ``metric.reporters`` class named in ``broker_config``).
     Raises MissingToolError (with what to install) without java, mvn or openssl;
     BrokerStartError naming the node, the cause and the log's tail otherwise.
     """
@@ -316,6 +318,7 @@ class KafkaCluster(ProcessCluster):
         stop_timeout: float = 30.0,
         kerberos: Kerberos | None = None,
         port: int | None = None,
+        extra_classpath: Sequence[Path | str] = (),
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster has at least one node, got nodes={nodes}")
@@ -328,6 +331,7 @@ class KafkaCluster(ProcessCluster):
         self.node_config: dict[int, dict[str, str]] = {
             n: {k: str(v) for k, v in cfg.items()} for n, cfg in (node_config or {}).items()}
         self.version = version
+        self.extra_classpath: tuple[Path, ...] = tuple(Path(p) for p in extra_classpath)
         self.kerberos = kerberos
         #: node 1's PLAINTEXT port (None: a free one), e.g. 9092 for examples that expect it
         self.port = port
@@ -344,6 +348,10 @@ class KafkaCluster(ProcessCluster):
         self._tls: TlsFiles | None = None
         self.libs = Path()
         self.log4j_config = Path()
+
+    def classpath(self) -> str:
+        """The brokers' Java class path: Kafka's jars, then ``extra_classpath``."""
+        return os.pathsep.join([f"{self.libs}/*", *(str(p) for p in self.extra_classpath)])
 
     # ------------------------------------------------------------------ addresses
 
@@ -559,6 +567,29 @@ class KafkaCluster(ProcessCluster):
         admin = self.admin()          # held: a collected client cancels its pending answers
         entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(timeout=timeout)
         return {name: entry.value for name, entry in entries.items() if entry.value is not None}
+
+    def alter_client_metrics(self, name: str, settings: Mapping[str, str | Sequence[str]],
+                             *, timeout: float = 60.0) -> None:
+        """Set the client-metrics resource ``name`` (KIP-714 subscriptions: ``metrics``,
+        ``interval.ms``, ``match``; a list value is written as Kafka's ``[a,b]``) with Kafka's
+        own kafka-configs tool (ConfigCommand: IncrementalAlterConfigs on CLIENT_METRICS)."""
+        pairs = [f"{k}=[{','.join(v)}]" if not isinstance(v, str) else f"{k}={v}"
+                 for k, v in settings.items()]
+        self.kafka_configs("--alter", "--entity-type", "client-metrics", "--entity-name", name,
+                           "--add-config", ",".join(pairs), timeout=timeout)
+
+    def kafka_configs(self, *args: str, timeout: float = 60.0) -> str:
+        """Run Kafka's kafka-configs tool (``kafka.admin.ConfigCommand``) against the cluster
+        with ``args``; its output, or BrokerStartError with it when it fails."""
+        java = require_tool("KafkaCluster.kafka_configs", "java")
+        done = subprocess.run([java, "-Xmx256m", "-cp", f"{self.libs}/*", "kafka.admin.ConfigCommand",
+                               "--bootstrap-server", self.bootstrap_servers, *args],
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "KAFKA_LOG4J_OPTS": ""})
+        if done.returncode != 0:
+            raise BrokerStartError(f"kafka-configs {' '.join(args)} failed (exit "
+                                   f"{done.returncode}): {(done.stdout + done.stderr).strip()[-2000:]}")
+        return done.stdout
 
     def leaders(self, topic: str) -> dict[int, int]:
         """partition -> leader node id, from the cluster's metadata now."""
