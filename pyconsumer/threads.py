@@ -6,7 +6,8 @@
   ``wakeup()`` and ``metrics()`` are the methods any thread may call. (:class:`AccessGuard`)
 * **The heartbeat thread** (one per consumer that joins a group) keeps the membership alive
   while the application is away from the consumer (processing records). It only sends
-  Heartbeat (ConsumerGroupHeartbeat with group.protocol=consumer), FindCoordinator and, on a
+  Heartbeat (ConsumerGroupHeartbeat with group.protocol=consumer), FindCoordinator, the
+  KIP-714 telemetry requests (GetTelemetrySubscriptions, PushTelemetry) and, on a
   poll timeout, LeaveGroup (a leaving heartbeat), and records their outcome: the heartbeat
   timer, a coordinator to look up, a generation lost or a member fenced, a new target
   assignment, a fatal error. It never changes the assignment, positions or fetched data, and
@@ -26,7 +27,8 @@
 * **Callbacks that change consumer state run on the application thread.** Requests completed
   while the heartbeat thread polls (fetches, offsets, commits, joins) have their callbacks
   queued and run at the start of the application's next network poll; only callbacks
-  registered as thread-safe (heartbeat, FindCoordinator, LeaveGroup: they only record)
+  registered as thread-safe (heartbeat, FindCoordinator, LeaveGroup, telemetry: they only
+  record)
   run where they complete.
 * **What the heartbeat thread recorded is acted upon by the application thread**: a lost
   generation (a heartbeat answered UNKNOWN_MEMBER_ID, or ``max.poll.interval.ms`` expired) is
