@@ -100,6 +100,7 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "metrics.sample.window.ms": 30_000,
     "metrics.num.samples": 2,
     "interceptor.classes": [],
+    "enable.metrics.push": True,
 }
 # Java settings whose default depends on other settings or differs on purpose (tested below)
 SPECIAL = {"bootstrap.servers", "client.id", "enable.auto.commit", "key.deserializer",

@@ -85,7 +85,8 @@ def test_pyconsumer_testing_exports_the_fake() -> None:
     import pyconsumer.testing._fake as fake
 
     assert set(fake.__all__) == {"FakeCluster", "RawClient", "Request", "ConsumerGroup",
-                                 "FetchSession", "FAST_CONSUMER"}
+                                 "FetchSession", "FAST_CONSUMER", "Push",
+                                 "TelemetrySubscriptionConfig"}
     assert set(fake.__all__) <= set(pyconsumer.testing.__all__)
     for name in fake.__all__:
         assert getattr(pyconsumer.testing, name) is getattr(fake, name), name
