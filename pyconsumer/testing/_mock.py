@@ -104,6 +104,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "rd_kafka_mock_request_id": ([vp], i32),
         "rd_kafka_mock_request_api_key": ([vp], i16),
         "rd_kafka_mock_request_timestamp": ([vp], i64),
+        "rd_kafka_mock_telemetry_set_requested_metrics": ([vp, ctypes.POINTER(cp), sz], ci),
+        "rd_kafka_mock_telemetry_set_push_interval": ([vp, i64], ci),
     }
     for name, (argtypes, restype) in sigs.items():
         fn = getattr(lib, name, None)
@@ -265,6 +267,16 @@ class MockCluster:
         """Change what ApiVersions advertises for ``api_key`` (-1, -1 disables it)."""
         err = self._fn("rd_kafka_mock_set_apiversion")(self._handle(), api_key, min_version, max_version)
         self._check(err, f"set_apiversion({api_key}, {min_version}, {max_version})")
+
+    def set_telemetry(self, metrics: list[str], push_interval_ms: int) -> None:
+        """The KIP-714 subscription the mock hands every client: the metric name prefixes it
+        requests (none: no metrics) and the push interval."""
+        arr = (ctypes.c_char_p * len(metrics))(*(m.encode() for m in metrics))
+        err = self._fn("rd_kafka_mock_telemetry_set_requested_metrics")(
+            self._handle(), arr, len(metrics))
+        self._check(err, f"set_telemetry({metrics!r})")
+        err = self._fn("rd_kafka_mock_telemetry_set_push_interval")(self._handle(), push_interval_ms)
+        self._check(err, f"set_telemetry(push_interval_ms={push_interval_ms})")
 
     # ------------------------------------------------------------------ errors and groups
 
