@@ -103,6 +103,10 @@ class ClientTelemetryReporter:
 
     def _step(self, now: float) -> float | None:
         sender = self.sender
+        if not sender.enabled:
+            # stopped for good: polls need not ask any more
+            self._client.remove_poll_hook(self._step)
+            return None
         wait = sender.time_to_next_update(now)
         if wait > 0:
             return None if wait == float("inf") else wait
