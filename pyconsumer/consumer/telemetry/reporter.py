@@ -59,7 +59,6 @@ class ClientTelemetryReporter:
         self._clock = clock
         self.sender = sender if sender is not None else TelemetrySender()
         self._collector = collector if collector is not None else TelemetryCollector()
-        self._request_timeout_ms = float(config.request_timeout_ms)
         self._backoff = config.reconnect_backoff_ms / 1000.0
         #: the broker telemetry goes to while it can take requests
         self._node: int | None = None
