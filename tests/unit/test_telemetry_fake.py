@@ -112,9 +112,10 @@ def test_the_first_push_is_jittered_then_one_interval_apart(
         got = cluster.requests_of(GET)[0].at
         pushes = [r.at for r in cluster.requests_of(PUSH)]
     first = pushes[0] - got
-    assert 0.2 - 0.05 <= first <= 0.6 + 0.15, first      # 0.5 to 1.5 intervals
+    # 0.5 to 1.5 intervals after the answer, which may wait behind a fetch (100 ms)
+    assert 0.2 - 0.05 <= first <= 0.6 + 0.3, first
     for a, b in zip(pushes, pushes[1:3]):
-        assert 0.4 - 0.02 <= b - a <= 0.4 + 0.2, b - a
+        assert 0.4 - 0.02 <= b - a <= 0.4 + 0.3, b - a
 
 
 def test_a_subscription_without_metrics_is_asked_again_and_nothing_pushed(
@@ -127,7 +128,7 @@ def test_a_subscription_without_metrics_is_asked_again_and_nothing_pushed(
     instance = gets[1].body["client_instance_id"]
     assert instance != uuid.UUID(int=0) and gets[2].body["client_instance_id"] == instance
     for a, b in zip(gets, gets[1:]):
-        assert 0.2 - 0.02 <= b.at - a.at <= 0.2 + 0.2
+        assert 0.2 - 0.02 <= b.at - a.at <= 0.2 + 0.3
 
 
 def test_a_changed_subscription_is_fetched_again_at_once(
@@ -180,7 +181,7 @@ def test_too_large_or_throttled_asks_again_one_interval_later(
         poll_for(c, 10, lambda: len(cluster.requests_of(PUSH)) >= 2)
     seen = telemetry_requests(cluster)
     assert [r.api for r in seen[:4]] == [GET, PUSH, GET, PUSH]
-    assert 0.3 - 0.02 <= seen[2].at - seen[1].at <= 0.3 + 0.2
+    assert 0.3 - 0.02 <= seen[2].at - seen[1].at <= 0.3 + 0.3
     assert cluster.telemetry is not None and len(cluster.telemetry.pushes) >= 1
 
 
@@ -295,3 +296,21 @@ def test_the_state_machine_edge_answers() -> None:
     assert error_interval_ms(ErrorCode.TELEMETRY_TOO_LARGE, 1000) == 1000
     assert error_interval_ms(ErrorCode.THROTTLING_QUOTA_EXCEEDED, -1) == DEFAULT_PUSH_INTERVAL_MS
     assert error_interval_ms(ErrorCode.INVALID_RECORD, 1000) == float("inf")
+
+
+def test_the_heartbeat_thread_pushes_while_the_application_is_away(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(interval_ms=150)
+    t = cluster.telemetry
+    assert t is not None
+    with KafkaConsumer("t", bootstrap_servers=cluster.bootstrap, group_id="g", client_id="tele",
+                       **FAST_CONSUMER) as c:
+        poll_for(c, 10, lambda: bool(c.assignment()) and len(t.pushes) >= 1)
+        before = len(t.pushes)
+        time.sleep(1.2)                 # no poll(): only the heartbeat thread polls
+        during = len(t.pushes) - before
+        member_id = c.group_metadata().member_id
+    assert during >= 4, during          # every 150 ms
+    resource = decoded(t.pushes[-1]).resource_metrics[0].resource
+    assert {a.key: a.value.string_value for a in resource.attributes} == {
+        "group_id": "g", "group_member_id": member_id}
