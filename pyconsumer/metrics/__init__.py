@@ -13,7 +13,10 @@ The consumer's own sensors are in :mod:`pyconsumer.consumer.metrics`, its metric
 :mod:`pyconsumer.metrics.catalog`. The exporters read ``metrics()`` when asked:
 :mod:`pyconsumer.metrics.prometheus` (the ``prometheus`` extra) and
 :mod:`pyconsumer.metrics.otel` (the ``otel`` extra); the latter also hears each poll through
-a poll listener (:mod:`pyconsumer.metrics.polls`).
+a poll listener (:mod:`pyconsumer.metrics.polls`). KIP-714 client telemetry reads them too:
+:mod:`pyconsumer.metrics.telemetry` selects and shapes what a push carries,
+:mod:`pyconsumer.metrics.otlp` writes it as OTLP (the consumer's reporter,
+:mod:`pyconsumer.consumer.telemetry`, sends it).
 """
 from __future__ import annotations
 
