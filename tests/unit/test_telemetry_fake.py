@@ -314,3 +314,11 @@ def test_the_heartbeat_thread_pushes_while_the_application_is_away(
     resource = decoded(t.pushes[-1]).resource_metrics[0].resource
     assert {a.key: a.value.string_value for a in resource.attributes} == {
         "group_id": "g", "group_member_id": member_id}
+
+
+def test_the_instance_id_of_a_consumer_that_asked_nothing_else(
+        make_cluster: Callable[..., FakeCluster]) -> None:
+    cluster = make_cluster(interval_ms=100)
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap, **FAST_CONSUMER) as c:
+        instance = c.client_instance_id(timeout_ms=5000)   # no assignment, no metadata asked
+    assert cluster.telemetry is not None and instance == cluster.telemetry.instances[0]

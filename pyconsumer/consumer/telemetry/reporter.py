@@ -3,8 +3,8 @@
 It runs as a poll hook of the network client (:meth:`NetworkClient.add_poll_hook`), so it is
 driven by whoever polls, the application's poll() or the heartbeat thread, and costs a poll
 one time comparison until a request is due: nothing is done per record. When one is due it
-picks a broker of the cluster's metadata (the least loaded, then the same one for as long as
-it can take requests, as Java's NetworkClient), asks it GetTelemetrySubscriptions, and at
+picks a node (the least loaded, then the same one for as long as it can take requests, as
+Java's NetworkClient), asks it GetTelemetrySubscriptions, and at
 the push interval sends PushTelemetry: the subscription's metrics (read from ``metrics()``
 then) as OTLP, compressed with the first of the broker's accepted types that we write.
 Answers are handled where they complete (they only change the reporter's own state, under
@@ -132,11 +132,11 @@ class ClientTelemetryReporter:
         return None
 
     def _pick_node(self) -> int | None:
-        brokers = self._client.metadata.brokers
-        if not brokers:
-            return None                        # after the cluster is known, as Java's
-        if self._node not in brokers:
-            self._node = self._client.least_loaded_node(list(brokers.values()))
+        # Java's leastLoadedNode over the metadata's nodes: the bootstrap servers until the
+        # brokers are known, then the brokers
+        nodes = self._client.metadata.nodes()
+        if self._node is None or all(n.node_id != self._node for n in nodes):
+            self._node = self._client.least_loaded_node(nodes)
         return self._node
 
     def _ask(self, node: int) -> None:
