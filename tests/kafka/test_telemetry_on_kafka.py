@@ -233,3 +233,36 @@ def test_a_broker_without_telemetry_gives_no_instance_id_and_no_error(
         assert c.client_instance_id(timeout_ms=5000) is None
         assert time.monotonic() - t0 < 4         # telemetry stopped: nothing to wait for
         assert c.poll(100) == {}
+
+
+def test_a_changed_subscription_is_fetched_again_and_pushed(
+        telemetry_kafka: TelemetryKafka) -> None:
+    kafka = telemetry_kafka.cluster
+    topic = kafka.create_topic("telemetry-resub", 1)
+    produce(kafka.bootstrap, topic, [TestRecord(value=b"v%d" % i) for i in range(5)])
+    client_id = "pyc-telemetry-resub"
+    assigned = "org.apache.kafka.consumer.coordinator.assigned.partitions"
+    with KafkaConsumer(topic, **kafka.client_settings(
+            group_id="g-telemetry-resub", client_id=client_id, auto_offset_reset="earliest",
+            fetch_max_wait_ms=100)) as c:
+        assert _consume(c, 5) == 5
+        deadline = time.monotonic() + 30
+        while not telemetry_kafka.received(client_id):
+            assert time.monotonic() < deadline, "no push from our client"
+            c.poll(100)
+        assert all(assigned not in r.names for r in telemetry_kafka.received(client_id))
+        # a second resource for this client alone: its subscription changes, the next push
+        # is refused as UNKNOWN_SUBSCRIPTION_ID, the client asks again and pushes the union
+        kafka.alter_client_metrics("pyconsumer-telemetry-resub", {
+            "metrics": ["org.apache.kafka.consumer.coordinator.assigned."],
+            "interval.ms": "1000", "match": [f"client_id={client_id}"]})
+        deadline = time.monotonic() + 60
+        while not any(assigned in r.names for r in telemetry_kafka.received(client_id)):
+            assert time.monotonic() < deadline, "no push of the new subscription's metric"
+            c.poll(100)
+        instance = c.client_instance_id()
+    assert instance is not None
+    pushes = telemetry_kafka.received(client_id)
+    assert len({r.client_instance_id for r in pushes}) == 1      # the same client instance
+    last = [r for r in pushes if not r.terminating][-1]
+    assert assigned in last.names and CONSUMED in last.names
