@@ -27,7 +27,7 @@ from ._maven import fetch_jars, require_tool
 from ._process import BrokerProcess, ProcessCluster, free_port, wait_for_topic
 from ._process import remove_stale_folders as _remove_stale_folders
 
-__all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaNode", "Kerberos", "kafka_jars"]
+__all__ = ["KAFKA_VERSION", "KafkaCluster", "KafkaNode", "Kerberos", "OAuthValidation", "kafka_jars"]
 
 #: the Apache Kafka release the tests and benchmarks run
 KAFKA_VERSION = "4.2.2"
@@ -37,6 +37,8 @@ _LOG4J_VERSION = "2.25.3"
 LISTENERS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL")
 #: the extra SASL_PLAINTEXT listener of a cluster made with ``kerberos=``: GSSAPI only
 GSSAPI_LISTENER = "GSSAPI"
+#: the extra SASL_PLAINTEXT listener of a cluster made with ``oauth=``: OAUTHBEARER only
+OAUTH_LISTENER = "OAUTH"
 
 _LOG4J2 = """\
 status = warn
@@ -106,6 +108,35 @@ class Kerberos:
     def jaas(self) -> str:
         return ("com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
                 f'storeKey=true keyTab="{self.keytab}" principal="{self.principal}";')
+
+
+@dataclass(frozen=True)
+class OAuthValidation:
+    """What a cluster's OAUTHBEARER listener checks tokens with: Kafka's own
+    ``OAuthBearerValidatorCallbackHandler``, the signing keys fetched from ``jwks_url`` (the
+    URL is also the only one the JVMs' ``org.apache.kafka.sasl.oauthbearer.allowed.urls``
+    lets them reach, since Kafka 4 allows none by default); ``expected_audience`` and
+    ``expected_issuer`` (None: not checked) are the broker's ``sasl.oauthbearer.expected.*``."""
+
+    jwks_url: str
+    expected_audience: str | None = None
+    expected_issuer: str | None = None
+
+    def settings(self) -> dict[str, str]:
+        prefix = f"listener.name.{OAUTH_LISTENER.lower()}."
+        out = {
+            prefix + "sasl.enabled.mechanisms": "OAUTHBEARER",
+            prefix + "oauthbearer.sasl.jaas.config":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+            prefix + "oauthbearer.sasl.server.callback.handler.class":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+            "sasl.oauthbearer.jwks.endpoint.url": self.jwks_url,
+        }
+        if self.expected_audience is not None:
+            out["sasl.oauthbearer.expected.audience"] = self.expected_audience
+        if self.expected_issuer is not None:
+            out["sasl.oauthbearer.expected.issuer"] = self.expected_issuer
+        return out
 
 
 _FOLDER_PREFIX = "pyconsumer-kafka-"
@@ -237,6 +268,9 @@ class KafkaNode(BrokerProcess):
                 "listener.name.gssapi.gssapi.sasl.jaas.config": c.kerberos.jaas(),
                 "sasl.kerberos.service.name": c.kerberos.service_name,
             })
+        if c.oauth is not None:
+            settings["listener.security.protocol.map"] += f",{OAUTH_LISTENER}:SASL_PLAINTEXT"
+            settings.update(c.oauth.settings())
         settings.update(c.broker_config)
         settings.update(c.node_config.get(self.node_id, {}))
         return settings
@@ -261,8 +295,10 @@ class KafkaNode(BrokerProcess):
     def _command(self) -> list[str]:
         c = self.cluster
         krb5 = [] if c.kerberos is None else [f"-Djava.security.krb5.conf={c.kerberos.krb5_conf}"]
+        oauth = [] if c.oauth is None else [
+            f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={c.oauth.jwks_url}"]
         return [str(self.binary), f"-Xms{c.heap_min}", f"-Xmx{c.heap}", "-XX:+UseG1GC",
-                "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true", *krb5,
+                "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true", *krb5, *oauth,
                 f"-Dlog4j2.configurationFile={c.log4j_config}", "-cp", c.classpath(), "kafka.Kafka",
                 str(self.config_path)]
 
@@ -294,7 +330,9 @@ class KafkaCluster(ProcessCluster):
 
     ``broker_config`` overrides settings of every node, ``node_config`` of one node
     ({node_id: {...}}). ``kerberos`` (a :class:`Kerberos`) adds a SASL_PLAINTEXT listener
-    ``GSSAPI`` that takes only GSSAPI, authenticating with that keytab. Each node has
+    ``GSSAPI`` that takes only GSSAPI, authenticating with that keytab; ``oauth`` (an
+    :class:`OAuthValidation`) a SASL_PLAINTEXT listener ``OAUTH`` that takes only OAUTHBEARER,
+    Kafka's own validator checking JWTs with the keys of a JWKS endpoint. Each node has
     ``broker.rack`` ``r<node id>`` and the rack-aware replica selector (follower fetching).
     ``extra_classpath``: folders or jars put after Kafka's own on every broker's class path
     (plugins a test compiled, such as a ``metric.reporters`` class named in ``broker_config``).
@@ -317,6 +355,7 @@ class KafkaCluster(ProcessCluster):
         start_timeout: float = 120.0,
         stop_timeout: float = 30.0,
         kerberos: Kerberos | None = None,
+        oauth: OAuthValidation | None = None,
         port: int | None = None,
         extra_classpath: Sequence[Path | str] = (),
     ) -> None:
@@ -333,9 +372,11 @@ class KafkaCluster(ProcessCluster):
         self.version = version
         self.extra_classpath: tuple[Path, ...] = tuple(Path(p) for p in extra_classpath)
         self.kerberos = kerberos
+        self.oauth = oauth
         #: node 1's PLAINTEXT port (None: a free one), e.g. 9092 for examples that expect it
         self.port = port
-        self.listeners: tuple[str, ...] = LISTENERS + ((GSSAPI_LISTENER,) if kerberos else ())
+        self.listeners: tuple[str, ...] = (LISTENERS + ((GSSAPI_LISTENER,) if kerberos else ())
+                                           + ((OAUTH_LISTENER,) if oauth else ()))
         self.heap = heap
         self.heap_min = heap_min
         self.start_timeout = start_timeout
@@ -367,7 +408,7 @@ class KafkaCluster(ProcessCluster):
 
     def listener(self, name: str) -> str:
         """``host:port,...`` of listener ``name`` (PLAINTEXT, SASL_PLAINTEXT, SSL; GSSAPI with
-        ``kerberos``) on every node."""
+        ``kerberos``, OAUTH with ``oauth``) on every node."""
         if name not in self.listeners:
             raise ValueError(f"no listener {name!r}; the cluster has {', '.join(self.listeners)}")
         return ",".join(n.listener(name) for n in self.node.values())
@@ -462,6 +503,33 @@ class KafkaCluster(ProcessCluster):
         if wait:
             self._wait_for_brokers({node_id}, self.start_timeout)
 
+    def restart_on_new_ports(self) -> dict[int, dict[str, str]]:
+        """Stop every node cleanly (brokers-only nodes first, the controller node last), then
+        start them all again on new client ports (PLAINTEXT, SASL_PLAINTEXT, SSL...: the
+        listeners and advertised listeners move), keeping their data, the cluster id and the
+        controller port (clients never see it; the controller's voter record names it). A
+        rolled cluster whose every broker now answers elsewhere. Returns {node id: {listener:
+        old "host:port"}}."""
+        old = {i: {name: n.listener(name) for name in self.listeners} for i, n in self.node.items()}
+        for node_id in sorted(self.node, reverse=True):
+            self.node[node_id]._terminate()
+        taken = {self.controller_port} | {p for n in self.node.values() for p in n.ports.values()}
+        for node in self.node.values():
+            for name in self.listeners:
+                port = free_port()
+                while port in taken:
+                    port = free_port()
+                taken.add(port)
+                node.ports[name] = port
+            node.port = node.ports["PLAINTEXT"]
+            node.config_path.write_text(_properties(node.settings()))
+        for node in self.node.values():
+            node._spawn()
+        for node in self.node.values():
+            node._wait_ready()
+        self._wait_for_brokers(set(self.node), self.start_timeout)
+        return old
+
     def is_running(self, node_id: int = 1) -> bool:
         return node_id in self.node and self.node[node_id].is_running()
 
@@ -501,6 +569,8 @@ class KafkaCluster(ProcessCluster):
             assert self.kerberos is not None
             settings.update(security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI",
                             sasl_kerberos_service_name=self.kerberos.service_name)
+        elif listener == OAUTH_LISTENER:
+            settings.update(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER")
         elif listener != "PLAINTEXT":
             settings["security_protocol"] = listener
         if listener == "SSL":
