@@ -43,7 +43,7 @@ from ._fake import (
     TelemetrySubscriptionConfig,
 )
 from ._external import ExternalKafka, NotOurCluster
-from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, TlsFiles, kafka_jars
+from ._kafka import KAFKA_VERSION, KafkaCluster, KafkaNode, OAuthValidation, TlsFiles, kafka_jars
 from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
@@ -85,6 +85,7 @@ __all__ = [
     "TelemetrySubscriptionConfig",
     "KAFKA_VERSION",
     "KafkaCluster",
+    "OAuthValidation",
     "KafkaNode",
     "MissingToolError",
     "TlsFiles",
