@@ -13,7 +13,9 @@ What pyconsumer does with the Java settings it cannot honour (see ``JAVA_ONLY_SE
   is *accepted and ignored*, so a Java properties file can be used as is. The ignored keys and
   values are kept in :attr:`ConsumerConfig.ignored_settings` and logged at INFO.
 * Settings that name Java classes whose absence would change behaviour (``config.providers``,
-  ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers), the
+  ``ssl.engine.factory.class``, ``sasl.login.class``, SASL callback handlers other than
+  Kafka's own ``OAuthBearerLoginCallbackHandler``, which is what pyconsumer does with a token
+  endpoint and so is accepted, as OAuth configs paste it), the
   ``sasl.oauthbearer.*`` settings of Java's OAuth code that pyconsumer does not have
   (the broker's JWKS validation, the validator class, the clock skew), and
   the ShareConsumer-only ``share.*`` settings are *refused* with a ConfigurationError

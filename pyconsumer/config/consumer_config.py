@@ -46,6 +46,22 @@ from pyconsumer.config.values import (
 #: what value.format and key.format accept (pyconsumer.values.Format's names)
 VALUE_FORMATS = ("binary", "string", "json", "avro")
 
+#: Kafka's OAuth login callback handler under the names Java configs give it: Kafka 3.4+ and
+#: 4.x, 3.1-3.3 (``secured``), and Databricks' shaded Spark runtime
+_LOGIN_CALLBACK_HANDLERS = tuple(
+    prefix + package + "OAuthBearerLoginCallbackHandler"
+    for prefix in ("", "kafkashaded.")
+    for package in ("org.apache.kafka.common.security.oauthbearer.",
+                    "org.apache.kafka.common.security.oauthbearer.secured."))
+
+
+def _check_login_callback_handler(value: str) -> None:
+    # the built-in token-endpoint client is that handler; any other class is Java code
+    if value.strip() not in _LOGIN_CALLBACK_HANDLERS:
+        raise Invalid("a Java callback handler pyconsumer cannot run; only Kafka's "
+                      "OAuthBearerLoginCallbackHandler is accepted (give "
+                      "sasl.username/sasl.password, sasl.jaas.config or sasl.oauth.token.provider)")
+
 
 class ConsumerConfig:
     """Validated consumer settings. Every setting is a snake_case attribute; see the package doc.
@@ -878,6 +894,16 @@ class ConsumerConfig:
         boolean,
         "OAUTHBEARER: URL-encode the client id and secret in the token request's Basic "
         "authorization header (RFC 6749 2.3.1)",
+    )
+    sasl_login_callback_handler_class = Setting(
+        "sasl.login.callback.handler.class",
+        None,
+        optional_string(_check_login_callback_handler,
+                        "None or Kafka's OAuthBearerLoginCallbackHandler (what pyconsumer does "
+                        "with sasl.oauthbearer.token.endpoint.url)"),
+        "OAUTHBEARER: Java's login callback handler; only Kafka's own "
+        "OAuthBearerLoginCallbackHandler (the token-endpoint client pyconsumer has built in) is "
+        "accepted, so Java configs that name it work as pasted",
     )
     sasl_oauthbearer_jwt_retriever_class = Setting(
         "sasl.oauthbearer.jwt.retriever.class",

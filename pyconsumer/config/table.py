@@ -117,10 +117,6 @@ JAVA_ONLY_SETTINGS: dict[str, tuple[str, str]] = {
     "config.providers": ("refuse", "Java ConfigProvider classes; resolve values in Python"),
     "ssl.engine.factory.class": ("refuse", "a Java SslEngineFactory; pass ssl.context instead"),
     "sasl.login.class": ("refuse", "a Java Login class; not supported"),
-    "sasl.login.callback.handler.class": (
-        "refuse",
-        "a Java callback handler; give sasl.username/sasl.password or sasl.jaas.config",
-    ),
     "sasl.client.callback.handler.class": (
         "refuse",
         "a Java callback handler; give sasl.username/sasl.password or sasl.jaas.config",

@@ -42,6 +42,7 @@ JAVA_DEFAULTS: dict[str, Any] = {
     "sasl.oauthbearer.scope.claim.name": "scope",
     "sasl.oauthbearer.sub.claim.name": "sub",
     "sasl.oauthbearer.header.urlencode": False,
+    "sasl.login.callback.handler.class": None,
     "sasl.oauthbearer.jwt.retriever.class":
         "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever",
     "sasl.oauthbearer.assertion.algorithm": "RS256",
@@ -534,6 +535,34 @@ def test_java_only_settings_ignored_or_refused() -> None:
     raises("share.acquire.mode is not supported", share_acquire_mode="record_limit")
     for action, reason in JAVA_ONLY_SETTINGS.values():
         assert action in ("ignore", "refuse") and reason
+
+
+def test_kafkas_own_oauth_login_callback_handler_is_accepted_as_pasted() -> None:
+    """OAuth configs (Confluent Cloud's, Kafka's docs) name Kafka's token-endpoint handler:
+    that is the client pyconsumer has built in, so the line is accepted under every name Java
+    configs give it; any other handler is Java code and refused, naming the setting."""
+    for name in ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+                 "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+                 "kafkashaded.org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"):
+        cfg = make(**{"sasl.login.callback.handler.class": name})
+        assert cfg.sasl_login_callback_handler_class == name
+    raises(r"Invalid value 'com\.acme\.IamHandler' for setting sasl\.login\.callback\.handler\.class "
+           r"\(sasl_login_callback_handler_class\): a Java callback handler pyconsumer cannot run",
+           **{"sasl.login.callback.handler.class": "com.acme.IamHandler"})
+    raises("sasl.client.callback.handler.class is not supported",
+           **{"sasl.client.callback.handler.class": "com.acme.Handler"})
+    # named without the endpoint it calls (beside an unsecured token's options): Java's
+    # handler fails at login rather than send the unsecured token, so does this one
+    from pyconsumer.net.sasl import SaslSettings, build_mechanism
+    cfg = make(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER", **{
+        "sasl.login.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+        "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                            'required unsecuredLoginStringClaim_sub="alice";'})
+    with pytest.raises(ConfigurationError) as info:
+        build_mechanism(SaslSettings.from_config(cfg))
+    assert str(info.value) == ("sasl.login.callback.handler.class=OAuthBearerLoginCallbackHandler "
+                               "needs sasl.oauthbearer.token.endpoint.url (the OAuth token endpoint)")
 
 
 # --------------------------------------------------------------------------- deserializers, assignors

@@ -175,6 +175,12 @@ def create(settings: SaslSettings) -> OAuthBearerMechanism:
             error=SaslAuthenticationError), extensions)
     if url:
         return OAuthBearerMechanism(_endpoint_client(settings, url).token, extensions)
+    if settings.oauthbearer["sasl.login.callback.handler.class"]:
+        # the handler named is the token-endpoint client, never the unsecured token: Java's
+        # fails without the endpoint's URL too
+        raise ConfigurationError(
+            "sasl.login.callback.handler.class=OAuthBearerLoginCallbackHandler needs "
+            "sasl.oauthbearer.token.endpoint.url (the OAuth token endpoint)")
     if any(k.startswith("unsecuredLogin") for k in opts):
         return OAuthBearerMechanism(lambda: unsecured_jwt(opts), extensions)
     raise ConfigurationError(
