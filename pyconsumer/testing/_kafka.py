@@ -2,8 +2,9 @@
 
 Node 1 is broker and controller (formatted ``--standalone``, the only voter); nodes 2.. are
 brokers only, so any of them can be killed and restarted freely. Every node listens on free
-loopback ports for PLAINTEXT, SASL_PLAINTEXT (PLAIN and SCRAM-SHA-256/512) and SSL (a
-throw-away CA made with openssl per cluster); inter-broker traffic is PLAINTEXT. Data, logs and
+loopback ports for PLAINTEXT, SASL_PLAINTEXT (PLAIN and SCRAM-SHA-256/512), SSL (a
+throw-away CA made with openssl per cluster) and SASL_SSL (the same SASL over that TLS: the
+form hosted Kafka services take); inter-broker traffic is PLAINTEXT. Data, logs and
 TLS material live in one temporary folder removed by :meth:`KafkaCluster.close`.
 
 The jars (``org.apache.kafka:kafka_2.13`` with its runtime dependencies, plus log4j's SLF4J 1.x
@@ -34,7 +35,7 @@ KAFKA_VERSION = "4.2.2"
 #: log4j2 version of Kafka 4.2's own build; its 1.x SLF4J binding matches Kafka's slf4j-api 1.7
 _LOG4J_VERSION = "2.25.3"
 
-LISTENERS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL")
+LISTENERS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
 #: the extra SASL_PLAINTEXT listener of a cluster made with ``kerberos=``: GSSAPI only
 GSSAPI_LISTENER = "GSSAPI"
 #: the extra SASL_PLAINTEXT listener of a cluster made with ``oauth=``: OAUTHBEARER only
@@ -57,7 +58,8 @@ logger.cleaner.level = INFO
 # settings every node gets; see ../shared/reference/apache-kafka.md for why each is there
 _BASE_CONFIG: dict[str, str] = {
     "listener.security.protocol.map":
-        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT",
+        "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,"
+        "CONTROLLER:PLAINTEXT",
     "inter.broker.listener.name": "PLAINTEXT",
     "controller.listener.names": "CONTROLLER",
     "group.initial.rebalance.delay.ms": "0",
@@ -65,6 +67,10 @@ _BASE_CONFIG: dict[str, str] = {
     "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
     "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
     "num.network.threads": "2",
     "num.io.threads": "2",
@@ -237,6 +243,8 @@ class KafkaNode(BrokerProcess):
         if self.controller:
             listeners.append(f"CONTROLLER://{self.host}:{self.ports['CONTROLLER']}")
         tls = c.tls
+        plain = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                 + " ".join(f'user_{u}="{p}"' for u, p in c.users.items()) + ";")
         settings = dict(_BASE_CONFIG)
         settings.update({
             "process.roles": "broker,controller" if self.controller else "broker",
@@ -254,9 +262,8 @@ class KafkaNode(BrokerProcess):
             "transaction.state.log.num.partitions": "1",
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-                "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                + " ".join(f'user_{u}="{p}"' for u, p in c.users.items()) + ";",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain,
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
             "ssl.keystore.location": str(tls.broker_keystore),
             "ssl.truststore.location": str(tls.ca),
         })
@@ -407,7 +414,7 @@ class KafkaCluster(ProcessCluster):
         return self.bootstrap_servers
 
     def listener(self, name: str) -> str:
-        """``host:port,...`` of listener ``name`` (PLAINTEXT, SASL_PLAINTEXT, SSL; GSSAPI with
+        """``host:port,...`` of listener ``name`` (PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL; GSSAPI with
         ``kerberos``, OAUTH with ``oauth``) on every node."""
         if name not in self.listeners:
             raise ValueError(f"no listener {name!r}; the cluster has {', '.join(self.listeners)}")
@@ -573,7 +580,7 @@ class KafkaCluster(ProcessCluster):
             settings.update(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER")
         elif listener != "PLAINTEXT":
             settings["security_protocol"] = listener
-        if listener == "SSL":
+        if listener in ("SSL", "SASL_SSL"):
             settings["ssl_truststore_location"] = str(self.tls.ca)
         settings.update(extra)
         return settings

@@ -95,7 +95,7 @@ def idp() -> Iterator[IdentityProvider]:
 
 
 @pytest.fixture(scope="module")
-def cluster(idp: IdentityProvider) -> Iterator[KafkaCluster]:
+def oauth_kafka(idp: IdentityProvider) -> Iterator[KafkaCluster]:
     pytest.importorskip("confluent_kafka", reason="confluent-kafka produces the test records")
     kafka = KafkaCluster(oauth=OAuthValidation(idp.jwks_url, expected_audience=AUDIENCE,
                                                expected_issuer=ISSUER))
@@ -123,13 +123,13 @@ def oauth_settings(cluster: KafkaCluster, url: str, secret: str = CLIENT_SECRET,
 
 
 def test_a_client_credentials_consumer_reads_exact_records(
-        cluster: KafkaCluster, idp: IdentityProvider, endpoint: TokenEndpoint) -> None:
-    topic = cluster.create_topic(unique_topic_name("oauth"), 2)
+        oauth_kafka: KafkaCluster, idp: IdentityProvider, endpoint: TokenEndpoint) -> None:
+    topic = oauth_kafka.create_topic(unique_topic_name("oauth"), 2)
     sent = [TestRecord(key=b"k%d" % i, value=b"v%d" % i, partition=i % 2) for i in range(20)]
-    produce(cluster.bootstrap_servers, topic, sent)
+    produce(oauth_kafka.bootstrap_servers, topic, sent)
     rows: dict[int, list[tuple[int, bytes | None, bytes | None]]] = {0: [], 1: []}
     # a group member: the coordinator's connection authenticates too
-    with KafkaConsumer(topic, **oauth_settings(cluster, endpoint.url, group_id=unique_topic_name("g"),
+    with KafkaConsumer(topic, **oauth_settings(oauth_kafka, endpoint.url, group_id=unique_topic_name("g"),
                                                **{"sasl.oauthbearer.scope": "kafka"})) as consumer:
         deadline = time.monotonic() + 60
         while sum(map(len, rows.values())) < 20 and time.monotonic() < deadline:
@@ -146,9 +146,9 @@ def test_a_client_credentials_consumer_reads_exact_records(
 
 
 def test_a_wrong_secret_fails_naming_the_endpoint_never_the_secret(
-        cluster: KafkaCluster, endpoint: TokenEndpoint) -> None:
+        oauth_kafka: KafkaCluster, endpoint: TokenEndpoint) -> None:
     wrong = "wrong-Secret-7"
-    with KafkaConsumer(**oauth_settings(cluster, endpoint.url, secret=wrong)) as consumer:
+    with KafkaConsumer(**oauth_settings(oauth_kafka, endpoint.url, secret=wrong)) as consumer:
         consumer.assign([TopicPartition("anything", 0)])
         with pytest.raises(SaslAuthenticationError) as info:
             consumer.poll(timeout_ms=10_000)
@@ -162,7 +162,7 @@ def test_a_wrong_secret_fails_naming_the_endpoint_never_the_secret(
 
 @pytest.mark.parametrize("why", ["another key signed it", "meant for another audience"])
 def test_a_token_kafka_does_not_accept_is_refused_by_the_broker(
-        cluster: KafkaCluster, idp: IdentityProvider, why: str) -> None:
+        oauth_kafka: KafkaCluster, idp: IdentityProvider, why: str) -> None:
     """The endpoint hands out a token, but Kafka's validator refuses it: the consumer says the
     broker refused OAUTHBEARER, with Kafka's own reason."""
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -172,7 +172,7 @@ def test_a_token_kafka_does_not_accept_is_refused_by_the_broker(
             else (lambda scope: idp.token(scope, audience="someone-else")))
     endpoint = TokenEndpoint(token=make)
     try:
-        with KafkaConsumer(**oauth_settings(cluster, endpoint.url)) as consumer:
+        with KafkaConsumer(**oauth_settings(oauth_kafka, endpoint.url)) as consumer:
             consumer.assign([TopicPartition("anything", 0)])
             with pytest.raises(SaslAuthenticationError) as info:
                 consumer.poll(timeout_ms=10_000)
@@ -180,4 +180,4 @@ def test_a_token_kafka_does_not_accept_is_refused_by_the_broker(
         endpoint.close()
     # Kafka says no more than the status (its reason stays in the broker's log)
     assert str(info.value) == (f"SASL OAUTHBEARER authentication with node -1 "
-                               f"({cluster.listener('OAUTH')}) failed: {{\"status\":\"invalid_token\"}}")
+                               f"({oauth_kafka.listener('OAUTH')}) failed: {{\"status\":\"invalid_token\"}}")
