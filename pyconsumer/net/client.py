@@ -193,9 +193,17 @@ class NetworkClient:
         if not nodes or any(n.node_id not in self._unreached or self.is_ready(n.node_id)
                             for n in nodes):
             return
-        which = "the known brokers" if self.metadata.brokers else "bootstrap.servers"
-        log.warning("cannot connect to any of %s (%s); retrying: %s", which,
-                    ", ".join(f"{n.host}:{n.port}" for n in nodes),
+        def listed(group: list[BrokerInfo]) -> str:
+            return ", ".join(f"{n.host}:{n.port}" for n in group)
+
+        known = [n for n in nodes if n.node_id in self.metadata.brokers]
+        if known and len(known) < len(nodes):
+            # rebootstrapping tries both lists: name each, so the name is not taken for a broker
+            which = (f"the known brokers ({listed(known)}) or bootstrap.servers "
+                     f"({listed([n for n in nodes if n.node_id not in self.metadata.brokers])})")
+        else:
+            which = f"{'the known brokers' if known else 'bootstrap.servers'} ({listed(nodes)})"
+        log.warning("cannot connect to any of %s; retrying: %s", which,
                     "; ".join(str(self._unreached[n.node_id]) for n in nodes))
         self._unreached.clear()
 

@@ -194,6 +194,11 @@ class ClusterMetadata:
             err = error_for_code(code, "Metadata response")
             assert err is not None
             raise err
+        if not body["brokers"]:
+            # a broker starting up, or the last one shutting down, may list none: as Java,
+            # ignore the answer and ask again after the backoff, never forget every broker known
+            self.failed_update(now)
+            return
         brokers = {
             b["node_id"]: BrokerInfo(b["node_id"], b["host"], b["port"], b.get("rack"))
             for b in body["brokers"]

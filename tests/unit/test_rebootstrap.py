@@ -94,3 +94,35 @@ def test_no_metadata_for_the_trigger_time_rebootstraps_though_the_brokers_answer
             assert read(consumer, 10, 20) == [(i, b"v%d" % i) for i in range(5, 15)]
             assert time.monotonic() - started >= 1.0    # not before the trigger time
             assert consumer.position(TP) == 15
+
+
+def test_a_metadata_answer_listing_no_broker_is_ignored_as_java_ignores_it() -> None:
+    """The last broker of a cluster shutting down (or one starting up) may answer Metadata
+    with no broker at all. Java's client ignores such an answer (a failed update: asked again
+    after the backoff); taking it would forget every known broker and quietly fall back to
+    bootstrap.servers, which with metadata.recovery.strategy=none Java never does."""
+    from typing import Any, cast
+
+    from pyconsumer.net.metadata import ClusterMetadata
+    from pyconsumer.protocol.bodies import MetadataResponse
+    from tests.unit.test_metadata_scaling import _answer as answer
+
+    def _answer(n: int, **kw: Any) -> MetadataResponse:
+        return cast(MetadataResponse, answer(n, **kw))
+
+    now = [100.0]
+    md = ClusterMetadata([("127.0.0.1", 9)], clock=lambda: now[0])
+    md.update(_answer(3), ["t"])
+    known, version, refreshed = dict(md.brokers), md.update_version, md.last_refresh
+    assert sorted(known) == [1, 2, 3] and not md.update_requested()
+    now[0] = 101.0
+    empty = answer(3)
+    empty["brokers"] = []
+    md.update(cast(MetadataResponse, empty), ["t"])
+    assert md.brokers == known and md.nodes() == list(known.values())
+    assert (md.update_version, md.last_refresh) == (version, refreshed)
+    assert md.update_requested() and md.failing_since == 101.0
+    assert md.time_to_next_update_ms() > 0            # the refresh backoff paces the next ask
+    now[0] = 102.0
+    md.update(_answer(3, epoch=6), ["t"])
+    assert md.failing_since is None and md.last_refresh == 102.0
