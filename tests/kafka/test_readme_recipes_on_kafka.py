@@ -6,7 +6,8 @@ which the hosted services' public certificates rely on, is the test CA (``SSL_CE
 by OpenSSL's default verify paths). The SCRAM and PLAIN recipes go to the session cluster's
 SASL_SSL listener; the OAuth recipe to a listener Kafka's own OAUTHBEARER validator guards
 (test_oauth_on_kafka.py), behind a TLS front (the recipe is SASL_SSL); the mutual-TLS recipe to
-a node that requires a client certificate, with stores keytool made. Each reads exact records.
+a node that requires a client certificate, with stores keytool made; the Spark block reads
+the SCRAM recipe through the source. Each reads exact records.
 Event Hubs and MSK IAM have no local equivalent: the first is checked to give the credentials of
 its Java line, the second's refusal is the README's words.
 """
@@ -218,3 +219,24 @@ def test_msk_iam_as_java_has_it_is_refused_as_the_readme_says() -> None:
         KafkaConsumer(bootstrap_servers="127.0.0.1:9", security_protocol="SASL_SSL",
                       sasl_mechanism="AWS_MSK_IAM")
     assert str(info.value).startswith(said[1])
+
+
+def test_the_spark_block_reads_the_scram_recipe_through_the_source(
+        spark: Any, sasl_ssl: KafkaCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Spark block, run: the SCRAM recipe in its Aiven form (the line naming the project
+    CA taken in, here the test CA: Spark's Python workers do not see this process's
+    SSL_CERT_FILE), read through the source over SASL_SSL: the exact records."""
+    topic, expected = records(sasl_ssl)
+    monkeypatch.setenv("KAFKA_PASSWORD", "alice-secret")
+    aiven_line = '    # Aiven: add its project CA (ca.pem from the console): "ssl.truststore.location": "ca.pem",'
+    scram = recipe_settings(recipe('"sasl.mechanism": "SCRAM-SHA-512"', {
+        '"sasl.username": "ingest"': '"sasl.username": "alice"',
+        aiven_line: f'    "ssl.truststore.location": {str(sasl_ssl.tls.ca)!r},'},
+        sasl_ssl.listener("SASL_SSL")))
+    out: dict[str, Any] = {"scram": scram, "spark": spark}
+    code = block('options = {f"kafka.{name}": value')
+    assert '.option("subscribe", "orders")' in code
+    assert run(code.replace('.option("subscribe", "orders")', f'.option("subscribe", {topic!r})'),
+               out) == []
+    got = sorted((r.partition, r.offset, r.key, r.value) for r in out["df"].collect())
+    assert got == [(p, o, k, v) for p in (0, 1) for o, k, v in expected[p]]
