@@ -5,6 +5,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
 from cpython.object cimport PyTypeObject
+from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 @cython.final
@@ -165,32 +166,142 @@ cdef list headers_list(_Walker w, RecView* v):
     return out
 
 
+# Records made by the takes skip Cython's tp_new: it zeroes the whole instance, stores None
+# in every object field and links the object into the GC's young generation, all undone at
+# once when the fields are written and the record is untracked. Here a record comes off the
+# type's own free list (whose records Cython's tp_dealloc left with NULL object fields) or
+# from tp_alloc, untracked unless asked, and its fields are written once.
+cdef extern from *:
+    """
+    static CYTHON_INLINE PyObject* pyx_cr_alloc(PyTypeObject* t, int track, int* count,
+                                                PyObject** list) {
+        PyObject* o;
+        if (list != NULL && *count > 0) {
+            o = list[--*count];
+            (void)PyObject_INIT(o, t);
+            if (track) PyObject_GC_Track(o);
+            return o;
+        }
+        o = t->tp_alloc(t, 0);               /* zeroed, tracked */
+        if (o != NULL && !track) PyObject_GC_UnTrack(o);
+        return o;
+    }
+    #if CYTHON_USE_FREELISTS
+    #define PYX_CR_ALLOC(t, track) ((pyx_consumer_record*)pyx_cr_alloc((PyTypeObject*)(t), \
+        (track), \
+        &__pyx_mstate_global->__pyx_freecount_10pyconsumer_8_records_ConsumerRecord, \
+        (PyObject**)__pyx_mstate_global->__pyx_freelist_10pyconsumer_8_records_ConsumerRecord))
+    #else
+    #define PYX_CR_ALLOC(t, track) ((pyx_consumer_record*)pyx_cr_alloc((PyTypeObject*)(t), \
+        (track), NULL, NULL))
+    #endif
+    """
+    # The instance struct as C sees it: stores through it take no reference of their own.
+    ctypedef struct pyx_consumer_record:
+        PyObject* topic
+        PyObject* partition
+        PyObject* offset
+        PyObject* timestamp
+        PyObject* timestamp_type
+        PyObject* key
+        PyObject* value
+        PyObject* _headers
+        int32_t _leader_epoch
+        int32_t serialized_key_size
+        int32_t serialized_value_size
+    # a new record, object fields NULL (ConsumerRecord's dealloc clears them), or NULL with
+    # MemoryError set; a ConsumerRecord as Cython sees it
+    ConsumerRecord PYX_CR_ALLOC(object t, bint track)
+
+cdef extern from "Python.h":
+    # the constructors that fill a record's fields: new references, NULL on error
+    PyObject* cr_bytes "PyBytes_FromStringAndSize"(const char* v, Py_ssize_t n) except NULL
+    PyObject* cr_int64 "PyLong_FromLongLong"(long long v) except NULL
+    PyObject* cr_int32 "PyLong_FromLong"(long v) except NULL
+
+
 cdef inline ConsumerRecord make_record(_Walker w, RecView* v, bint untrack):
     """The record v of w's current batch. untrack: no deserializer will run, so the record
-    cannot be part of a reference cycle (see ConsumerRecord) and leaves the GC's lists."""
-    cdef ConsumerRecord rec = ConsumerRecord.__new__(ConsumerRecord)
-    rec.topic = w.topic
-    rec.partition = w.partition_obj
-    rec.offset = v.offset
+    cannot be part of a reference cycle (see ConsumerRecord) and stays out of the GC's lists.
+    On an error the record is dropped (its dealloc clears the fields written so far)."""
+    cdef ConsumerRecord rec = PYX_CR_ALLOC(ConsumerRecord, not untrack)
+    cdef pyx_consumer_record* r = <pyx_consumer_record*><PyObject*>rec
+    Py_INCREF(w.topic)
+    r.topic = <PyObject*>w.topic
+    Py_INCREF(w.partition_obj)
+    r.partition = <PyObject*>w.partition_obj
+    r.offset = cr_int64(v.offset)
     # LogAppendTime batches stamp every record with the same time, and producers batch many
     # records within one millisecond: share the int object instead of allocating one each
     if w.ts_obj is None or v.timestamp != w.ts_val:
         w.ts_obj = v.timestamp
         w.ts_val = v.timestamp
-    rec.timestamp = w.ts_obj
-    rec.timestamp_type = w.ts_type
+    Py_INCREF(w.ts_obj)
+    r.timestamp = <PyObject*>w.ts_obj
+    r.timestamp_type = cr_int32(w.ts_type)
     if v.key_len >= 0:
-        rec.key = PyBytes_FromStringAndSize(<const char*>v.key, v.key_len)
+        r.key = cr_bytes(<const char*>v.key, v.key_len)
     else:
-        rec.key = None
+        Py_INCREF(None)
+        r.key = <PyObject*>None
     if v.value_len >= 0:
-        rec.value = PyBytes_FromStringAndSize(<const char*>v.value, v.value_len)
+        r.value = cr_bytes(<const char*>v.value, v.value_len)
     else:
-        rec.value = None
-    rec._headers = headers_list(w, v) if v.header_count > 0 else None
-    rec._leader_epoch = w.epoch
-    rec.serialized_key_size = v.key_len
-    rec.serialized_value_size = v.value_len
-    if untrack:
-        PyObject_GC_UnTrack(<void*>rec)    # no cycle can pass through it (see ConsumerRecord)
+        Py_INCREF(None)
+        r.value = <PyObject*>None
+    if v.header_count > 0:
+        headers = headers_list(w, v)
+        Py_INCREF(headers)
+        r._headers = <PyObject*>headers
+    else:
+        Py_INCREF(None)
+        r._headers = <PyObject*>None
+    r._leader_epoch = w.epoch
+    r.serialized_key_size = v.key_len
+    r.serialized_value_size = v.value_len
     return rec
+
+
+cdef int records_fill_v2(_Walker w, list out, Py_ssize_t max_records) except -1:
+    """take_records' loop over w's current magic-2 batch without deserializers: parse
+    (v2_fast) and make each record in one loop, the cursor in locals, up to max_records in
+    out or the batch's end; the cursor goes back through w.took (also when an error stops the
+    loop: the records in out are handed out, the position stays right after the last)."""
+    cdef const uint8_t* q = w.rr.buf + w.rr.pos
+    cdef const uint8_t* e = w.rr.buf + w.rr.end
+    cdef const uint8_t* nq
+    cdef Reader rl                             # for v2_careful and the end check only
+    cdef V2Batch hdr = w.v2
+    cdef RecView v
+    cdef int32_t remaining = w.remaining
+    cdef int64_t nfo = w.next_fetch_offset
+    cdef Py_ssize_t n = len(out), n0 = n
+    cdef bint fast = v2_fast_enabled
+    cdef ConsumerRecord rec
+    try:
+        while remaining > 0 and n < max_records:
+            nq = v2_fast(q, e, &hdr, &v) if fast else NULL
+            if nq == NULL:
+                rl = w.rr
+                rl.pos = q - rl.buf
+                v2_careful(&rl, &w.v2, &v)
+                nq = rl.buf + rl.pos
+            if remaining == 1 and nq != e:
+                q = nq                         # where read_record leaves the cursor: past
+                remaining = 0                  # the last record, before the bytes after it
+                rl = w.rr
+                rl.pos = q - rl.buf
+                batch_check_end(&rl, w.base_offset)
+            if v.offset < nfo:
+                q = nq
+                remaining -= 1
+                continue                       # below the fetch position
+            rec = make_record(w, &v, True)
+            out.append(rec)
+            q = nq
+            remaining -= 1
+            nfo = v.offset + 1
+            n += 1
+    finally:
+        w.took(q - w.rr.buf, remaining, nfo, n > n0)
+    return 0

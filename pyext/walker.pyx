@@ -392,6 +392,9 @@ cdef class _Walker:
                 if not self.advance():
                     break
                 continue
+            if self.magic == 2 and not des:
+                records_fill_v2(self, out, max_records)
+                continue
             if not self.read_record(&v):
                 continue
             rec = make_record(self, &v, not des)
