@@ -272,6 +272,7 @@ cdef int records_fill_v2(_Walker w, list out, Py_ssize_t max_records) except -1:
     cdef const uint8_t* nq
     cdef Reader rl                             # for v2_careful and the end check only
     cdef V2Batch hdr = w.v2
+    cdef RecTaken t
     cdef RecView v
     cdef int32_t remaining = w.remaining
     cdef int64_t nfo = w.next_fetch_offset
@@ -280,8 +281,18 @@ cdef int records_fill_v2(_Walker w, list out, Py_ssize_t max_records) except -1:
     cdef ConsumerRecord rec
     try:
         while remaining > 0 and n < max_records:
-            nq = v2_fast(q, e, &hdr, &v) if fast else NULL
-            if nq == NULL:
+            nq = v2_fast(q, e, &hdr, &t) if fast else NULL
+            if nq != NULL:
+                v.offset = t.offset
+                v.timestamp = t.timestamp
+                v.key = t.key
+                v.key_len = t.key_len
+                v.value = t.value
+                v.value_len = t.value_len
+                v.headers = t.headers
+                v.headers_len = t.headers_len
+                v.header_count = t.header_count
+            else:
                 rl = w.rr
                 rl.pos = q - rl.buf
                 v2_careful(&rl, &w.v2, &v)

@@ -42,11 +42,27 @@ ctypedef struct RecFields:
     int32_t value_len
 
 
+ctypedef struct RecTaken:
+    # RecView's fields again, for the object loop (record.pyx records_fill_v2): a type of its
+    # own, so that v2_fast's copy for it has that loop as its one caller
+    int64_t offset
+    int64_t timestamp
+    const uint8_t* key
+    int32_t key_len
+    const uint8_t* value
+    int32_t value_len
+    const uint8_t* headers
+    Py_ssize_t headers_len
+    int32_t header_count
+
+
 ctypedef fused RecOut:
-    # v2_fast is compiled once per output struct: the RecFields copy has a single caller
-    # (the Arrow loop), which the C compiler then inlines whole into that loop
+    # v2_fast is compiled once per output struct: the RecFields and RecTaken copies each
+    # have a single caller (the Arrow loop, the object loop), which the C compiler then
+    # inlines whole into that loop
     RecView
     RecFields
+    RecTaken
 
 
 ctypedef struct V2Batch:
@@ -188,7 +204,7 @@ cdef inline const uint8_t* v2_fast(const uint8_t* q, const uint8_t* e, const V2B
     v.key_len = klen
     v.value = value
     v.value_len = vlen
-    if RecOut is RecView:
+    if RecOut is RecView or RecOut is RecTaken:
         v.headers = hstart
         v.headers_len = q - hstart
         v.header_count = hcount
