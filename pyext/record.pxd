@@ -1,10 +1,14 @@
 # ConsumerRecord, what poll() hands out, and its making from a decoded record.
 #
-# Module-private, so not declared here: make_record(_Walker w, RecView* v, bint untrack)
-#   -> ConsumerRecord, the record v of w's current batch (record.pyx). It is an inline
-#   function of the .pyx on purpose: functions declared in a .pxd are exported (never
-#   inlined by the C compiler), and in a .pxd body Cython cannot call the type's own tp_new
-#   (with its freelist) directly; it runs once per record handed out.
+# Module-private, so not declared here (functions declared in a .pxd are exported, never
+# inlined by the C compiler; both run per record):
+#   make_record(_Walker w, RecView* v, bint untrack) -> ConsumerRecord, the record v of w's
+#     current batch (record.pyx), made in place: off the type's free list (or tp_alloc),
+#     tracked by the GC only when not untrack, each field written once.
+#   records_fill_v2(_Walker w, list out, Py_ssize_t max_records) -> int (except -1),
+#     take_records' loop over a magic-2 batch without deserializers: records appended to out
+#     up to max_records or the batch's end, the cursor handed back through w.took (also when
+#     an error stops it, right after the last record appended).
 
 cdef class ConsumerRecord:
     # Python-visible fields are objects exposed through member descriptors (set up at

@@ -11,7 +11,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 @cython.final
 # GC-aware type (a deserializer may return a container the application later points back at
 # the record, a cycle only the cyclic GC can free), but records decoded WITHOUT deserializers are
-# untracked right after construction in make_record: their fields are then str, int, bytes,
+# never tracked (make_record): their fields are then str, int, bytes,
 # None and a list of (str, bytes | None) tuples, which cannot lead back to the record (short of
 # the application appending the record to its own headers list, outside the documented type).
 @cython.freelist(512)   # a poll hands out max.poll.records (500 by default) then drops them
