@@ -186,7 +186,10 @@ cdef extern from *:
         if (o != NULL && !track) PyObject_GC_UnTrack(o);
         return o;
     }
-    #if CYTHON_USE_FREELISTS
+    /* Cython keeps its free lists in the module state since 3.3 at the latest (the names
+       checked at compile time; a heap type would also need its references kept as Cython
+       does); otherwise every record comes from tp_alloc */
+    #if CYTHON_USE_FREELISTS && !CYTHON_USE_TYPE_SPECS && CYTHON_HEX_VERSION >= 0x030300F0
     #define PYX_CR_ALLOC(t, track) ((pyx_consumer_record*)pyx_cr_alloc((PyTypeObject*)(t), \
         (track), \
         &__pyx_mstate_global->__pyx_freecount_10pyconsumer_8_records_ConsumerRecord, \
