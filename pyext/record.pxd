@@ -3,7 +3,7 @@
 # Module-private, so not declared here (functions declared in a .pxd are exported, never
 # inlined by the C compiler; both run per record):
 #   make_record(_Walker w, RecView* v, bint untrack) -> ConsumerRecord, the record v of w's
-#     current batch (record.pyx), made in place: off the type's free list (or tp_alloc),
+#     current batch (record.pyx), made in place: off the type's free list (or newly allocated),
 #     tracked by the GC only when not untrack, each field written once.
 #   records_fill_v2(_Walker w, list out, Py_ssize_t max_records) -> int (except -1),
 #     take_records' loop over a magic-2 batch without deserializers: records appended to out

@@ -170,7 +170,7 @@ cdef list headers_list(_Walker w, RecView* v):
 # in every object field and links the object into the GC's young generation, all undone at
 # once when the fields are written and the record is untracked. Here a record comes off the
 # type's own free list (whose records Cython's tp_dealloc left with NULL object fields) or
-# from tp_alloc, untracked unless asked, and its fields are written once.
+# from the GC's allocator, untracked unless asked, and its fields are written once.
 cdef extern from *:
     """
     static CYTHON_INLINE PyObject* pyx_cr_alloc(PyTypeObject* t, int track, int* count,
@@ -182,13 +182,15 @@ cdef extern from *:
             if (track) PyObject_GC_Track(o);
             return o;
         }
-        o = t->tp_alloc(t, 0);               /* zeroed, tracked */
-        if (o != NULL && !track) PyObject_GC_UnTrack(o);
+        o = (PyObject*)_PyObject_GC_New(t);  /* untracked, fields not set */
+        if (o == NULL) return NULL;
+        memset((char*)o + sizeof(PyObject), 0, (size_t)t->tp_basicsize - sizeof(PyObject));
+        if (track) PyObject_GC_Track(o);
         return o;
     }
     /* Cython keeps its free lists in the module state since 3.3 at the latest (the names
        checked at compile time; a heap type would also need its references kept as Cython
-       does); otherwise every record comes from tp_alloc */
+       does); otherwise every record is allocated */
     #if CYTHON_USE_FREELISTS && !CYTHON_USE_TYPE_SPECS && CYTHON_HEX_VERSION >= 0x030300F0
     #define PYX_CR_ALLOC(t, track) ((pyx_consumer_record*)pyx_cr_alloc((PyTypeObject*)(t), \
         (track), \
