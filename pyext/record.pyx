@@ -321,3 +321,59 @@ cdef int records_fill_v2(_Walker w, list out, Py_ssize_t max_records) except -1:
     finally:
         w.took(q - w.rr.buf, remaining, nfo, n > n0)
     return 0
+
+
+cdef inline ConsumerRecord _record_with(ConsumerRecord src, object key, object value):
+    """A new record: src's fields, key and value replaced, headers a list of its own (as
+    ConsumerRecord(...) copies them); tracked, as its key or value may be any object."""
+    cdef ConsumerRecord rec = PYX_CR_ALLOC(ConsumerRecord, True)
+    cdef pyx_consumer_record* r = <pyx_consumer_record*><PyObject*>rec
+    headers = None if src._headers is None else list(src._headers)
+    Py_INCREF(src.topic)
+    r.topic = <PyObject*>src.topic
+    Py_INCREF(src.partition)
+    r.partition = <PyObject*>src.partition
+    Py_INCREF(src.offset)
+    r.offset = <PyObject*>src.offset
+    Py_INCREF(src.timestamp)
+    r.timestamp = <PyObject*>src.timestamp
+    Py_INCREF(src.timestamp_type)
+    r.timestamp_type = <PyObject*>src.timestamp_type
+    Py_INCREF(key)
+    r.key = <PyObject*>key
+    Py_INCREF(value)
+    r.value = <PyObject*>value
+    Py_INCREF(headers)
+    r._headers = <PyObject*>headers
+    r._leader_epoch = src._leader_epoch
+    r.serialized_key_size = src.serialized_key_size
+    r.serialized_value_size = src.serialized_value_size
+    return rec
+
+
+def records_with(list records, list offsets, list keys=None, list values=None):
+    """The records (of one partition) at offsets, each as a new record whose key is keys[i]
+    and value values[i] (None lists: its own), in the order of offsets: what a typed poll()
+    hands out after its plan decoded the chunk. KeyError for an offset no record has."""
+    cdef Py_ssize_t n = len(records), m = len(offsets), i, j = 0
+    cdef ConsumerRecord src
+    cdef dict by_offset = None
+    cdef list out = []
+    if keys is not None and len(keys) != m or values is not None and len(values) != m:
+        raise ValueError(f"records_with: {m} offsets, but {len(keys or ())} keys and "
+                         f"{len(values or ())} values")
+    for i in range(m):
+        offset = offsets[i]
+        # the plan keeps the records' order (dropping some): walk along them
+        while j < n and (<ConsumerRecord?>records[j]).offset != offset:
+            j += 1
+        if j < n:
+            src = <ConsumerRecord?>records[j]
+            j += 1
+        else:                                  # out of order: look it up
+            if by_offset is None:
+                by_offset = {(<ConsumerRecord?>r).offset: r for r in records}
+            src = <ConsumerRecord?>by_offset[offset]
+        out.append(_record_with(src, src.key if keys is None else keys[i],
+                                src.value if values is None else values[i]))
+    return out

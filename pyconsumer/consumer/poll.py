@@ -46,6 +46,7 @@ from pyconsumer.records import (
     ConsumerRecord,
     empty_batch,
     kafka_arrow_schema,
+    records_with,
     take_arrow_many,
 )
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
@@ -311,16 +312,10 @@ def typed_records(plan: TypedValues, records: list[ConsumerRecord]
         typed, error = _apply_before(plan, batch, e)
     out: list[ConsumerRecord] = []
     if typed is not None and typed.num_rows:
-        by_offset = {r.offset: r for r in records}
-        offsets = typed.column("offset").to_pylist()
-        keys = typed.column("key").to_pylist() if plan.key.decodes else None
-        values = typed.column("value").to_pylist() if plan.value.decodes else None
-        for i, offset in enumerate(offsets):
-            r = by_offset[offset]
-            out.append(ConsumerRecord(
-                r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type,
-                r.key if keys is None else keys[i], r.value if values is None else values[i],
-                r.headers, r.leader_epoch, r.serialized_key_size, r.serialized_value_size))
+        # the typed rows' records, keys and values replaced, made in one call
+        out = records_with(records, typed.column("offset").to_pylist(),
+                           typed.column("key").to_pylist() if plan.key.decodes else None,
+                           typed.column("value").to_pylist() if plan.value.decodes else None)
     return TypedChunk(out, len(out), len(records), error)
 
 

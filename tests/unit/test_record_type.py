@@ -2,7 +2,8 @@
 place) against the record as the per-record path makes it (the path with deserializers), as
 its Python constructor makes it, as kafka-python reads the bytes, and as the type before the
 in-place construction pickled it: fields, equality, repr, pickling and copying, for
-hypothesis-generated record sets."""
+hypothesis-generated record sets; and records_with (typed poll()'s rebuild) against the
+records rebuilt one by one as before."""
 from __future__ import annotations
 
 import copy
@@ -10,11 +11,12 @@ import gc
 import pickle
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests import recordsets as rs
 
-from pyconsumer.records import CompletedFetch, ConsumerRecord, decode_records
+from pyconsumer.records import CompletedFetch, ConsumerRecord, decode_records, records_with
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -141,3 +143,48 @@ def test_loads_what_the_type_pickled_before() -> None:
         assert type(got) is ConsumerRecord and got == want and _fields(got) == _fields(want)
         assert repr(got) == repr(want)
         assert pickle.dumps(want, raw[1]) == raw      # and pickles the same bytes now
+
+
+def _old_with(r: ConsumerRecord, key: object, value: object) -> ConsumerRecord:
+    """How typed poll() rebuilt a record before records_with."""
+    return ConsumerRecord(r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type, key,
+                          value, r.headers, r.leader_epoch, r.serialized_key_size,
+                          r.serialized_value_size)
+
+
+@SETTINGS
+@given(record_sets(), st.data())
+def test_records_with_equals_the_records_rebuilt_one_by_one(case: tuple[bytes, int, int],
+                                                             data: st.DataObject) -> None:
+    raw, fetch, _ = case
+    recs = decode_records(raw, "t", 1, fetch_offset=fetch)
+    # the rows a plan keeps: in order (DROPMALFORMED leaves some out), or shuffled
+    picks = data.draw(st.lists(st.sampled_from(recs), unique_by=id) if recs else st.just([]))
+    if data.draw(st.booleans()):
+        picks.sort(key=lambda r: r.offset)
+    keys = [{"k": i} for i in range(len(picks))] if data.draw(st.booleans()) else None
+    values = [[i] for i in range(len(picks))] if data.draw(st.booleans()) else None
+    got = records_with(recs, [r.offset for r in picks], keys, values)
+    want = [_old_with(r, r.key if keys is None else keys[i], r.value if values is None else
+                      values[i]) for i, r in enumerate(picks)]
+    assert got == want and [repr(g) for g in got] == [repr(w) for w in want]
+    for g, r in zip(got, picks):
+        assert _fields(g) == _fields(r)[:5] + _fields(g)[5:7] + _fields(r)[7:]
+        assert gc.is_tracked(g) and g is not r
+        assert g.headers == r.headers and (not r.headers or g.headers is not r.headers)
+        if keys is None:
+            assert g.key is r.key
+        if values is None:
+            assert g.value is r.value
+
+
+def test_records_with_refuses_what_it_cannot_match() -> None:
+    recs = decode_records(rs.aio_v2([(i, i, b"k", b"v", []) for i in range(3)], "none", 10),
+                          "t", 0)
+    with pytest.raises(KeyError):
+        records_with(recs, [11, 99])
+    with pytest.raises(ValueError, match="2 offsets, but 1 keys"):
+        records_with(recs, [10, 11], [b"a"])
+    with pytest.raises(TypeError):
+        records_with([recs[0], "not a record"], [10, 11])
+    assert records_with(recs, []) == []
