@@ -182,7 +182,7 @@ cdef extern from *:
             if (track) PyObject_GC_Track(o);
             return o;
         }
-        o = (PyObject*)_PyObject_GC_New(t);  /* untracked, fields not set */
+        o = PyObject_GC_New(PyObject, t);    /* untracked, fields not set */
         if (o == NULL) return NULL;
         memset((char*)o + sizeof(PyObject), 0, (size_t)t->tp_basicsize - sizeof(PyObject));
         if (track) PyObject_GC_Track(o);
