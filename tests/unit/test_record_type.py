@@ -25,23 +25,32 @@ _header = st.tuples(st.text(max_size=8), _bytes)
 _record = st.tuples(_bytes, _bytes, st.lists(_header, max_size=3))
 
 
+#: the leader epoch of the batch each offset was written in, by record set
+_EPOCHS: dict[bytes, dict[int, int]] = {}
+
+
 @st.composite
 def record_sets(draw: st.DrawFn) -> tuple[bytes, int, int]:
     """(record set of 1-4 v2 batches, each in some codec and leader epoch, the fetch offset
-    (maybe mid-batch), the take size)."""
+    (maybe mid-batch), the take size); the epochs go to _EPOCHS."""
     parts, base = [], draw(st.integers(0, 1 << 40))
     first = base
+    epochs = {}
     for _ in range(draw(st.integers(1, 4))):
         recs = draw(st.lists(_record, min_size=1, max_size=30))
         ts0 = draw(st.integers(0, 1 << 42))
         same_ts = draw(st.booleans())     # records of one millisecond share their int
         rows = [(i, ts0 if same_ts else ts0 + i * draw(st.integers(0, 3)), k, v, h)
                 for i, (k, v, h) in enumerate(recs)]
+        epoch = draw(st.integers(-1, 50))
         parts.append(rs.aio_v2(rows, draw(st.sampled_from(["none", "gzip", "lz4", "zstd"])),
-                               base, leader_epoch=draw(st.integers(-1, 50))))
+                               base, leader_epoch=epoch))
+        epochs.update((base + i, epoch) for i in range(len(recs)))
         base += len(recs)
     fetch = draw(st.integers(first, base))
-    return b"".join(parts), fetch, draw(st.integers(1, 40))
+    data = b"".join(parts)
+    _EPOCHS[data] = epochs
+    return data, fetch, draw(st.integers(1, 40))
 
 
 def _fields(r: ConsumerRecord) -> tuple[Any, ...]:
@@ -84,9 +93,14 @@ def test_fast_records_equal_the_per_record_path_and_the_constructor(case: tuple[
     ref = [r for r in rs.reference(data) if r["offset"] >= fetch]
     assert [r.offset for r in fast] == [r["offset"] for r in ref]
     assert len(slow) == len(whole) == len(fast)
+    epochs = _EPOCHS.pop(data)
     for a, b, c, want in zip(fast, slow, whole, ref):
-        assert (a.key, a.value, a.timestamp, a.headers) == (
-            want["key"], want["value"], want["timestamp"], want["headers"])
+        assert (a.topic, a.partition, a.key, a.value, a.timestamp, a.timestamp_type,
+                a.headers) == ("topic-a", 9, want["key"], want["value"], want["timestamp"],
+                               want["timestamp_type"], want["headers"])
+        assert a.leader_epoch == (None if epochs[a.offset] < 0 else epochs[a.offset])
+        assert a.serialized_key_size == (-1 if a.key is None else len(a.key))
+        assert a.serialized_value_size == (-1 if a.value is None else len(a.value))
         assert _fields(a) == _fields(b) == _fields(c)
         assert a == b == c and not a != b
         built = ConsumerRecord(*_fields(a))
@@ -157,6 +171,7 @@ def _old_with(r: ConsumerRecord, key: object, value: object) -> ConsumerRecord:
 def test_records_with_equals_the_records_rebuilt_one_by_one(case: tuple[bytes, int, int],
                                                              data: st.DataObject) -> None:
     raw, fetch, _ = case
+    _EPOCHS.pop(raw, None)
     recs = decode_records(raw, "t", 1, fetch_offset=fetch)
     # the rows a plan keeps: in order (DROPMALFORMED leaves some out), or shuffled
     picks = data.draw(st.lists(st.sampled_from(recs), unique_by=id) if recs else st.just([]))
