@@ -6,6 +6,7 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 @cython.final
@@ -225,6 +226,10 @@ cdef extern from "Python.h":
     PyObject* cr_int32 "PyLong_FromLong"(long v) except NULL
 
 
+# the timestamp types as the int objects every record shares
+cdef tuple _TS_TYPES = (-1, 0, 1)
+
+
 cdef inline ConsumerRecord make_record(_Walker w, RecView* v, bint untrack):
     """The record v of w's current batch. untrack: no deserializer will run, so the record
     cannot be part of a reference cycle (see ConsumerRecord) and stays out of the GC's lists.
@@ -243,7 +248,12 @@ cdef inline ConsumerRecord make_record(_Walker w, RecView* v, bint untrack):
         w.ts_val = v.timestamp
     Py_INCREF(w.ts_obj)
     r.timestamp = <PyObject*>w.ts_obj
-    r.timestamp_type = cr_int32(w.ts_type)
+    if -1 <= w.ts_type <= 1:                 # (-1 none, 0 CreateTime, 1 LogAppendTime)
+        tt = <object>PyTuple_GET_ITEM(_TS_TYPES, w.ts_type + 1)
+        Py_INCREF(tt)
+        r.timestamp_type = <PyObject*>tt
+    else:
+        r.timestamp_type = cr_int32(w.ts_type)
     if v.key_len >= 0:
         r.key = cr_bytes(<const char*>v.key, v.key_len)
     else:
