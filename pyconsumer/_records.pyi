@@ -181,6 +181,9 @@ def decode_arrow(
     aborted_transactions: Iterable[tuple[int, int]] | None = None,
 ) -> pa.RecordBatch: ...
 def kafka_arrow_schema(include_headers: bool = False) -> pa.Schema: ...
+def records_columns(
+    records: list[ConsumerRecord], keys: bool = True, values: bool = True
+) -> tuple[pa.Int64Array, pa.BinaryArray | None, pa.BinaryArray | None]: ...
 def records_with(
     records: list[ConsumerRecord],
     offsets: list[int],

@@ -7,6 +7,8 @@ cdef extern from "Python.h":
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM
+from libc.stdint cimport INT32_MAX
+from libc.string cimport memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 @cython.final
@@ -387,3 +389,50 @@ def records_with(list records, list offsets, list keys=None, list values=None):
         out.append(_record_with(src, src.key if keys is None else keys[i],
                                 src.value if values is None else values[i]))
     return out
+
+
+cdef object _binary_column(list records, Py_ssize_t n, bint keys):
+    """The keys (or values) of records as a pyarrow binary array: bytes or None each."""
+    cdef _PBuf valid = _PBuf(n // 8 + 1, 0xFF)        # all valid until a null
+    cdef _PBuf offs = _PBuf((n + 1) * 4)
+    cdef Py_ssize_t i, used = 0, size, nulls = 0
+    cdef ConsumerRecord r
+    cdef int32_t* po
+    data = _PBuf(1024)
+    (<int32_t*>offs.ptr)[0] = 0
+    for i in range(n):
+        r = <ConsumerRecord?>records[i]
+        x = r.key if keys else r.value
+        if x is None:
+            clear_bit(valid.ptr, i)
+            nulls += 1
+        elif type(x) is bytes:
+            size = len(<bytes>x)
+            if used + size > INT32_MAX:
+                raise OverflowError(f"the {'keys' if keys else 'values'} of {n} records exceed "
+                                    f"Arrow's 2 GiB binary limit")
+            data.ensure(used + size)
+            memcpy(data.ptr + used, <const char*>(<bytes>x), size)
+            used += size
+        else:
+            raise TypeError(f"the {'key' if keys else 'value'} of the record at offset "
+                            f"{r.offset} is a {type(x).__name__}, not bytes or None")
+        po = <int32_t*>offs.ptr
+        po[i + 1] = <int32_t>used
+    return pa.Array.from_buffers(pa.binary(), n, [valid.finish(n // 8 + 1) if nulls else None,
+                                                  offs.finish((n + 1) * 4),
+                                                  data.finish(used)], null_count=nulls)
+
+
+def records_columns(list records, bint keys=True, bint values=True):
+    """(offsets, keys, values) of records as pyarrow arrays (int64, binary, binary; keys or
+    values None when not asked for): what a typed poll() hands its plan, without a Python
+    list per column. A key or value that is not bytes or None is a TypeError."""
+    cdef Py_ssize_t n = len(records), i
+    cdef _PBuf offsets = _PBuf(n * 8)
+    cdef int64_t* p = <int64_t*>offsets.ptr
+    for i in range(n):
+        p[i] = (<ConsumerRecord?>records[i]).offset
+    return (pa.Array.from_buffers(pa.int64(), n, [None, offsets.finish(n * 8)], null_count=0),
+            _binary_column(records, n, True) if keys else None,
+            _binary_column(records, n, False) if values else None)

@@ -46,12 +46,13 @@ from pyconsumer.records import (
     ConsumerRecord,
     empty_batch,
     kafka_arrow_schema,
+    records_columns,
     records_with,
     take_arrow_many,
 )
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
 from pyconsumer.values import MalformedValueError, TypedValues
-from pyconsumer.values.arrays import binaries, ints, lists, strings
+from pyconsumer.values.arrays import binaries, int_scalar, lists, strings
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -273,17 +274,19 @@ def typed_arrow_many(plan: TypedValues, batch: pa.RecordBatch, cursors: list[Com
 
 def _records_batch(records: list[ConsumerRecord], plan: TypedValues, headers: bool
                    ) -> pa.RecordBatch:
-    """poll()'s records as the plan reads them: Spark's Kafka schema, with the raw bytes of
-    the typed columns (an untyped column, maybe deserialized, is not read: nulls)."""
+    """poll()'s records of one partition (at least one) as the plan reads them: Spark's
+    Kafka schema, with the raw bytes of the typed columns (an untyped column, maybe
+    deserialized, is not read: nulls); the columns written from the records in one call."""
     schema = kafka_arrow_schema(headers)
     n = len(records)
-    columns: dict[str, pa.Array] = {}
-    for name, spec in (("key", plan.key), ("value", plan.value)):
-        columns[name] = pa.nulls(n, pa.binary()) if not spec.decodes else binaries(
-            [getattr(r, name) for r in records])
-    columns["topic"] = strings([r.topic for r in records])
-    columns["partition"] = ints((r.partition for r in records), pa.int32())
-    columns["offset"] = ints(r.offset for r in records)
+    offsets, keys, values = records_columns(records, plan.key.decodes, plan.value.decodes)
+    columns: dict[str, pa.Array] = {
+        "key": pa.nulls(n, pa.binary()) if keys is None else keys,
+        "value": pa.nulls(n, pa.binary()) if values is None else values,
+        "topic": pa.repeat(strings([records[0].topic])[0], n),
+        "partition": pa.repeat(int_scalar(records[0].partition, pa.int32()), n),
+        "offset": offsets,
+    }
     if headers:
         pairs = [pair for r in records for pair in r.headers]
         header_type = schema.field("headers").type

@@ -3,7 +3,8 @@ place) against the record as the per-record path makes it (the path with deseria
 its Python constructor makes it, as kafka-python reads the bytes, and as the type before the
 in-place construction pickled it: fields, equality, repr, pickling and copying, for
 hypothesis-generated record sets; and records_with (typed poll()'s rebuild) against the
-records rebuilt one by one as before."""
+records rebuilt one by one as before, records_columns against the columns built from
+Python lists."""
 from __future__ import annotations
 
 import copy
@@ -16,7 +17,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests import recordsets as rs
 
-from pyconsumer.records import CompletedFetch, ConsumerRecord, decode_records, records_with
+import pyarrow as pa
+
+from pyconsumer.records import (
+    CompletedFetch,
+    ConsumerRecord,
+    decode_records,
+    records_columns,
+    records_with,
+)
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -203,3 +212,34 @@ def test_records_with_refuses_what_it_cannot_match() -> None:
     with pytest.raises(TypeError):
         records_with([recs[0], "not a record"], [10, 11])
     assert records_with(recs, []) == []
+
+
+@SETTINGS
+@given(record_sets(), st.booleans(), st.booleans())
+def test_records_columns_equal_the_columns_from_lists(case: tuple[bytes, int, int], keys: bool,
+                                                      values: bool) -> None:
+    raw, fetch, _ = case
+    _EPOCHS.pop(raw, None)
+    recs = decode_records(raw, "t", 1, fetch_offset=fetch)
+    offsets, k, v = records_columns(recs, keys, values)
+    assert offsets.type == pa.int64() and offsets.equals(
+        pa.array([r.offset for r in recs], pa.int64()))
+    for got, asked, name in ((k, keys, "key"), (v, values, "value")):
+        if not asked:
+            assert got is None
+            continue
+        assert got is not None
+        got.validate(full=True)
+        assert got.type == pa.binary()
+        assert got.equals(pa.array([getattr(r, name) for r in recs], pa.binary()))
+
+
+def test_records_columns_refuse_what_is_not_bytes() -> None:
+    recs = [ConsumerRecord("t", 0, 5, 0, 0, b"k", {"a": 1})]
+    with pytest.raises(TypeError, match="value of the record at offset 5 is a dict"):
+        records_columns(recs)
+    offsets, keys, values = records_columns(recs, True, False)
+    assert offsets.to_pylist() == [5] and keys is not None and keys.to_pylist() == [b"k"]
+    assert values is None
+    with pytest.raises(TypeError):
+        records_columns(["not a record"])
