@@ -319,7 +319,7 @@ cdef int records_fill_v2(_Walker w, list out, Py_ssize_t max_records) except -1:
                 remaining = 0                  # the last record, before the bytes after it
                 rl = w.rr
                 rl.pos = q - rl.buf
-                batch_check_end(&rl, w.base_offset)
+                batch_check_end(&rl, w.base_offset)   # raises: bytes after the last record
             if v.offset < nfo:
                 q = nq
                 remaining -= 1
