@@ -37,8 +37,17 @@ _lock = threading.Lock()
 
 
 def threads_for(setting: int) -> int:
-    """The decode threads of a decode.threads setting: 0 means one per core, at most 4."""
-    return setting or min(4, os.cpu_count() or 1)
+    """The decode threads of a decode.threads setting: 0 means one per core this process may
+    run on (its CPU affinity: a container or a Spark executor pinned to fewer cores than the
+    machine has), at most 4."""
+    return setting or min(4, _usable_cores())
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):      # no affinity where the platform has none
+        return os.cpu_count() or 1
 
 
 def _pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
