@@ -364,7 +364,8 @@ class ConsumerConfig:
         "response's compressed batches decompressed in runs, typed values (value.format) of "
         "buffered partitions side by side when all their records fit in the call's "
         "max_records; the result is the same as one thread's. 1 decodes in the polling thread "
-        "only; 0 picks one per core, at most 4",
+        "only; 0 picks one per usable core, at most 4, and cuts a response only while that "
+        "measures cheaper than one thread",
         java=False,
     )
     exclude_internal_topics = Setting(

@@ -125,6 +125,10 @@ class KafkaConsumer:
         self._interceptors = ConsumerInterceptors.from_config(self.config)
         #: how many partitions poll_arrow() decodes at once (decode.threads; 0: per core, <= 4)
         self._decode_threads = decode.threads_for(self.config.decode_threads)
+        #: with decode.threads left to its default, poll_arrow() cuts a large compressed take
+        #: across the threads only while that measures cheaper than one thread
+        self._splits = (decode.SplitChooser()
+                        if self.config.decode_threads == 0 and self._decode_threads > 1 else None)
         #: value.format / key.format: the one decoding plan of poll() and poll_arrow() (None:
         #: bytes as fetched); built now, so a bad schema or registry setting fails here
         self._typed = _typed_values(self.config)
@@ -678,7 +682,7 @@ class KafkaConsumer:
         with self._metrics.poll_timer:
             if plan is None:
                 return self._poll(timeout_ms, max_records, lambda _: ArrowCollector(
-                    threads, include_headers, schema, interceptors))
+                    threads, include_headers, schema, interceptors, chooser=self._splits))
             return self._poll(timeout_ms, max_records, lambda loop: TypedArrowCollector(
                 plan, loop, threads, include_headers, schema, interceptors))
 

@@ -401,8 +401,11 @@ class ArrowCollector:
     strategy = Strategy.MANY
 
     def __init__(self, threads: int, include_headers: bool, schema: ArrowSchema,
-                 interceptors: ConsumerInterceptors, plan: TypedValues | None = None) -> None:
+                 interceptors: ConsumerInterceptors, plan: TypedValues | None = None,
+                 chooser: decode.SplitChooser | None = None) -> None:
         self.threads = threads
+        #: whether a cuttable take is cut (decode.threads left to its default); None: always
+        self._chooser = chooser
         self._include_headers = include_headers
         # Confluent Avro may name its schema in a header: read them for the plan, drop after
         self._read_headers = include_headers or (plan is not None and plan.reads_headers)
@@ -417,7 +420,7 @@ class ArrowCollector:
         if threads > 1:
             # compressed batches of one large response, decompressed on several cores
             parts = decode.take_arrow_split(cursor, max_records, threads, self.run,
-                                            decode.min_bytes)
+                                            decode.min_bytes, self._chooser)
             if parts is not None:
                 return parts
         return [cursor.take_arrow(max_records)]

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from pyconsumer.consumer.fetch import decode
-from pyconsumer.consumer.fetch.decode import take_arrow_split
+from pyconsumer.consumer.fetch.decode import SplitChooser, take_arrow_split
 from pyconsumer.errors import CorruptRecordError
 from pyconsumer.records import CompletedFetch
 
@@ -73,7 +73,7 @@ def rows(batches: list[pa.RecordBatch]) -> list[dict[str, Any]]:
 
 
 def steps(data: Any, fetch_offset: int, budgets: list[int], split: Run | None,
-          parts: int = 2, **kw: Any) -> tuple[list[Any], int]:
+          parts: int = 2, chooser: SplitChooser | None = None, **kw: Any) -> tuple[list[Any], int]:
     """What each budget drains (takes until it is spent, as Fetcher.drain does: a cut may
     hand out fewer rows than asked), and the cursor after it; how many takes were cut."""
     c = CompletedFetch(data, "t", 3, fetch_offset, include_headers=True, **kw)
@@ -84,7 +84,8 @@ def steps(data: Any, fetch_offset: int, budgets: list[int], split: Run | None,
         left = n
         try:
             while left > 0 and not c.is_drained:
-                parts_ = take_arrow_split(c, left, parts, split) if split is not None else None
+                parts_ = (take_arrow_split(c, left, parts, split, 0, chooser) if split is not None
+                          else None)
                 if parts_ is None:
                     parts_ = [c.take_arrow(left)]
                 else:
@@ -189,3 +190,58 @@ def test_side_by_side_run_hands_back_results_and_errors_in_order() -> None:
     assert out[0] == (1, None) and out[2] == (3, None)
     assert isinstance(out[1][1], ValueError) and out[1][0] is None
     assert decode.run([], 4) == []
+
+
+class _Fixed(SplitChooser):
+    """A chooser that always answers ``cut`` and counts what it was told."""
+
+    def __init__(self, cut: bool) -> None:
+        super().__init__()
+        self.cut = cut
+        self.told: list[tuple[bool, int]] = []
+
+    def split(self) -> bool:
+        return self.cut
+
+    def took(self, split: bool, seconds: float, records: int) -> None:
+        self.told.append((split, records))
+
+
+@pytest.mark.parametrize("cut", [True, False])
+@pytest.mark.parametrize("budgets", [[1000], [49, 51, 200, 200], [400]])
+def test_a_take_the_chooser_leaves_whole_equals_a_cut_one(cut: bool, budgets: list[int]) -> None:
+    data = mixed_set()
+    want, _ = steps(data, 0, budgets, None)
+    chooser = _Fixed(cut)
+    got, _ = steps(data, 0, budgets, pool(2), chooser=chooser)
+    assert got == want
+    assert chooser.told and all(split is cut for split, _ in chooser.told)
+
+
+def _choices(chooser: SplitChooser, split_cost: float, plain_cost: float, takes: int) -> str:
+    out = []
+    for _ in range(takes):
+        cut = chooser.split()
+        out.append("s" if cut else "p")
+        chooser.took(cut, (split_cost if cut else plain_cost) * 1000, 1000)
+    return "".join(out)
+
+
+def test_the_chooser_measures_both_ways_then_keeps_the_cheaper_and_probes_the_other() -> None:
+    # cutting costs half: cut from then on, the plain way tried again every 16th take
+    assert _choices(SplitChooser(), 1.0, 2.0, 34) == "sp" + "s" * 13 + "p" + "s" * 15 + "p" + "ss"
+    # cutting costs more: whole takes, a cut tried every 16th
+    assert _choices(SplitChooser(), 2.0, 1.0, 34) == "sp" + "p" * 13 + "s" + "p" * 15 + "s" + "pp"
+    # cheaper by less than the margin is not worth the threads
+    assert _choices(SplitChooser(), 1.0, 1.02, 20).count("s") == 2
+
+
+def test_the_chooser_follows_a_change_of_load() -> None:
+    chooser = SplitChooser()
+    assert _choices(chooser, 1.0, 2.0, 40).endswith("s")
+    # the other cores get busy: cutting now costs three times as much; the probes see it
+    busy = _choices(chooser, 6.0, 2.0, 80)
+    assert busy[0] == "s" and "ss" not in busy and busy[1:].count("s") == 80 // 16
+    # a take with no rows teaches nothing
+    chooser.took(True, 1.0, 0)
+    assert chooser.split() is False

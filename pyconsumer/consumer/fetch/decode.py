@@ -14,6 +14,7 @@ import concurrent.futures
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -107,8 +108,44 @@ def _outcome(call: Callable[[], T]) -> tuple[T | None, BaseException | None]:
         return None, e
 
 
+class SplitChooser:
+    """Whether a take that could be cut across the decode threads is cut: chosen by what this
+    consumer's own takes cost, not assumed. Threads win on idle cores and lose where the cores
+    are busy (other tasks of a Spark executor, a broker on the same machine): each way's
+    seconds per record is kept (a moving average), the cheaper way is taken, splitting only
+    when it is cheaper by :attr:`margin`, and every :attr:`probe_every`-th cuttable take goes
+    the other way so that a change of load is seen. Takes with nothing to cut (one
+    uncompressed partition) never get here."""
+
+    probe_every = 16
+    margin = 1.05
+    _weight = 0.25
+
+    def __init__(self) -> None:
+        self._cost: dict[bool, float | None] = {True: None, False: None}
+        self._takes = 0
+
+    def split(self) -> bool:
+        """Whether the next cuttable take is cut."""
+        self._takes += 1
+        split_cost, plain_cost = self._cost[True], self._cost[False]
+        if split_cost is None or plain_cost is None:
+            return split_cost is None          # each way measured once first
+        better = split_cost * self.margin <= plain_cost
+        return not better if self._takes % self.probe_every == 0 else better
+
+    def took(self, split: bool, seconds: float, records: int) -> None:
+        """A cuttable take's cost: ``records`` in ``seconds``, cut or not."""
+        if records <= 0:
+            return
+        per = seconds / records
+        old = self._cost[split]
+        self._cost[split] = per if old is None else old + self._weight * (per - old)
+
+
 def take_arrow_split(cursor: CompletedFetch, max_records: int, parts: int, run: Runner,
-                     min_bytes: int = 0) -> list[pa.RecordBatch] | None:
+                     min_bytes: int = 0, chooser: SplitChooser | None = None
+                     ) -> list[pa.RecordBatch] | None:
     """cursor.take_arrow(max_records) on several threads: the rest of the current batch, and
     the next whole compressed v2 batches that fit in what is left of max_records cut into
     ``parts`` runs of about equal bytes (CompletedFetch.cut), each taken by ``run`` beside the
@@ -120,6 +157,22 @@ def take_arrow_split(cursor: CompletedFetch, max_records: int, parts: int, run: 
     if plan is None:
         return None
     head, runs = plan
+    if chooser is None:
+        return _split(cursor, max_records, head, runs, run)
+    started = time.perf_counter()
+    if not chooser.split():
+        for r in runs:
+            r.discard()
+        batch = cursor.take_arrow(max_records)
+        chooser.took(False, time.perf_counter() - started, batch.num_rows)
+        return [batch]
+    taken = _split(cursor, max_records, head, runs, run)
+    chooser.took(True, time.perf_counter() - started, sum(b.num_rows for b in taken or ()))
+    return taken
+
+
+def _split(cursor: CompletedFetch, max_records: int, head: int, runs: list[CompletedFetch],
+           run: Runner) -> list[pa.RecordBatch] | None:
     calls: list[Callable[[], pa.RecordBatch]] = [
         functools.partial(r.take_arrow, max_records) for r in runs]
     if head:
