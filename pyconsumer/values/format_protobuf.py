@@ -174,7 +174,10 @@ class _ProtobufColumn:
             if isinstance(schema, Schema):
                 self._given = schema
             elif isinstance(schema, DescriptorFile):
-                self._given = schema_from_file(schema.path)
+                try:
+                    self._given = schema_from_file(schema.path)
+                except ProtobufSchemaError as e:
+                    raise ConfigurationError(f"{column}.protobuf.descriptor.file: {e}") from None
             elif isinstance(schema, str):
                 self._given = schema_from_registry_text(schema, (), f"{column}.schema")
             elif schema is not None:
