@@ -26,12 +26,12 @@ from pyconsumer.errors import ConfigurationError
 from pyconsumer.values.avro_decode import SchemaId, UnknownSchemaError
 from pyconsumer.values.format_api import ColumnDecoder, ColumnSpec, ValueFormat, Words
 from pyconsumer.values.format_avro import NOT_FOUND_TTL_S
-from pyconsumer.values.framing import SCHEMA_ID_HEADERS, header_ids, prefix_ids
+from pyconsumer.values.framing import SCHEMA_ID_HEADERS
 from pyconsumer.values.protobuf import (
     Program, ProtobufOptions, ProtobufSchemaError, Schema, compile_program, message_by_indexes,
     schema_from_file, schema_from_registry_text,
 )
-from pyconsumer.values.protobuf_decode import decode_protobuf
+from pyconsumer.values.protobuf_decode import decode_protobuf, header_prefixes
 from pyconsumer.values.registry import (
     RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, subject_name,
 )
@@ -262,11 +262,9 @@ class _ProtobufColumn:
         if self.framing == "none":
             return decode_protobuf(raw, reader, framing="none",
                                    emit_default_values=self.opts.emit_default_values)
-        from_headers = header_ids(batch, SCHEMA_ID_HEADERS[self.column])
-        ids.update(prefix_ids(raw, from_headers))
         return decode_protobuf(raw, reader, framing="confluent", check=self._check(reader),
-                               schema_ids=from_headers,
-                               emit_default_values=self.opts.emit_default_values)
+                               headers=header_prefixes(batch, SCHEMA_ID_HEADERS[self.column]),
+                               ids=ids, emit_default_values=self.opts.emit_default_values)
 
 
 def _framing(words: Words) -> str:
