@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyconsumer._install import install_hint
 from pyconsumer.errors import ConfigurationError, KafkaClientError
 
 __all__ = [
@@ -111,7 +112,7 @@ def _runtime() -> Any:
         from google.protobuf import descriptor_pb2, descriptor_pool
     except ImportError:
         raise ConfigurationError(
-            "Protobuf values need the protobuf package: pip install 'pyconsumer[protobuf]'") from None
+            f"Protobuf values need the protobuf package: {install_hint('protobuf')}") from None
     return descriptor_pb2, descriptor_pool
 
 
@@ -250,8 +251,8 @@ def _compile_proto(text: str, references: Sequence[tuple[str, str]], what: str) 
         import grpc_tools
     except ImportError:
         raise ConfigurationError(
-            f"{what} is .proto text: compiling it needs grpcio-tools: pip install "
-            "'pyconsumer[protobuf]'") from None
+            f"{what} is .proto text: compiling it needs grpcio-tools: "
+            f"{install_hint('protobuf')}") from None
     includes = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     with tempfile.TemporaryDirectory(prefix="pyconsumer-proto-") as tmp:
         names = []
