@@ -311,13 +311,13 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
     own = {"protobuf.message": get("ProtobufMessage"),
            "protobuf.descriptor.file": get("ProtobufDescriptorFile"),
            **{f"protobuf.{n}": opts.get(n) for n in _PROTOBUF_OPTIONS}}
-    given = {k: v for k, v in own.items() if v is not None}
+    set_here = {k: v for k, v in own.items() if v is not None}
     options: tuple[tuple[str, str], ...] = ()
     if kind.option_names:
-        options = tuple(sorted(given.items()))
+        options = tuple(sorted(set_here.items()))
     else:
         for name in ("protobuf.message", "protobuf.descriptor.file"):
-            if name in given:
+            if name in set_here:
                 option = _BY_SETTING[f"{column}.{name}"]
                 raise _fail(option, f"applies to {column}Format=protobuf only, not {kind.name}")
         if framing_option == "ProtobufFraming" and kind.name != "protobuf":

@@ -288,10 +288,10 @@ def message_by_indexes(schema: Schema, indexes: Sequence[int]) -> Any:
     path = list(indexes) or [0]
     file = schema.files[-1]
     level = list(file.message_types_by_name.values())
-    msg = None
+    msg: Any = None
     for depth, i in enumerate(path):
         if not 0 <= i < len(level):
-            where = file.name if depth == 0 else msg.full_name   # type: ignore[union-attr]
+            where = file.name if depth == 0 else msg.full_name
             raise ProtobufSchemaError(f"message index {path} names no message: {where} has "
                                       f"{len(level)} message(s) at level {depth}, index {i}")
         msg = level[i]
@@ -599,18 +599,16 @@ class _Compiler:
         return [fd.number, value_fd.type, f.mode, col, sub, f.target, flags, oneof, enum_start,
                 enum_count, default, dlen, unk_at, unk_len, _wire_type(fd.type), 0]
 
-    def null_lists(self) -> list[int]:
-        lists = []
-        for k in range(len(self.cols)):
-            out: list[int] = []
+    def nulls_of(self, c: int) -> list[int]:
+        """A column and, for a struct, its children's (they stay aligned with it)."""
+        out = [c]
+        if self.cols[c].kind == K_STRUCT:
+            for ch in self.cols[c].children:
+                out += self.nulls_of(ch)
+        return out
 
-            def visit(c: int) -> None:
-                out.append(c)
-                if self.cols[c].kind == K_STRUCT:
-                    for ch in self.cols[c].children:
-                        visit(ch)
-            visit(k)
-            lists.append(out)
+    def null_lists(self) -> list[int]:
+        lists = [self.nulls_of(k) for k in range(len(self.cols))]
         head: list[int] = []
         body: list[int] = []
         base = 2 * len(lists)
