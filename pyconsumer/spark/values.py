@@ -304,6 +304,8 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
     framing = (framing_text or DEFAULT_FRAMING).strip().lower()
     if framing not in FRAMINGS:
         raise _fail(f"{column}{framing_option}", f"must be {' or '.join(FRAMINGS)}, got {framing_text!r}")
+    if framing_option == "ProtobufFraming" and kind.name != "protobuf":
+        raise _fail(f"{column}ProtobufFraming", f"applies to {column}Format=protobuf only")
     if framing_text is not None and not kind.framings:
         raise _fail(f"{column}{framing_option}", f"applies to {column}Format="
                                                  f"{names_where(lambda f: bool(f.framings))} only")
@@ -320,8 +322,6 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
             if name in set_here:
                 option = _BY_SETTING[f"{column}.{name}"]
                 raise _fail(option, f"applies to {column}Format=protobuf only, not {kind.name}")
-        if framing_option == "ProtobufFraming" and kind.name != "protobuf":
-            raise _fail(f"{column}ProtobufFraming", f"applies to {column}Format=protobuf only")
     subject = get("Subject")
     strategy = get("SubjectNameStrategy")
     for suffix, given in (("Subject", subject), ("SubjectNameStrategy", strategy)):
