@@ -8,6 +8,7 @@ import pickle
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from pyconsumer.errors import ConfigurationError
@@ -241,3 +242,39 @@ def test_json_schema_is_nullable_throughout_as_from_json_declares_it() -> None:
     assert schema["value"].dataType["b"].dataType.containsNull
     assert schema["value"].dataType["b"].dataType.elementType["c"].nullable
     assert not schema["value"].metadata
+
+
+PROTO_V1 = 'syntax = "proto3"; package shop; message Order { int64 id = 1; }'
+PROTO_V2 = ('syntax = "proto3"; package shop; import "dep.proto"; '
+            'message Order { int64 id = 1; dep.Money total = 2; }')
+PROTO_DEP = 'syntax = "proto3"; package dep; message Money { int64 cents = 1; string ccy = 2; }'
+
+
+def test_a_protobuf_reader_is_pinned_with_its_references_and_from_protobufs_options_apply(
+        registry: FakeSchemaRegistry) -> None:
+    pytest.importorskip("grpc_tools")
+    registry.register("orders-value", PROTO_V1, "PROTOBUF")
+    registry.register("dep.proto", PROTO_DEP, "PROTOBUF")
+    registry.register("orders-value", PROTO_V2, "PROTOBUF",
+                      references=({"name": "dep.proto", "subject": "dep.proto", "version": 1},))
+    v = _values(valueFormat="protobuf", valueProtobufMessage="shop.Order",
+                **{"schema.registry.url": registry.url, "emit.default.values": "true"})
+    assert v.value.options == (("protobuf.emit.default.values", "true"),
+                               ("protobuf.message", "shop.Order"))
+    pins = ReaderPins(v)
+    pin = pins.for_topic("orders")["value"]
+    assert (pin.subject, pin.version, pin.references) == ("orders-value", 2, (("dep.proto", PROTO_DEP),))
+    registry.register("orders-value", PROTO_V1 + " // v3", "PROTOBUF")
+    assert pins.for_topic("orders")["value"].version == 2          # fixed for the query
+    plan = v.plan(pins.for_topic("orders"))
+    assert str(plan.column_type("value", "orders")) == (
+        "struct<id: int64, total: struct<cents: int64, ccy: string>>")
+    # the same decode on an executor: a Confluent-framed record of version 2, id 3
+    row = b"\x00\x00\x00\x00\x03\x00" + bytes([0x12, 0x02, 0x08, 0x05])   # total.cents = 5
+    out = plan.apply(pa.RecordBatch.from_pydict({
+        "key": pa.array([None], pa.binary()), "value": pa.array([row], pa.binary()),
+        "topic": ["orders"], "partition": pa.array([0], pa.int32()),
+        "offset": pa.array([0], pa.int64()),
+        "timestamp": pa.array([0], pa.timestamp("us", tz="UTC")),
+        "timestampType": pa.array([0], pa.int32())}))
+    assert out.column("value").to_pylist() == [{"id": 0, "total": {"cents": 5, "ccy": ""}}]
