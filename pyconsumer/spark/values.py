@@ -343,7 +343,8 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
         try:
             schema = kind.schema_from_options(dict(options))
         except ConfigurationError as e:
-            raise _fail(f"{column}ProtobufDescriptorFile", str(e)) from None
+            raise _fail(f"{column}ProtobufDescriptorFile",
+                        str(e).removeprefix("protobuf.descriptor.file: ")) from None
     missing = kind.missing_schema(framing, words) if schema is None else None
     if missing is not None:
         raise _fail(words("schema") if framing_option == "AvroFraming" or kind.name != "protobuf"

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -28,8 +28,8 @@ from pyconsumer.values.format_api import ColumnDecoder, ColumnSpec, ValueFormat,
 from pyconsumer.values.format_avro import NOT_FOUND_TTL_S
 from pyconsumer.values.framing import SCHEMA_ID_HEADERS
 from pyconsumer.values.protobuf import (
-    Program, ProtobufOptions, ProtobufSchemaError, Schema, compile_program, message_by_indexes,
-    schema_from_file, schema_from_registry_text,
+    Program, ProtobufOptions, ProtobufSchemaError, Schema, compile_program, load_descriptor_set,
+    message_by_indexes, schema_from_registry_text,
 )
 from pyconsumer.values.protobuf_decode import decode_protobuf, header_prefixes
 from pyconsumer.values.registry import (
@@ -54,9 +54,20 @@ OPTION_NAMES = {
 
 @dataclass(frozen=True)
 class DescriptorFile:
-    """A column's schema given as a descriptor set file (its path)."""
+    """A column's schema given as a descriptor set file: its path and its bytes, read once where
+    the options are read (a Spark driver), so that executors need no copy of the file."""
 
     path: str
+    data: bytes = field(repr=False, default=b"")
+
+    @classmethod
+    def read(cls, path: str) -> DescriptorFile:
+        try:
+            with open(path, "rb") as fh:
+                return cls(path, fh.read())
+        except OSError as e:
+            raise ConfigurationError(f"protobuf.descriptor.file: cannot read the descriptor file "
+                                     f"{path}: {e.strerror}") from None
 
 
 def _flag(value: Any, setting: str) -> bool:
@@ -116,7 +127,7 @@ class ProtobufFormat(ValueFormat):
             return None
         if not str(path).strip():
             raise ConfigurationError("protobuf.descriptor.file is empty")
-        return DescriptorFile(str(path).strip())
+        return DescriptorFile.read(str(path).strip())
 
     def missing_schema(self, framing: str, words: Words) -> str | None:
         if framing != "none":
@@ -175,7 +186,8 @@ class _ProtobufColumn:
                 self._given = schema
             elif isinstance(schema, DescriptorFile):
                 try:
-                    self._given = schema_from_file(schema.path)
+                    self._given = load_descriptor_set(schema.data,
+                                                      f"the descriptor file {schema.path}")
                 except ProtobufSchemaError as e:
                     raise ConfigurationError(f"{column}.protobuf.descriptor.file: {e}") from None
             elif isinstance(schema, str):

@@ -64,7 +64,7 @@ def test_option_names_are_case_insensitive_and_map_onto_the_plan() -> None:
     ({"valueFormat": "avro", "valueProtobufMessage": "a.B"}, "Option 'valueProtobufMessage': applies to valueFormat=protobuf only, not avro"),
     ({"valueFormat": "json", "valueSchema": "a INT", "valueProtobufFraming": "none"}, "Option 'valueProtobufFraming': applies to valueFormat=protobuf only"),
     ({"valueFormat": "protobuf", "valueSchema": "message {"}, "Option 'valueSchema': "),
-    ({"valueFormat": "protobuf", "valueProtobufDescriptorFile": "/no/such.pb"}, "Option 'valueProtobufDescriptorFile': valueProtobufDescriptorFile: cannot read the descriptor file /no/such.pb"),
+    ({"valueFormat": "protobuf", "valueProtobufDescriptorFile": "/no/such.pb"}, "Option 'valueProtobufDescriptorFile': cannot read the descriptor file /no/such.pb: No such file or directory"),
     ({"keyFormat": ""}, "Option 'keyFormat': must be one of"),
     ({"valueFormat": "json", "valueSchema": "  "}, "Option 'valueSchema': is empty"),
     ({"valueFormat": "json", "valueSchema": '{"type": "record"}'}, "Option 'valueSchema': a JSON schema here is a StructType's JSON"),
@@ -278,3 +278,20 @@ def test_a_protobuf_reader_is_pinned_with_its_references_and_from_protobufs_opti
         "timestamp": pa.array([0], pa.timestamp("us", tz="UTC")),
         "timestampType": pa.array([0], pa.int32())}))
     assert out.column("value").to_pylist() == [{"id": 0, "total": {"cents": 5, "ccy": ""}}]
+
+
+def test_a_descriptor_file_is_read_on_the_driver_and_travels_with_the_options(tmp_path: Any) -> None:
+    grpc_tools = pytest.importorskip("grpc_tools")
+    import subprocess
+    import sys
+    from pathlib import Path
+    (tmp_path / "o.proto").write_text(PROTO_V1)
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}",
+                    f"-I{Path(grpc_tools.__file__).parent / '_proto'}", "--include_imports",
+                    f"--descriptor_set_out={tmp_path / 'o.pb'}", "o.proto"], check=True)
+    v = _values(valueFormat="protobuf", valueProtobufFraming="none",
+                valueProtobufDescriptorFile=str(tmp_path / "o.pb"))
+    shipped = pickle.dumps(v)
+    (tmp_path / "o.pb").unlink()                  # an executor has no copy of the file
+    plan = pickle.loads(shipped).plan()
+    assert str(plan.column_type("value", "orders")) == "struct<id: int64>"
