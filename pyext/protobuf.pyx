@@ -287,7 +287,7 @@ cdef Py_ssize_t pb_enum_find(PbState* st, const int64_t* f, int64_t number) noex
     return -1
 
 
-cdef int pb_put_scalar(PbState* st, Py_ssize_t fi, int col, int64_t x, const uint8_t* p,
+cdef inline int pb_put_scalar(PbState* st, Py_ssize_t fi, int col, int64_t x, const uint8_t* p,
                        Py_ssize_t n, Py_ssize_t at) noexcept nogil:
     """One value of field fi (a number x, or the bytes p[:n]) into col."""
     cdef const int64_t* f = st.fields + PB_FIELD_WORDS * fi
@@ -378,7 +378,7 @@ cdef int pb_grow_occ(PbState* st) noexcept nogil:
     return 0
 
 
-cdef int pb_scan_range(PbState* st, const int64_t* nd, Reader* r, Py_ssize_t fb) except -1 nogil:
+cdef inline int pb_scan_range(PbState* st, const int64_t* nd, Reader* r, Py_ssize_t fb) except -1 nogil:
     """Record the fields of one byte range of a message into the level's chains at frm[fb:]."""
     cdef uint64_t tag, v, num
     cdef int wt, rc
@@ -648,7 +648,7 @@ cdef int pb_item(PbState* st, Py_ssize_t fi, const int64_t* f, int32_t o, int co
     return pb_put_scalar(st, fi, col, x, NULL, 0, -1)
 
 
-cdef int pb_field(PbState* st, Py_ssize_t fi, Py_ssize_t local, Py_ssize_t nf, Py_ssize_t fb,
+cdef inline int pb_field(PbState* st, Py_ssize_t fi, Py_ssize_t local, Py_ssize_t nf, Py_ssize_t fb,
                   bint entry) except -1 nogil:
     """Field fi of the level whose chains are at frm[fb:], into its column: Spark's value of
     it (repeated: a list; absent or default: null, or the default where Spark gives one)."""
