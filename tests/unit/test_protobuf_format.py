@@ -311,3 +311,22 @@ def _index_length(b: bytes) -> int:
             vals.append(value)
             if len(vals) == count:
                 return pos
+
+
+def test_decode_arrow_with_protobuf_keys_and_values(
+        classes: dict[str, Any], descriptor_file: Path) -> None:
+    from pyconsumer.testing._encode import aio_v2
+    from pyconsumer.values import decode_arrow
+    msgs = orders(classes)
+    line = classes["Order.Line"](sku="k", qty=3).SerializeToString()
+    rows: Any = [(0, 1_700_000_000_000, line, b"\x00\x00\x00\x00\x01\x00" + msgs[0].SerializeToString(), []),
+                 (1, 1_700_000_000_001, b"\xff", b"\x00\x00\x00\x00\x01\x00" + msgs[1].SerializeToString(), [])]
+    out = decode_arrow(aio_v2(rows, base_offset=7), "t", 0, value_format="protobuf",
+                       key_format="protobuf", key_framing="none",
+                       value_options={"protobuf.descriptor.file": str(descriptor_file)},
+                       key_options={"protobuf.descriptor.file": str(descriptor_file),
+                                    "protobuf.message": "shop.Order.Line"})
+    assert out.column("key").to_pylist() == [{"sku": "k", "qty": 3}, None]
+    assert out.column("_corrupt_record_key").to_pylist() == [None, b"\xff"]
+    assert out.column("value").to_pylist() == [expected(m) for m in msgs[:2]]
+    assert out.column("offset").to_pylist() == [7, 8]
