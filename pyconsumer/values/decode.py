@@ -118,8 +118,8 @@ def decode_arrow(record_set: Any, topic: str, partition: int, *,
     or the latest of ``*_subject`` / of the topic's subject; ``*_framing`` confluent, with
     writer schemas from ``registry`` or ``schema_registry_url``, or none with ``*_schema``
     the writer's) or protobuf (``*_options``: ``protobuf.message``,
-    ``protobuf.descriptor.file``, ...; ``*_schema`` .proto text). ``mode`` PERMISSIVE (bad values null, raw bytes in ``corrupt_column``),
-    DROPMALFORMED (bad records left out) or FAILFAST
+    ``protobuf.descriptor.file``, ...; ``*_schema`` .proto text). ``mode`` PERMISSIVE (bad
+    values null, raw bytes in ``corrupt_column``), DROPMALFORMED (bad records left out) or FAILFAST
     (:class:`~pyconsumer.values.modes.MalformedValueError` naming topic, partition and
     offset). ``plan``: a ready :class:`TypedValues` instead of the format arguments.
     Bad arguments raise :class:`~pyconsumer.errors.ConfigurationError` (or ValueError)."""
