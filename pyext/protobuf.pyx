@@ -319,8 +319,10 @@ cdef int pb_put_default(PbState* st, Py_ssize_t fi, int col) noexcept nogil:
 
 # --------------------------------------------------------------------------- the scan
 
-cdef int pb_skip_group(PbState* st, Reader* r, uint64_t number, Py_ssize_t at) except -1 nogil:
-    """Past a group (wire type 3) up to its end tag of the same number."""
+cdef int pb_skip_group(PbState* st, Reader* r, uint64_t number, Py_ssize_t at,
+                       Py_ssize_t* body_end=NULL) except -1 nogil:
+    """Past a group (wire type 3) up to its end tag of the same number (body_end: where that
+    tag starts, the end of the group's fields)."""
     cdef uint64_t tag, v
     cdef Py_ssize_t tat
     cdef int wt, rc
@@ -336,6 +338,8 @@ cdef int pb_skip_group(PbState* st, Reader* r, uint64_t number, Py_ssize_t at) e
         if wt == 4:
             if (tag >> 3) != number:
                 return pb_fail(st, PB_E_GROUP, <int64_t>number, 0, at)
+            if body_end != NULL:
+                body_end[0] = tat
             break
         rc = pb_skip_value(st, r, tag, tat)
         if rc:
@@ -414,10 +418,10 @@ cdef inline int pb_scan_range(PbState* st, const int64_t* nd, Reader* r, Py_ssiz
             length = <Py_ssize_t>v
             r.pos += length
         elif wt == 3:
-            rc = pb_skip_group(st, r, num, at)
+            rc = pb_skip_group(st, r, num, at, &length)
             if rc:
                 return rc
-            continue                            # groups map to nothing: always unknown
+            length -= pos                       # a group's fields, up to its end tag
         else:
             return pb_fail(st, PB_E_BADWIRE, wt, 0, at)
         # the field: by the table, or past it a search

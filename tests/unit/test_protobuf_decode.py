@@ -479,3 +479,28 @@ def test_wrappers_unwrapped_empty_messages_kept_and_map_values_defaulted() -> No
     rows, _ = decode_rows(schema, "w.W", [wire, b""], opts)
     assert rows == [{"i": 0, "e": {"__dummy_field_in_empty_struct": None}, "m": [("k", 0)]},
                     {"i": None, "e": None, "m": []}]
+
+
+def test_proto2_groups_are_structs_as_javas_message_type() -> None:
+    fp = descriptor_pb2.FileDescriptorProto(name="g.proto", package="g", syntax="proto2")
+    m = fp.message_type.add(name="G")
+    grp = m.nested_type.add(name="Item")
+    grp.field.add(name="n", number=3, type=FDP.TYPE_INT32, label=FDP.LABEL_OPTIONAL)
+    m.field.add(name="item", number=2, type=FDP.TYPE_GROUP, type_name=".g.G.Item",
+                label=FDP.LABEL_REPEATED)
+    m.field.add(name="one", number=4, type=FDP.TYPE_GROUP, type_name=".g.G.Item",
+                label=FDP.LABEL_OPTIONAL)
+    schema = pool_of(fp)
+    cls = message_class(schema.message("g.G"))
+    msg = cls()
+    msg.item.add(n=1)
+    msg.item.add()
+    msg.one.n = 5
+    wire = msg.SerializeToString()
+    assert arrow_type(schema.message("g.G")) == pa.struct([
+        pa.field("item", pa.list_(pa.field("element", pa.struct([pa.field("n", pa.int32())]),
+                                           nullable=False))),
+        pa.field("one", pa.struct([pa.field("n", pa.int32())]))])
+    rows, errors = decode_rows(schema, "g.G", [wire])
+    assert errors == {} and rows[0] == expected(cls.FromString(wire)) == {
+        "item": [{"n": 1}, {"n": None}], "one": {"n": 5}}
