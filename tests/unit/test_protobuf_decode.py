@@ -73,6 +73,12 @@ def schemas(draw: st.DrawFn) -> tuple[list[descriptor_pb2.FileDescriptorProto], 
     inner.field.add(name="r", number=3, type=FDP.TYPE_INT64, label=FDP.LABEL_REPEATED)
     number = iter(draw(st.permutations(range(1, 60))))
     count = draw(st.integers(1, 14))
+    if proto2 and draw(st.booleans()):      # a group (proto2 only): a struct, as a message
+        grp = root.nested_type.add(name="Grp")
+        grp.field.add(name="g", number=1, type=FDP.TYPE_SINT64, label=FDP.LABEL_OPTIONAL)
+        grp.field.add(name="h", number=2, type=FDP.TYPE_STRING, label=FDP.LABEL_REPEATED)
+        root.field.add(name="grp", number=next(number), type=FDP.TYPE_GROUP, type_name=".m.Root.Grp",
+                       label=draw(st.sampled_from([FDP.LABEL_OPTIONAL, FDP.LABEL_REPEATED])))
     if draw(st.booleans()):                 # a real oneof (before the synthetic ones)
         root.oneof_decl.add(name="choice")
         root.field.add(name="o_a", number=next(number), type=FDP.TYPE_STRING,
