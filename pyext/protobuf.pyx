@@ -800,40 +800,63 @@ def protobuf_frame_scan(values, headers=None):
     cdef Py_ssize_t len_, end = 0, last_len = -1
     cdef int rc
     cdef bint in_header
+    # where each row's prefix starts (in its value or its header) and how long it is
+    cdef Py_ssize_t* starts = <Py_ssize_t*>malloc((2 * n if n else 2) * sizeof(Py_ssize_t))
+    if starts == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t* ends = starts + n
+    # pass 1 without the GIL: each prefix read; -2 marks a row whose prefix is the one of the
+    # last row read before it (the common case: no lookup), -3 one to look up
+    with nogil:
+        for i in range(n):
+            if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
+                slots[i] = -1
+                continue
+            in_header = hoffs != NULL and (hbits == NULL or
+                                           (hbits[(i + hoff0) >> 3] >> ((i + hoff0) & 7)) & 1)
+            if in_header:
+                p = hdata + hoffs[i + hoff0]
+                len_ = hoffs[i + hoff0 + 1] - hoffs[i + hoff0]
+            else:
+                p = data + offs[i + off0]
+                len_ = offs[i + off0 + 1] - offs[i + off0]
+            rc = _pb_prefix(p, len_, &end)
+            if rc < 0:
+                slots[i] = rc
+                skips[i] = <int32_t>(end if rc == -PB_E_INDEX else
+                                     (p[0] if rc == -PB_E_MAGIC else len_))
+                continue
+            skips[i] = 0 if in_header else <int32_t>end
+            starts[i] = p - (hdata if in_header else data)
+            ends[i] = end
+            if last_key != NULL and last_len == end and memcmp(last_key, p, end) == 0:
+                slots[i] = -2
+            else:
+                slots[i] = -3
+                last_key = p
+                last_len = end
+    # pass 2: the distinct prefixes as keys
     keys = {}
     key_list = []
-    for i in range(n):
-        if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
-            slots[i] = -1
-            continue
-        in_header = hoffs != NULL and (hbits == NULL or
-                                       (hbits[(i + hoff0) >> 3] >> ((i + hoff0) & 7)) & 1)
-        if in_header:
-            p = hdata + hoffs[i + hoff0]
-            len_ = hoffs[i + hoff0 + 1] - hoffs[i + hoff0]
-        else:
-            p = data + offs[i + off0]
-            len_ = offs[i + off0 + 1] - offs[i + off0]
-        rc = _pb_prefix(p, len_, &end)
-        if rc < 0:
-            slots[i] = rc
-            skips[i] = <int32_t>(end if rc == -PB_E_INDEX else (p[0] if rc == -PB_E_MAGIC else len_))
-            continue
-        skips[i] = 0 if in_header else <int32_t>end
-        # the common case: the prefix of the row before, no lookup
-        if last_key != NULL and last_len == end and memcmp(last_key, p, end) == 0 and i \
-                and slots[i - 1] >= 0:
-            slots[i] = slots[i - 1]
-            continue
-        key = bytes((<const char*>p)[:end])
-        slot = keys.get(key)
-        if slot is None:
-            slot = keys[key] = len(key_list)
-            key_list.append(key)
-        slots[i] = slot
-        last_key = p
-        last_len = end
+    cdef int32_t last_slot = -1
+    try:
+        for i in range(n):
+            if slots[i] == -2:
+                slots[i] = last_slot
+            elif slots[i] == -3:
+                in_header = hoffs != NULL and (hbits == NULL or
+                                               (hbits[(i + hoff0) >> 3] >> ((i + hoff0) & 7)) & 1)
+                p = (hdata if in_header else data) + starts[i]
+                key = bytes((<const char*>p)[:ends[i]])
+                slot = keys.get(key)
+                if slot is None:
+                    slot = keys[key] = len(key_list)
+                    key_list.append(key)
+                slots[i] = last_slot = slot
+    finally:
+        free(starts)
     return bytes(slots_b), bytes(skips_b), key_list
+
 
 
 # --------------------------------------------------------------------------- the decode

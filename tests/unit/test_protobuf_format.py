@@ -330,3 +330,25 @@ def test_decode_arrow_with_protobuf_keys_and_values(
     assert out.column("_corrupt_record_key").to_pylist() == [None, b"\xff"]
     assert out.column("value").to_pylist() == [expected(m) for m in msgs[:2]]
     assert out.column("offset").to_pylist() == [7, 8]
+
+
+def test_the_frame_scan_finds_each_distinct_prefix_and_each_bad_one() -> None:
+    from array import array
+
+    from pyconsumer import records
+    a = b"\x00\x00\x00\x00\x05\x00"                 # id 5, [0]
+    b = b"\x00\x00\x00\x00\x06\x04\x02\x00"         # id 6, [1, 0]
+    g = b"\x01" + bytes(range(16)) + b"\x02\x02"    # a GUID, [1]
+    values = [a + b"x", b + b"y", a + b"z", a, None, b"\x02abcdef", b"\x00\x00", a[:5] + b"\x04",
+              a[:5] + b"\x03\x00", b"bare", g + b"q"]
+    headers = [None] * 9 + [b, None]
+    slots_b, skips_b, keys = records.protobuf_frame_scan(pa.array(values, pa.binary()),
+                                                         pa.array(headers, pa.binary()))
+    slots, skips = array("i"), array("i")
+    slots.frombytes(slots_b)
+    skips.frombytes(skips_b)
+    assert keys == [a, b, g]
+    assert list(slots) == [0, 1, 0, 0, -1, -12, -11, -13, -13, 1, 2]
+    assert list(skips)[:4] == [6, 8, 6, 6] and skips[9] == 0 and skips[10] == 19
+    # the why of each bad one: the magic byte, the length, truncated (1), a negative count (2)
+    assert (skips[5], skips[6], skips[7], skips[8]) == (2, 2, 1, 2)
