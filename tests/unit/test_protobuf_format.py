@@ -352,3 +352,27 @@ def test_the_frame_scan_finds_each_distinct_prefix_and_each_bad_one() -> None:
     assert list(skips)[:4] == [6, 8, 6, 6] and skips[9] == 0 and skips[10] == 19
     # the why of each bad one: the magic byte, the length, truncated (1), a negative count (2)
     assert (skips[5], skips[6], skips[7], skips[8]) == (2, 2, 1, 2)
+
+
+def test_without_a_message_named_the_records_name_it(
+        registry: FakeSchemaRegistry, classes: dict[str, Any]) -> None:
+    """A file of two messages: the records written as its second (indexes [1]) are read as it;
+    an empty batch before any record has the first one's type, not fixed."""
+    ctx = SerializationContext("t", MessageField.VALUE)
+    refund = serializer(registry, classes["Refund"])(classes["Refund"](order_id=4, amount=1.5), ctx)
+    plan = TypedValues.from_settings({"value.format": "protobuf"}, registry=client(registry))
+    assert plan is not None
+    assert str(plan.column_type("value", "t")).startswith("struct<id: int64, customer: string")
+    out = plan.apply(batch([(0, None, refund, [])]))
+    assert out.column("value").to_pylist() == [{"order_id": 4, "amount": 1.5}]
+    assert str(plan.column_type("value", "t")) == "struct<order_id: int64, amount: double>"
+    order = serializer(registry, classes["Order"])(orders(classes)[1], ctx)
+    out = plan.apply(batch([(1, None, order, [])]))
+    assert out.column("value").to_pylist() == [None]          # the message stays fixed
+    strict = TypedValues.from_settings({"value.format": "protobuf", "bad.records.mode": "FAILFAST"},
+                                       registry=client(registry))
+    assert strict is not None
+    strict.apply(batch([(0, None, refund, [])]))
+    with pytest.raises(MalformedValueError, match=r"offset 1: schema id \d+ with message indexes "
+                       r"\[0\] was written as shop\.Order, not shop\.Refund .*value\.protobuf\.message"):
+        strict.apply(batch([(1, None, order, [])]))
