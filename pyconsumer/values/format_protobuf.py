@@ -6,7 +6,9 @@ The message's descriptors come from a descriptor set file (``value.protobuf.desc
 what ``protoc --include_imports --descriptor_set_out`` writes, what Spark's ``from_protobuf``
 takes), from .proto text (``value.schema``), or from the registry (the latest schema of the
 subject, fixed at first use; Spark's driver pins it per query). The message is
-``value.protobuf.message`` (a full name) or the file's first. With a registry, the rows of each
+``value.protobuf.message`` (a full name); unnamed, the file's first for given descriptors, the
+one the first framed record names for the registry's latest (fixed from then on), and a pinned
+schema of several top-level messages is refused. With a registry, the rows of each
 distinct (schema id, message indexes) are read only when those indexes name the same message
 (by full name) in that writer schema: another message is a bad row, an unknown id too (asked
 again after a while), and a registry that cannot be reached raises (never null rows).
