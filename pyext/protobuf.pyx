@@ -494,7 +494,10 @@ cdef int pb_node(PbState* st, Py_ssize_t node, int32_t head, bint single) except
         st.frm = nfrm
         st.frm_cap = cap
     st.nfrm += need
-    for i in range(need):
+    # chain heads and oneof winners start empty (a tail is written with its head)
+    for i in range(nf):
+        st.frm[fb + i] = -1
+    for i in range(2 * nf, need):
         st.frm[fb + i] = -1
     o = head
     while o >= 0:
