@@ -937,6 +937,7 @@ def protobuf_decode(values, list programs, slots=None, skips=None):
             prog = <ProtobufProgram>programs[k]
             progs[k].nodes = <const int64_t*><const char*>prog._nodes
             progs[k].fields = <const int64_t*><const char*>prog._fields
+            progs[k].aux = <const int64_t*><const char*>prog._aux
             progs[k].blob = <const uint8_t*><const char*>prog._blob
             progs[k].emit_defaults = prog.emit_defaults
         else:
@@ -993,6 +994,7 @@ def protobuf_decode(values, list programs, slots=None, skips=None):
                     else:
                         st.nodes = progs[slot].nodes
                         st.fields = progs[slot].fields
+                        st.aux = progs[slot].aux     # its tables (the null lists: one layout)
                         st.blob = progs[slot].blob
                         st.emit_defaults = progs[slot].emit_defaults
                         st.row = data + start + sk
