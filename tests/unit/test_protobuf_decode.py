@@ -510,3 +510,23 @@ def test_proto2_groups_are_structs_as_javas_message_type() -> None:
     rows, errors = decode_rows(schema, "g.G", [wire])
     assert errors == {} and rows[0] == expected(cls.FromString(wire)) == {
         "item": [{"n": 1}, {"n": None}], "one": {"n": 5}}
+
+
+def test_rows_of_one_decode_run_each_their_own_program() -> None:
+    from array import array
+
+    from pyconsumer import records
+    from pyconsumer.values.protobuf_decode import _assemble, _pin
+    fp = descriptor_pb2.FileDescriptorProto(name="two.proto", package="two", syntax="proto3")
+    for name, number in (("One", 1), ("Five", 5)):
+        fp.message_type.add(name=name).field.add(name="a", number=number, type=FDP.TYPE_INT32,
+                                                 label=FDP.LABEL_OPTIONAL)
+    schema = pool_of(fp)
+    one, five = (compile_program(schema.message(n)) for n in ("two.One", "two.Five"))
+    values = pa.array([b"\x08\x07", b"\x28\x09", b"\x08\x07", b"\x28\x09"], pa.binary())
+    slots = array("i", [0, 1, 1, 2]).tobytes()
+    raw, errors = records.protobuf_decode(values, [_pin(one, records, False), _pin(five, records, False),
+                                                   "a reason"], slots, None)
+    # row 2 is One's bytes read by Five: field 1 unknown there, so a is unset
+    assert _assemble(one, raw).to_pylist() == [{"a": 7}, {"a": 9}, {"a": None}, None]
+    assert errors == [(3, "a reason")]
