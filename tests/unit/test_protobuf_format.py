@@ -376,3 +376,48 @@ def test_without_a_message_named_the_records_name_it(
     with pytest.raises(MalformedValueError, match=r"offset 1: schema id \d+ with message indexes "
                        r"\[0\] was written as shop\.Order, not shop\.Refund .*value\.protobuf\.message"):
         strict.apply(batch([(1, None, order, [])]))
+
+
+def test_the_consumer_settings_type_keys_and_values(
+        registry: FakeSchemaRegistry, classes: dict[str, Any], descriptor_file: Path) -> None:
+    """KafkaConsumer's value.protobuf.* / key.protobuf.* settings, on the in-process fake cluster:
+    registry-read values and descriptor-file keys, each record exactly, metrics of schema ids."""
+    import time as _time
+
+    from pyconsumer import KafkaConsumer, TopicPartition
+    from pyconsumer.testing import FakeCluster
+    ser = serializer(registry, classes["Order"])
+    ctx = SerializationContext("pt", MessageField.VALUE)
+    msgs = orders(classes)
+    Line = classes["Order.Line"]
+    cluster = FakeCluster(1)
+    try:
+        cluster.create_topic("pt", 1)
+        tp = TopicPartition("pt", 0)
+        cluster.produce(tp, [(Line(sku=f"s{i}", qty=i).SerializeToString(), ser(m, ctx), [],
+                              1_700_000_000_000 + i) for i, m in enumerate(msgs)]
+                        + [(b"\xff", b"\x07", [], 1_700_000_000_009)])
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                           fetch_max_wait_ms=50, schema_registry_url=registry.url,
+                           value_format="protobuf", value_protobuf_message="shop.Order",
+                           key_format="protobuf", key_protobuf_framing="none",
+                           key_protobuf_descriptor_file=str(descriptor_file),
+                           key_protobuf_message="shop.Order.Line",
+                           key_protobuf_emit_default_values=True) as c:
+            c.assign([tp])
+            got: list[pa.RecordBatch] = []
+            deadline = _time.monotonic() + 10
+            while sum(b.num_rows for b in got) < 4:
+                assert _time.monotonic() < deadline
+                got.append(c.poll_arrow(200))
+            table = pa.Table.from_batches([b for b in got if b.num_rows])
+            assert table.column("offset").to_pylist() == [0, 1, 2, 3]
+            assert table.column("key").to_pylist() == [
+                {"sku": f"s{i}", "qty": i} for i in range(3)] + [None]
+            assert table.column("value").to_pylist() == [expected(m) for m in msgs] + [None]
+            assert table.column("_corrupt_record").to_pylist() == [None] * 3 + [b"\x07"]
+            assert table.column("_corrupt_record_key").to_pylist() == [None] * 3 + [b"\xff"]
+            from tests.unit.test_consumer_typed import find
+            assert find(c.metrics(), "schema-ids-seen") == 1.0
+    finally:
+        cluster.close()
