@@ -417,7 +417,7 @@ def test_the_consumer_settings_type_keys_and_values(
             assert table.column("value").to_pylist() == [expected(m) for m in msgs] + [None]
             assert table.column("_corrupt_record").to_pylist() == [None] * 3 + [b"\x07"]
             assert table.column("_corrupt_record_key").to_pylist() == [None] * 3 + [b"\xff"]
-            from tests.unit.test_consumer_typed import find
+            from pyconsumer.metrics import find
             assert find(c.metrics(), "schema-ids-seen") == 1.0
     finally:
         cluster.close()
