@@ -518,7 +518,8 @@ class _Compiler:
             f_item = fcol
             if f.mode == M_MAP:
                 assert f.sub is not None
-                entries = self.col(K_STRUCT, f.sub.arrow())
+                # the entries as the map type declares them (key and value not null)
+                entries = self.col(K_STRUCT, pa.struct([f.type.key_field, f.type.item_field]))
                 self.cols[fcol].children.append(entries)
                 self.assign(f.sub, entries)
                 f.col = fcol                              # type: ignore[attr-defined]

@@ -49,15 +49,19 @@ def test_damaged_messages_decode_as_the_runtime_or_are_bad_rows(
     opts = ProtobufOptions()
     d = decode_protobuf(pa.array(bodies, pa.binary()), compile_program(schema.message(name), opts),
                         framing="none")
-    rows = d.array.to_pylist()
+    d.array.validate(full=True)
     for i, body in enumerate(bodies):
         if i in d.errors:
-            assert rows[i] is None and d.errors[i]
+            assert not d.array[i].is_valid and d.errors[i]
             continue
+        try:
+            row = d.array[i].as_py()
+        except (OverflowError, ValueError):
+            continue                # a timestamp Python's datetime cannot hold (Arrow can)
         try:
             parsed = cls.FromString(body)
             canonical = parsed.SerializeToString() == body
         except Exception:
             canonical = False
         if canonical:
-            assert _normal(rows[i]) == expected(parsed, opts), body.hex()
+            assert _normal(row) == expected(parsed, opts), body.hex()
