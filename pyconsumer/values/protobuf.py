@@ -323,12 +323,15 @@ def _scalar(fd: Any, opts: ProtobufOptions) -> tuple[int, pa.DataType, int]:
     t = fd.type
     if t in (_INT32, _SINT32, _SFIXED32):
         return K_I32, pa.int32(), T_I32
+    # Spark upcasts uint32 and uint64 only: fixed32 / fixed64 keep int / long (their bits)
+    if t == _UINT32 and opts.upcast_unsigned_ints:
+        return K_I64, pa.int64(), T_U32_I64
     if t in (_UINT32, _FIXED32):
-        return (K_I64, pa.int64(), T_U32_I64) if opts.upcast_unsigned_ints else (K_I32, pa.int32(), T_I32)
-    if t in (_INT64, _SINT64, _SFIXED64):
+        return K_I32, pa.int32(), T_I32
+    if t == _UINT64 and opts.upcast_unsigned_ints:
+        return K_DEC, pa.decimal128(20, 0), T_DEC
+    if t in (_INT64, _SINT64, _SFIXED64, _UINT64, _FIXED64):
         return K_I64, pa.int64(), T_I64
-    if t in (_UINT64, _FIXED64):
-        return (K_DEC, pa.decimal128(20, 0), T_DEC) if opts.upcast_unsigned_ints else (K_I64, pa.int64(), T_I64)
     if t == _FLOAT:
         return K_F32, pa.float32(), T_F32
     if t == _DOUBLE:

@@ -54,10 +54,13 @@ def _scalar(fd: Any, v: Any, opts: ProtobufOptions) -> Any:
             return int(v)
         ev = fd.enum_type.values_by_number.get(int(v))
         return ev.name if ev is not None else f"UNKNOWN_ENUM_VALUE_{fd.enum_type.name}_{int(v)}"
+    # Spark's upcast.unsigned.ints widens uint32 and uint64 (their lite types) only
     if t in (FD.TYPE_UINT32, FD.TYPE_FIXED32):
-        return v if opts.upcast_unsigned_ints else (v - (1 << 32) if v >= (1 << 31) else v)
+        if opts.upcast_unsigned_ints and t == FD.TYPE_UINT32:
+            return v
+        return v - (1 << 32) if v >= (1 << 31) else v
     if t in (FD.TYPE_UINT64, FD.TYPE_FIXED64):
-        if opts.upcast_unsigned_ints:
+        if opts.upcast_unsigned_ints and t == FD.TYPE_UINT64:
             return decimal.Decimal(v)
         return v - (1 << 64) if v >= (1 << 63) else v
     if t == FD.TYPE_FLOAT:

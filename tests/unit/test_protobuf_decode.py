@@ -530,3 +530,20 @@ def test_rows_of_one_decode_run_each_their_own_program() -> None:
     # row 2 is One's bytes read by Five: field 1 unknown there, so a is unset
     assert _assemble(one, raw).to_pylist() == [{"a": 7}, {"a": 9}, {"a": None}, None]
     assert errors == [(3, "a reason")]
+
+
+def test_upcast_widens_uint32_and_uint64_only_as_spark_does() -> None:
+    fp = descriptor_pb2.FileDescriptorProto(name="u.proto", package="u", syntax="proto3")
+    m = fp.message_type.add(name="U")
+    for k, (n, t) in enumerate([("u32", FDP.TYPE_UINT32), ("f32", FDP.TYPE_FIXED32),
+                                ("u64", FDP.TYPE_UINT64), ("f64", FDP.TYPE_FIXED64)], 1):
+        m.field.add(name=n, number=k, type=t, label=FDP.LABEL_OPTIONAL)
+    schema = pool_of(fp)
+    opts = ProtobufOptions(upcast_unsigned_ints=True)
+    assert arrow_type(schema.message("u.U"), opts) == pa.struct([
+        pa.field("u32", pa.int64()), pa.field("f32", pa.int32()),
+        pa.field("u64", pa.decimal128(20, 0)), pa.field("f64", pa.int64())])
+    msg = message_class(schema.message("u.U"))(u32=(1 << 32) - 1, f32=(1 << 32) - 1,
+                                               u64=(1 << 64) - 1, f64=(1 << 64) - 1)
+    rows, _ = decode_rows(schema, "u.U", [msg.SerializeToString()], opts)
+    assert rows[0] == {"u32": (1 << 32) - 1, "f32": -1, "u64": (1 << 64) - 1, "f64": -1}
