@@ -643,7 +643,10 @@ cdef int pb_item(PbState* st, Py_ssize_t fi, const int64_t* f, int32_t o, int co
             x = pb_convert(vtype, v)
             if (f[6] & PB_F_CLOSED_ENUM) and pb_enum_find(st, f, <int32_t>x) < 0:
                 continue
-            rc = pb_put_scalar(st, fi, col, x, NULL, 0, -1)
+            if f[5] != PB_T_ENUM_STR:
+                rc = pb_put_num(st, col, f[5], x)
+            else:
+                rc = pb_put_scalar(st, fi, col, x, NULL, 0, -1)
             if rc:
                 return rc
         return 0
@@ -709,6 +712,8 @@ cdef inline int pb_field(PbState* st, Py_ssize_t fi, Py_ssize_t local, Py_ssize_
         else:
             x = pb_convert(f[1], st.occ[o].v)
             if x != 0 or (flags & PB_F_PRESENCE) or entry:
+                if f[5] != PB_T_ENUM_STR:       # a number: straight into its column
+                    return pb_put_num(st, col, f[5], x)
                 return pb_put_scalar(st, fi, col, x, NULL, 0, -1)
         # an implicit-presence field at its default: absent, as the runtimes read it
     if entry or (flags & PB_F_HAS_DEFAULT) or (st.emit_defaults and not (flags & PB_F_PRESENCE)):
