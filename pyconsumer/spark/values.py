@@ -370,6 +370,9 @@ def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
                                                   "are read as struct<type_url, value>, as Spark "
                                                   "gives them without it")
     value, key = _column(opts, "value"), _column(opts, "key")
+    given = [n for n in _PROTOBUF_OPTIONS if n in opts]
+    if given and not any(c.kind.name == "protobuf" for c in (value, key)):
+        raise _fail(given[0], "applies to valueFormat=protobuf or keyFormat=protobuf only")
     registry = tuple(sorted((k, v) for k, v in opts.items() if k.startswith("schema.registry.")))
     if not value.kind.decodes and not key.kind.decodes:
         for name in ("mode", "columnnameofcorruptrecord"):

@@ -64,6 +64,7 @@ def test_option_names_are_case_insensitive_and_map_onto_the_plan() -> None:
     ({"valueFormat": "avro", "valueProtobufMessage": "a.B"}, "Option 'valueProtobufMessage': applies to valueFormat=protobuf only, not avro"),
     ({"valueFormat": "json", "valueSchema": "a INT", "valueProtobufFraming": "none"}, "Option 'valueProtobufFraming': applies to valueFormat=protobuf only"),
     ({"valueFormat": "protobuf", "valueSchema": "message {"}, "Option 'valueSchema': "),
+    ({"valueFormat": "avro", "enums.as.ints": "true", "schema.registry.url": "http://h:1"}, "Option 'enums.as.ints': applies to valueFormat=protobuf or keyFormat=protobuf only"),
     ({"valueFormat": "protobuf", "convert.any.fields.to.json": "true"}, "Option 'convert.any.fields.to.json': is not supported"),
     ({"valueFormat": "protobuf", "valueProtobufDescriptorFile": "/no/such.pb"}, "Option 'valueProtobufDescriptorFile': cannot read the descriptor file /no/such.pb: No such file or directory"),
     ({"keyFormat": ""}, "Option 'keyFormat': must be one of"),
