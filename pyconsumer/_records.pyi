@@ -157,6 +157,36 @@ def avro_decode(
     skip: int = 0,
 ) -> tuple[list[tuple[int, pa.Buffer | None, pa.Buffer | None, pa.Buffer | None]],
            list[tuple[int, str]]]: ...
+@final
+class ProtobufProgram:
+    def __init__(
+        self, nodes: _Buffer, fields: _Buffer, aux: _Buffer, blob: bytes, kinds: Iterable[int],
+        children: Iterable[int], widths: Iterable[int], names: Iterable[str] = (),
+        emit_defaults: bool = False,
+    ) -> None: ...
+    @property
+    def kinds(self) -> tuple[int, ...]: ...
+    @property
+    def children(self) -> tuple[int, ...]: ...
+    @property
+    def widths(self) -> tuple[int, ...]: ...
+    @property
+    def aligned(self) -> tuple[bool, ...]: ...
+    @property
+    def names(self) -> tuple[str, ...]: ...
+    @property
+    def emit_defaults(self) -> bool: ...
+
+def protobuf_frame_scan(
+    values: pa.Array, header_ids: _Buffer | None = None
+) -> tuple[bytes, bytes, list[bytes]]: ...
+def protobuf_decode(
+    values: pa.Array,
+    programs: list[ProtobufProgram | str],
+    slots: _Buffer | None = None,
+    skips: _Buffer | None = None,
+) -> tuple[list[tuple[int, pa.Buffer | None, pa.Buffer | None, pa.Buffer | None]],
+           list[tuple[int, str]]]: ...
 def decode_records(
     record_set: _Buffer | None,
     topic: str,

@@ -507,10 +507,13 @@ cdef int av_run(AvState* st, Reader* r, Py_ssize_t pc, Py_ssize_t end) except -1
 cdef class _AvColumns:
     """The output columns of one decode: AvCol structs over _PBuf blocks."""
 
-    def __cinit__(self, AvroProgram first, Py_ssize_t rows, Py_ssize_t data_bytes):
+    def __cinit__(self, tuple kinds, tuple children, tuple widths, tuple aligned,
+                  Py_ssize_t rows, Py_ssize_t data_bytes):
+        # the layout of the columns (kinds, list children, widths, one entry a row): the first
+        # program's, an Avro or a Protobuf one
         cdef int k
         cdef AvCol* c
-        self.ncols = len(first.kinds)
+        self.ncols = len(kinds)
         self.cols = <AvCol*>malloc(self.ncols * sizeof(AvCol))
         if self.cols == NULL:
             raise MemoryError()
@@ -520,14 +523,14 @@ cdef class _AvColumns:
         if rows < 16:
             rows = 16
         for k in range(self.ncols):
-            if first.kinds[k] == AV_K_BIN and first.aligned[k]:
+            if kinds[k] == AV_K_BIN and aligned[k]:
                 nbin += 1
         for k in range(self.ncols):
             c = &self.cols[k]
-            c.kind = first.kinds[k]
-            c.child = first.children[k]
-            c.width = first.widths[k]
-            c.aligned = first.aligned[k]
+            c.kind = kinds[k]
+            c.child = children[k]
+            c.width = widths[k]
+            c.aligned = aligned[k]
             self.valid.append(None)
             self.data.append(None)
             self.bytes_.append(None)
@@ -791,7 +794,7 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
             raise ValueError("skips: one uint8 per value")
         skip_of = <const uint8_t*><const char*>skips_keep
     data_bytes = (offs[off0 + n] - offs[off0]) if n else 0
-    cols = _AvColumns(first, n, data_bytes)
+    cols = _AvColumns(first.kinds, first.children, first.widths, first.aligned, n, data_bytes)
     cdef AvProg* progs = <AvProg*>malloc((nprog if nprog else 1) * sizeof(AvProg))
     if progs == NULL:
         raise MemoryError()

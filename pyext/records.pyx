@@ -20,6 +20,9 @@
 #   api            CompletedFetch (and its cut into runs), decode_records, decode_arrow
 #   avro           Avro values -> Arrow columns: the programs of pyconsumer.values.avro,
 #                  the Confluent prefix scan (AvroProgram, avro_decode, avro_frame_scan)
+#   protobuf       Protobuf values -> Arrow columns: the programs of pyconsumer.values.protobuf,
+#                  the Confluent prefix with its message indexes (ProtobufProgram,
+#                  protobuf_decode, protobuf_frame_scan)
 #
 # The module imports nothing from pyconsumer (pyconsumer.records imports it, then injects
 # pyconsumer.errors' classes), so that either can be imported first.
@@ -43,3 +46,4 @@ include "arrow.pyx"
 include "walker.pyx"
 include "api.pyx"
 include "avro.pyx"
+include "protobuf.pyx"
