@@ -18,7 +18,9 @@ Cases
   8-field records (Confluent-framed and bare) through ``values.decode_avro`` against pyruhvro,
   fastavro + ``RecordBatch.from_pylist`` and confluent-kafka's AvroDeserializer; JSON through
   ``values.decode_json`` (clean and with bad rows) against bare ``pyarrow.json`` and
-  ``json.loads`` + ``from_pylist``. 1M records (``--quick`` 200k, ``--records`` sets it).
+  ``json.loads`` + ``from_pylist``; Protobuf 8-field messages (issue 39; Confluent-framed and
+  bare) through ``decode_protobuf`` against ptars and confluent-kafka's ProtobufDeserializer.
+  1M records (``--quick`` 200k, ``--records`` sets it).
 * ``e2e1`` / ``e2e6``: broker -> Python over 1 and 6 partitions (bench_consume.py), on each
   broker chosen: the raw sequential Fetch loop that only counts batch headers (that broker's
   ceiling), pyconsumer ``poll_arrow`` (with and without decode threads) and ``poll()``,
@@ -191,7 +193,7 @@ def run_decode(quick: bool, rounds: int, only: list[str] | None, base: Path | No
 
 
 def run_values(quick: bool, rounds: int, only: list[str] | None, records: int | None) -> list[Case]:
-    """Avro and JSON values decoded alone (bench_values.py): one table each."""
+    """Avro, JSON and Protobuf values decoded alone (bench_values.py): one table each."""
     import bench_values
 
     n = records or (200_000 if quick else 1_000_000)
@@ -202,7 +204,10 @@ def run_values(quick: bool, rounds: int, only: list[str] | None, records: int | 
              f"Avro values decoded alone, {n:,} records of 8 fields (~40 B), into Arrow"),
             ("json", bench_values.json_contenders, ["pyarrow_json", "loads_pylist"],
              bench_values.JSON_DESCRIPTIONS,
-             f"JSON values decoded alone, {n:,} objects of 8 fields (~130 B), into an Arrow struct")):
+             f"JSON values decoded alone, {n:,} objects of 8 fields (~130 B), into an Arrow struct"),
+            ("protobuf", bench_values.protobuf_contenders, ["ptars", "ck_protobuf"],
+             bench_values.PROTOBUF_DESCRIPTIONS,
+             f"Protobuf values decoded alone, {n:,} messages of 8 fields (~50 B), into an Arrow struct")):
         t0 = time.perf_counter()
         contenders, notes = build(n)
         contenders = {k: v for k, v in contenders.items() if only is None or k in only or k in refs}
@@ -689,6 +694,12 @@ VALUES_TARGETS = (
     ("decode_avro (bare bodies) vs pyruhvro", "pc_avro_none", "pyruhvro", 1.0),
     ("decode_avro (Confluent framing) vs confluent-kafka's AvroDeserializer", "pc_avro_confluent", "ck_avro", 50.0),
 )
+#: issue 39's: the Protobuf table's
+PROTOBUF_VALUES_TARGETS = (
+    ("decode_protobuf (Confluent framing) vs ptars", "pc_protobuf_confluent", "ptars", 1.0),
+    ("decode_protobuf (Confluent framing) vs confluent-kafka's ProtobufDeserializer",
+     "pc_protobuf_confluent", "ck_protobuf", 50.0),
+)
 BROKER_TITLES = {"kafka": "Apache Kafka", "tansu": "Tansu"}
 #: --baseline: the ratio column's heading, and "not slower" within the machine's per-round noise
 BASELINE_LABEL = "x the baseline build"
@@ -713,6 +724,8 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
     add("decode_records vs aiokafka's reader, none", "decode_none", "pc_records", "aio_c", 1.0)
     for label, name, ref, want in VALUES_TARGETS:
         add(label, "values_avro", name, ref, want)
+    for label, name, ref, want in PROTOBUF_VALUES_TARGETS:
+        add(label, "values_protobuf", name, ref, want)
     for broker in ("kafka", "tansu"):
         for p in (1, 6):
             for label, name, ref, want in E2E_TARGETS:
