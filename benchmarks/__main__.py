@@ -46,7 +46,7 @@ Cases
   against ``format('kafka')`` + ``from_json`` / ``from_avro`` and against the binary read of
   the same topic (noop, count, an aggregate over the typed fields, Parquet). Only when pyspark
   and Java are there, and not with ``--quick`` unless asked for with ``--cases``;
-  ``--spark-datasets`` picks the data sets (bytes json json_typed avro_typed).
+  ``--spark-datasets`` picks the data sets (bytes json json_typed avro_typed protobuf_typed).
 * ``spark_scale``: the Spark source on a many-partition topic (issue 26; bench_spark.py's
   ``scale`` set, its own process, on Apache Kafka as the spark case): 1M x 100 B over 1,000
   partitions (``--records`` sets the count) read by ``format('pyconsumer')`` and
@@ -392,6 +392,9 @@ SPARK_TYPED_DESCRIPTIONS = {
     ("json_typed", "pyconsumer"): "format('pyconsumer'), valueFormat json, valueSchema DDL",
     ("avro_typed", "kafka"): "format('kafka') + from_avro(substring(value, 6), schema): framing cut off",
     ("avro_typed", "pyconsumer"): "format('pyconsumer'), valueFormat avro, schema.registry.url",
+    ("protobuf_typed", "kafka"): "format('kafka') + from_protobuf(substring(value, 7), message, descriptor "
+                                 "file): framing cut off",
+    ("protobuf_typed", "pyconsumer"): "format('pyconsumer'), valueFormat protobuf, schema.registry.url",
 }
 SPARK_WORKLOADS = {
     "noop": "write.format('noop')",
@@ -407,7 +410,7 @@ SPARK_POLL_ARROW_TARGET = 0.8
 #: issue 25: a typed read >= 3x Spark's source + from_json/from_avro, and >= 0.7x the binary read
 SPARK_TYPED_TARGET = 3.0
 SPARK_TYPED_VS_BINARY = 0.7
-SPARK_TYPED_SETS = ("json_typed", "avro_typed")
+SPARK_TYPED_SETS = ("json_typed", "avro_typed", "protobuf_typed")
 #: issue 26: the many-partition set (the spark_scale case; --spark-datasets when named)
 SPARK_SCALE_SET = "scale"
 #: bench_spark.py's data sets (its --datasets)
@@ -471,6 +474,7 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
     what = {"bytes": "x 100 B", "json": "JSON records of ~150 B, 8 fields",
             "json_typed": "JSON records of ~150 B read into 8 typed fields",
             "avro_typed": "Confluent-framed Avro records of 8 fields read into typed fields",
+            "protobuf_typed": "Confluent-framed Protobuf messages of 8 fields read into typed fields",
             SPARK_SCALE_SET: "x 100 B"}
     cases = []
     for ds, rates in sets.items():
@@ -489,9 +493,10 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
                  f"{connector}: Maven Central serves no connector for every PySpark release; "
                  "pyconsumer.testing.spark_kafka_version() names the one taken"]
         if ds in SPARK_TYPED_SETS:
-            notes += ["the x format('kafka') column divides by Spark's source with from_json / from_avro; "
-                      "the x binary column by format('pyconsumer') of the same topic with value left binary",
-                      "count(): Spark drops from_json / from_avro (no column is used), while the typed "
+            notes += ["the x format('kafka') column divides by Spark's source with from_json / from_avro / "
+                      "from_protobuf; the x binary column by format('pyconsumer') of the same topic with "
+                      "value left binary",
+                      "count(): Spark drops from_json / from_avro / from_protobuf (no column is used), while the typed "
                       "source decodes every value (no source prunes)"]
         elif ds == SPARK_SCALE_SET:
             notes.append("no target: issue 26 asks for the numbers (records/s and planning time on a "
@@ -739,7 +744,8 @@ def targets(cases: dict[str, Case]) -> list[tuple[str, str, str, str, str]]:
                 add(f"Spark {ds}: format('pyconsumer') {workload} vs poll_arrow in the driver",
                     f"spark-{ds}-{broker}", f"pyconsumer {workload}", "poll_arrow", SPARK_POLL_ARROW_TARGET)
     for broker in ("kafka", "tansu"):
-        for ds, fn in (("json_typed", "from_json"), ("avro_typed", "from_avro")):
+        for ds, fn in (("json_typed", "from_json"), ("avro_typed", "from_avro"),
+                       ("protobuf_typed", "from_protobuf")):
             for workload in ("noop", "count", "fields", "parquet"):
                 add(f"Spark {ds}: typed format('pyconsumer') vs format('kafka') + {fn}, {workload}",
                     f"spark-{ds}-{broker}", f"pyconsumer {workload}", f"kafka {workload}", SPARK_TYPED_TARGET)
