@@ -44,7 +44,7 @@ from pyconsumer.config.values import (
 )
 
 #: what value.format and key.format accept (pyconsumer.values.Format's names)
-VALUE_FORMATS = ("binary", "string", "json", "avro")
+VALUE_FORMATS = ("binary", "string", "json", "avro", "protobuf")
 
 
 class ConsumerConfig:
@@ -385,7 +385,8 @@ class ConsumerConfig:
         "How poll_arrow() and poll() hand out record values: binary (the bytes), string (UTF-8 "
         "checked), json (a struct column per value.schema, Spark from_json results) or avro "
         "(Confluent-framed, writer schemas from schema.registry.url by id; or unframed with "
-        "value.avro.framing=none); bad values follow bad.records.mode. Excludes "
+        "value.avro.framing=none) or protobuf (a message as Spark's from_protobuf gives it, "
+        "see value.protobuf.*); bad values follow bad.records.mode. Excludes "
         "value.deserializer",
         java=False,
     )
@@ -435,6 +436,67 @@ class ConsumerConfig:
         string(("confluent", "none"), case_insensitive=True),
         "As value.avro.framing, for the keys (header __key_schema_id)",
         java=False,
+    )
+    value_protobuf_framing = Setting(
+        "value.protobuf.framing",
+        None,
+        optional_string(),
+        "protobuf: confluent (the default: 0x00 + 4-byte schema id + message-index array, or "
+        "the id in the __value_schema_id header) or none (bare messages: needs "
+        "value.protobuf.descriptor.file or value.schema)",
+        java=False,
+    )
+    key_protobuf_framing = Setting(
+        "key.protobuf.framing", None, optional_string(), "As value.protobuf.framing, for the keys",
+        java=False,
+    )
+    value_protobuf_message = Setting(
+        "value.protobuf.message",
+        None,
+        optional_string(),
+        "protobuf: the full name of the message the values are (default: the schema file's "
+        "first message)",
+        java=False,
+    )
+    key_protobuf_message = Setting(
+        "key.protobuf.message", None, optional_string(), "As value.protobuf.message, for the keys",
+        java=False,
+    )
+    value_protobuf_descriptor_file = Setting(
+        "value.protobuf.descriptor.file",
+        None,
+        optional_string(),
+        "protobuf: a descriptor set file with the message and its imports (protoc "
+        "--include_imports --descriptor_set_out, as Spark's from_protobuf takes); unset, the "
+        "registry's latest schema of the value subject",
+        java=False,
+    )
+    key_protobuf_descriptor_file = Setting(
+        "key.protobuf.descriptor.file", None, optional_string(),
+        "As value.protobuf.descriptor.file, for the keys", java=False,
+    )
+    value_protobuf_enums_as_ints = Setting(
+        "value.protobuf.enums.as.ints",
+        False,
+        boolean,
+        "protobuf: enums as their numbers (int) instead of their names (Spark's enums.as.ints)",
+        java=False,
+    )
+    key_protobuf_enums_as_ints = Setting(
+        "key.protobuf.enums.as.ints", False, boolean, "As value.protobuf.enums.as.ints, for the keys",
+        java=False,
+    )
+    value_protobuf_emit_default_values = Setting(
+        "value.protobuf.emit.default.values",
+        False,
+        boolean,
+        "protobuf: unset proto3 scalars (without presence) give their defaults instead of null "
+        "(Spark's emit.default.values)",
+        java=False,
+    )
+    key_protobuf_emit_default_values = Setting(
+        "key.protobuf.emit.default.values", False, boolean,
+        "As value.protobuf.emit.default.values, for the keys", java=False,
     )
     value_subject_name_strategy = Setting(
         "value.subject.name.strategy",

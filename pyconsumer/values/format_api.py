@@ -58,6 +58,9 @@ class ColumnSpec(Protocol):
     @property
     def subject(self) -> str | None: ...
 
+    @property
+    def options(self) -> tuple[tuple[str, Any], ...]: ...
+
 
 class ColumnDecoder(Protocol):
     """One column (``key`` or ``value``) of one plan in one format: thread-safe, it may keep
@@ -119,6 +122,14 @@ class ValueFormat(ABC):
     def reads_headers(self, framing: str) -> bool:
         """Whether the decoder reads the batch's ``headers`` column (a schema id in a header)."""
         return False
+
+    #: the format's own settings after ``value.`` (``protobuf.message``): the front ends pass
+    #: them to the decoder in :attr:`ColumnSpec.options`; empty: the format has none
+    option_names: ClassVar[tuple[str, ...]] = ()
+
+    def schema_from_options(self, options: dict[str, Any]) -> Any:
+        """The column's schema when a format option gives it (a descriptor set file), else None."""
+        return None
 
     def schema_from_text(self, text: str) -> Any:
         """The Spark source's schema option text, checked, as the plan takes it; raises

@@ -1,7 +1,8 @@
 """The value formats by name: the one registry the consumer's settings, the Spark source and
 ``pyconsumer ingest`` take a format from.
 
-:data:`FORMATS` maps each name (``binary``, ``string``, ``json``, ``avro``) to its
+:data:`FORMATS` maps each name (``binary``, ``string``, ``json``, ``avro``,
+``protobuf``) to its
 :class:`~pyconsumer.values.format_api.ValueFormat`; :data:`Format` is the enum of those names
 (what :class:`~pyconsumer.values.typed.ColumnFormat` holds). A new format is a class and one
 line in :data:`FORMATS`.
@@ -16,13 +17,14 @@ from pyconsumer.values.format_api import ValueFormat
 from pyconsumer.values.format_avro import AvroFormat
 from pyconsumer.values.format_json import JsonFormat
 from pyconsumer.values.format_plain import BinaryFormat, StringFormat
+from pyconsumer.values.format_protobuf import ProtobufFormat
 
 __all__ = ["FORMATS", "FRAMINGS", "Format", "DEFAULT_FORMAT", "parse_format", "format_of", "decodes",
            "names_where"]
 
 #: every format by the name users write, in the order messages list them
 FORMATS: dict[str, ValueFormat] = {f.name: f for f in (
-    BinaryFormat(), StringFormat(), JsonFormat(), AvroFormat(),
+    BinaryFormat(), StringFormat(), JsonFormat(), AvroFormat(), ProtobufFormat(),
 )}
 
 #: a column's format when none is set: the bytes as read

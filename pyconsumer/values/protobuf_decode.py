@@ -21,7 +21,6 @@ from types import ModuleType
 from typing import Any, Literal, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyconsumer import records
 from pyconsumer.values.avro_decode import SchemaId, UnknownSchemaError
@@ -128,6 +127,19 @@ def decode_protobuf(
                           for s in schema_ids])
     slots_b, skips_b, keys = mod.protobuf_frame_scan(arr, hdr)
     entries: list[Any] = []
+    guid_rows = [i for i, s in enumerate(schema_ids or ()) if isinstance(s, uuid.UUID)]
+    if guid_rows:
+        # a GUID in a header: its body has no prefix to find the id in; such rows are bad
+        # rows saying so, never read from a misplaced start
+        slots = array("i")
+        slots.frombytes(slots_b)
+        for i in guid_rows:
+            if slots[i] != -1:
+                slots[i] = len(keys)
+        slots_b = slots.tobytes()
+        keys = [*keys]
+    guid_reason = ("a schema GUID in the __value_schema_id / __key_schema_id header is not "
+                   "read for Protobuf values: frame the GUID in the value instead")
     for key in keys:
         sid, indexes = parse_prefix(key)
         reason: str | None = None
@@ -137,15 +149,9 @@ def decode_protobuf(
             except UnknownSchemaError as e:
                 reason = str(e)
         entries.append(pinned if reason is None else reason)
+    if guid_rows:
+        entries.append(guid_reason)
     entries.append(pinned)              # gives the layout when no key passed
     raw, errs = mod.protobuf_decode(arr, entries, slots_b, skips_b)
     return Decoded(_assemble(program, raw), dict(errs))
 
-
-def _int32s(data: bytes, n: int) -> pa.Array:
-    return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(data)])
-
-
-def rows_with_prefix(slots_b: bytes, n: int) -> pa.Array:
-    """Whether each row had a readable prefix (for the metrics of schema ids)."""
-    return pc.greater_equal(_int32s(slots_b, n), 0)

@@ -31,7 +31,9 @@ from pyconsumer.records import empty_batch
 from pyconsumer.values.avro_decode import SchemaId
 from pyconsumer.values.format_api import DEFAULT_FRAMING, ColumnDecoder, ValueFormat, Words
 from pyconsumer.values.format_avro import NOT_FOUND_TTL_S
-from pyconsumer.values.formats import DEFAULT_FORMAT, FRAMINGS, Format, format_of, names_where, parse_format
+from pyconsumer.values.formats import (
+    DEFAULT_FORMAT, FORMATS, FRAMINGS, Format, format_of, names_where, parse_format,
+)
 from pyconsumer.values.framing import SCHEMA_ID_HEADERS
 from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, MalformedValueError, Mode, apply_mode, parse_mode
 from pyconsumer.values.registry import SchemaRegistryClient, SubjectNameStrategy, shared_client, subject_name
@@ -52,13 +54,16 @@ class ColumnFormat:
     schema as Avro JSON text, parsed JSON or a parsed :data:`~pyconsumer.values.avro.Schema`
     (with ``framing="none"``, also the writer's; required there); without it, the reader is
     the latest version of ``subject`` (or of the strategy's subject for the topic).
-    ``framing``: Avro only.
+    ``framing``: Avro and Protobuf (``value.avro.framing``, ``value.protobuf.framing``).
+    ``options``: the format's own settings (Protobuf: ``protobuf.message``, ...).
     """
 
     format: Format = Format(DEFAULT_FORMAT)
     schema: Any = None
     framing: Literal["confluent", "none"] = "confluent"
     subject: str | None = None
+    #: the format's own settings, names after the column (``protobuf.message``), sorted
+    options: tuple[tuple[str, Any], ...] = ()
 
     @property
     def kind(self) -> ValueFormat:
@@ -84,6 +89,10 @@ class ColumnFormat:
         if self.subject is not None and not kind.takes_subject:
             raise ConfigurationError(f"{column}.subject applies to {column}.format="
                                      f"{names_where(lambda f: f.takes_subject)} only")
+        unknown = [name for name, _ in self.options if name not in kind.option_names]
+        if unknown:
+            raise ConfigurationError(f"{column}.{unknown[0]} applies to another {column}.format "
+                                     f"than {kind.name}")
         if self.schema is not None and not kind.takes_schema:
             raise ConfigurationError(f"{column}.schema applies to {column}.format "
                                      f"{names_where(lambda f: f.takes_schema)}, not {kind.name}")
@@ -170,10 +179,32 @@ class TypedValues:
         ``value.subject.name.strategy`` / ``key.subject.name.strategy``."""
         def column(name: str) -> ColumnFormat:
             fmt = parse_format(settings.get(f"{name}.format") or DEFAULT_FORMAT, f"{name}.format")
-            framing = str(settings.get(f"{name}.avro.framing") or DEFAULT_FRAMING).strip().lower()
-            return ColumnFormat(fmt, settings.get(f"{name}.schema"), framing,  # type: ignore[arg-type]
-                                settings.get(f"{name}.subject") or None)
+            framing_setting = f"{name}.{fmt.value}.framing"
+            if settings.get(framing_setting) is None:
+                framing_setting = f"{name}.avro.framing"
+            framing = str(settings.get(framing_setting) or DEFAULT_FRAMING).strip().lower()
+            # the format's own settings: value.protobuf.message, ... (None is unset)
+            prefix = f"{name}.{fmt.value}."
+            options = tuple(sorted((k[len(name) + 1:], v) for k, v in settings.items()
+                                   if k.startswith(prefix) and k != framing_setting
+                                   and v is not None))
+            schema = settings.get(f"{name}.schema")
+            if schema is None:
+                try:
+                    schema = format_of(fmt).schema_from_options(dict(options))
+                except ConfigurationError as e:
+                    raise ConfigurationError(f"{name}.{e}") from None
+            return ColumnFormat(fmt, schema, framing, settings.get(f"{name}.subject") or None,  # type: ignore[arg-type]
+                                options)
 
+        for name in ("value", "key"):
+            chosen = str(settings.get(f"{name}.format") or DEFAULT_FORMAT).strip().lower()
+            for other in FORMATS.values():
+                given = [f"{name}.{o}" for o in (*other.option_names, f"{other.name}.framing")
+                         if settings.get(f"{name}.{o}") is not None]
+                if given and other.name != chosen:
+                    raise ConfigurationError(f"{given[0]} is set but {name}.format is {chosen}, "
+                                             f"not {other.name}")
         value, key = column("value"), column("key")
         if not value.decodes and not key.decodes:
             for name in ("value.schema", "key.schema", "value.subject", "key.subject"):
