@@ -4,8 +4,9 @@ parse of every record (tests/protodata.spark_row: the values Spark's ``from_prot
 
 The schema spans two files (an import, registered as a reference) with nested messages, maps,
 repeated fields, a oneof, enums, Timestamp and wrappers; the message is the file's second (index
-array ``[1]``). Exact records (partition, offset, key, typed value, timestamp, headers) in order
-per partition, the schema from the registry or from a descriptor set file, decode threads 1 and 2,
+array ``[1]``: the message the records name, unless ``value.protobuf.message`` names one). Exact
+records (partition, offset, key, typed value, timestamp, headers) in order per partition, the
+schema from the registry or from a descriptor set file, decode threads 1 and 2,
 Spark's ``enums.as.ints`` / ``emit.default.values`` mapped, and bad framing or bodies in the three
 modes (FAILFAST names the offset and skips nothing).
 """
@@ -100,10 +101,13 @@ def test_protobuf_by_a_real_registry_equals_the_runtime_record_for_record(
     expect = _expected(binary, classes, produced)
     assert [(p, o) for p, o, *_ in expect] == [(0, o) for o in range(60)] + [(1, o) for o in range(41)]
 
-    got: dict[int, pa.Table] = {}
-    for threads in (1, 2):
+    # the message: the one the record's indexes name ([1]: Order, not the file's first), or
+    # the one named by value.protobuf.message
+    got: dict[tuple[int, str | None], pa.Table] = {}
+    for threads, message in ((1, None), (2, None), (1, MESSAGE)):
+        named = {} if message is None else {"value_protobuf_message": message}
         batches, c = read_arrow(kafka, tps, total, decode_threads=threads, value_format="protobuf",
-                                schema_registry_url=apicurio.url)
+                                schema_registry_url=apicurio.url, **named)
         try:
             value_type = batches[0].schema.field("value").type
             assert {b.schema.field("value").type for b in batches} == {value_type}
@@ -112,12 +116,12 @@ def test_protobuf_by_a_real_registry_equals_the_runtime_record_for_record(
                 (p, o, None) for p, o, *_ in expect]
         finally:
             c.close()
-        got[threads] = pa.Table.from_batches(batches).sort_by(
+        got[threads, message] = pa.Table.from_batches(batches).sort_by(
             [("partition", "ascending"), ("offset", "ascending")])
-    assert got[1].equals(got[2])
+    assert got[1, None].equals(got[2, None]) and got[1, None].equals(got[1, MESSAGE])
 
     # the types Spark's from_protobuf gives the fields (the Spark test compares the whole type)
-    t = got[1].schema.field("value").type
+    t = got[1, None].schema.field("value").type
     kinds = {t.field(i).name: t.field(i).type for i in range(t.num_fields)}
     assert (kinds["id"], kinds["item"], kinds["status"], kinds["channel"]) == (
         pa.int64(), pa.string(), pa.string(), pa.string())
@@ -174,7 +178,8 @@ def test_bad_protobuf_records_in_the_three_modes(
     produce(kafka.bootstrap, kafka_topic, [TestRecord(value=v, partition=0) for v in bad])
     produce_protobuf(kafka.bootstrap, kafka_topic, good[3:], apicurio.url, partition=0)
     expect = [spark_row(m) for m in good]
-    typed = {"value_format": "protobuf", "schema_registry_url": apicurio.url}
+    typed = {"value_format": "protobuf", "schema_registry_url": apicurio.url,
+             "value_protobuf_message": MESSAGE}
 
     batches, c = read_arrow(kafka, [tp], 10, include_headers=False, **typed)
     c.close()
@@ -187,7 +192,7 @@ def test_bad_protobuf_records_in_the_three_modes(
     batches, c = read_arrow(kafka, [tp], 6, include_headers=False, bad_records_mode="DROPMALFORMED",
                             **typed)
     c.close()
-    assert [o for o, in rows(batches, "offset")] == [0, 1, 2, 7, 8, 9]
+    assert [o for o, _ in rows(batches, "offset", "partition")] == [0, 1, 2, 7, 8, 9]
 
     with KafkaConsumer(**kafka.client_settings(auto_offset_reset="earliest", fetch_max_wait_ms=100,
                                                bad_records_mode="FAILFAST", **typed)) as c:
