@@ -82,7 +82,7 @@ def _rows(df: Any) -> list[dict[str, Any]]:
     out = df.orderBy("partition", "offset").toArrow().to_pylist()
     for row in out:
         value = row["value"]
-        if value is not None:
+        if isinstance(value, dict):
             row["value"] = {k: sorted(v) if k in MAPS and v is not None else v for k, v in value.items()}
     return out
 
