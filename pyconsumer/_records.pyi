@@ -178,7 +178,7 @@ class ProtobufProgram:
     def emit_defaults(self) -> bool: ...
 
 def protobuf_frame_scan(
-    values: pa.Array, header_ids: _Buffer | None = None
+    values: pa.Array, headers: pa.Array | None = None
 ) -> tuple[bytes, bytes, list[bytes]]: ...
 def protobuf_decode(
     values: pa.Array,

@@ -711,126 +711,124 @@ cdef int pb_field(PbState* st, Py_ssize_t fi, Py_ssize_t local, Py_ssize_t nf, P
 
 # --------------------------------------------------------------------------- the framing scan
 
-def protobuf_frame_scan(values, header_ids=None):
+cdef int _pb_prefix(const uint8_t* p, Py_ssize_t n, Py_ssize_t* end) noexcept nogil:
+    """The length of the Confluent prefix at p (magic, id or GUID, message-index array) in
+    end: 0, or -PB_E_HEADER / -PB_E_MAGIC, or -PB_E_INDEX with end the reason (1 truncated,
+    2 count, 3 negative index). Varints read here are bounded by n, 10 bytes each."""
+    cdef Py_ssize_t j
+    cdef uint64_t u
+    cdef int64_t count = -1, idx
+    cdef int k
+    cdef bint done
+    if n < 1 or (p[0] == 0 and n < 5) or (p[0] == 1 and n < 17):
+        return -PB_E_HEADER
+    if p[0] == 0:
+        j = 5
+    elif p[0] == 1:
+        j = 17
+    else:
+        return -PB_E_MAGIC
+    while True:
+        u = 0
+        done = False
+        for k in range(10):
+            if j >= n:
+                break
+            u |= (<uint64_t>(p[j] & 0x7F)) << (7 * k)
+            j += 1
+            if p[j - 1] < 0x80:
+                done = True
+                break
+        if not done:
+            end[0] = 1
+            return -PB_E_INDEX
+        idx = <int64_t>((u >> 1) ^ ((<uint64_t>0) - (u & 1)))
+        if count < 0:
+            count = idx
+            if count < 0 or count > PB_INDEX_LIMIT:
+                end[0] = 2
+                return -PB_E_INDEX
+            if count == 0:
+                break
+            continue
+        if idx < 0 or idx > INT32_MAX:
+            end[0] = 3
+            return -PB_E_INDEX
+        count -= 1
+        if count == 0:
+            break
+    end[0] = j
+    return 0
+
+
+def protobuf_frame_scan(values, headers=None):
     """The Confluent prefix of each value of a pa.BinaryArray: magic byte, schema id (0x00 + 4
     bytes, or 0x01 + a 16-byte GUID), then the message-index array (a zig-zag count, then the
-    indexes; a count of 0 is [0]). header_ids: None, or an int64 per row (-1: none), the id a
-    header gives for a row whose body starts at its index array. Returns (slots, skips, keys):
-    int32 per row an index into keys (each a distinct prefix: magic, id and index bytes, a
-    header id written as 0x00 + 4 bytes), -1 for a null value, or -PB_E_HEADER / -PB_E_MAGIC /
-    -PB_E_INDEX; int32 per row the bytes to skip."""
-    cdef Py_ssize_t n = len(values), i, off0 = values.offset
+    indexes; a count of 0 is [0]). headers: None, or a pa.BinaryArray of one entry per row,
+    the prefix a header (__value_schema_id) gives, null where a row has none; such a row's
+    value is the bare message. Returns (slots, skips, keys): int32 per row an index into keys
+    (the distinct prefixes), -1 for a null value, or -PB_E_HEADER / -PB_E_MAGIC / -PB_E_INDEX;
+    int32 per row the bytes to skip (for -PB_E_INDEX: why)."""
+    cdef Py_ssize_t n = len(values), i, off0 = values.offset, hoff0 = 0
     bufs = values.buffers()
     cdef const uint8_t* vbits = _av_address(bufs[0])
     cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
     cdef const uint8_t* data = _av_data(bufs[2])
+    cdef const uint8_t* hbits = NULL
+    cdef const int32_t* hoffs = NULL
+    cdef const uint8_t* hdata = NULL
+    if headers is not None:
+        if len(headers) != n:
+            raise ValueError("headers: one entry per value")
+        hbufs = headers.buffers()
+        if len(hbufs) != 3:
+            raise TypeError("headers is a pa.BinaryArray")
+        hoff0 = headers.offset
+        hbits = _av_address(hbufs[0])
+        hoffs = <const int32_t*>_av_address(hbufs[1])
+        hdata = _av_data(hbufs[2])
     slots_b = bytearray(4 * n)
     skips_b = bytearray(4 * n)
     cdef int32_t* slots = <int32_t*><char*>slots_b if n else NULL
     cdef int32_t* skips = <int32_t*><char*>skips_b if n else NULL
-    cdef const int64_t* hdr = NULL
-    if header_ids is not None:
-        hdr_keep = bytes(memoryview(header_ids).cast("B"))
-        if len(hdr_keep) != 8 * n:
-            raise ValueError("header_ids: one int64 per value")
-        hdr = <const int64_t*><const char*>hdr_keep
     cdef const uint8_t* p
-    cdef Py_ssize_t len_, head, j, last_len = -1
     cdef const uint8_t* last_key = NULL
-    cdef uint8_t hbuf[5]
-    cdef uint64_t u
-    cdef int64_t count, idx
-    cdef int bad, k
-    cdef Reader r
-    cdef Where where
-    where.topic = NULL
-    where.partition = -1
-    where.origin = 0
-    where.inflated = False
+    cdef Py_ssize_t len_, end = 0, last_len = -1
+    cdef int rc
+    cdef bint in_header
     keys = {}
     key_list = []
     for i in range(n):
         if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
             slots[i] = -1
             continue
-        p = data + offs[i + off0]
-        len_ = offs[i + off0 + 1] - offs[i + off0]
-        if hdr != NULL and hdr[i] >= 0:
-            head = 0
-        elif len_ < 1 or (p[0] == 0 and len_ < 5) or (p[0] == 1 and len_ < 17):
-            slots[i] = -PB_E_HEADER
-            continue
-        elif p[0] == 0:
-            head = 5
-        elif p[0] == 1:
-            head = 17
+        in_header = hoffs != NULL and (hbits == NULL or
+                                       (hbits[(i + hoff0) >> 3] >> ((i + hoff0) & 7)) & 1)
+        if in_header:
+            p = hdata + hoffs[i + hoff0]
+            len_ = hoffs[i + hoff0 + 1] - hoffs[i + hoff0]
         else:
-            slots[i] = -PB_E_MAGIC
+            p = data + offs[i + off0]
+            len_ = offs[i + off0 + 1] - offs[i + off0]
+        rc = _pb_prefix(p, len_, &end)
+        if rc < 0:
+            slots[i] = rc
+            skips[i] = <int32_t>(end if rc == -PB_E_INDEX else (p[0] if rc == -PB_E_MAGIC else len_))
             continue
-        # the index array: zig-zag varints, read without faults (a bad one is a bad row)
-        j = head
-        bad = 0
-        count = -1
-        idx = 0
-        while True:
-            u = 0
-            for k in range(10):
-                if j >= len_:
-                    bad = 1
-                    break
-                u |= (<uint64_t>(p[j] & 0x7F)) << (7 * k)
-                j += 1
-                if p[j - 1] < 0x80:
-                    break
-            else:
-                bad = 1
-            if bad:
-                break
-            idx = <int64_t>((u >> 1) ^ ((<uint64_t>0) - (u & 1)))
-            if count < 0:
-                count = idx
-                if count < 0 or count > PB_INDEX_LIMIT:
-                    bad = 2
-                    break
-                if count == 0:
-                    break
-                continue
-            if idx < 0 or idx > INT32_MAX:
-                bad = 3
-                break
-            count -= 1
-            if count == 0:
-                break
-        if bad:
-            slots[i] = -PB_E_INDEX
-            skips[i] = bad
+        skips[i] = 0 if in_header else <int32_t>end
+        # the common case: the prefix of the row before, no lookup
+        if last_key != NULL and last_len == end and memcmp(last_key, p, end) == 0 and i \
+                and slots[i - 1] >= 0:
+            slots[i] = slots[i - 1]
             continue
-        skips[i] = <int32_t>j
-        if hdr != NULL and hdr[i] >= 0:
-            hbuf[0] = 0
-            hbuf[1] = <uint8_t>(hdr[i] >> 24)
-            hbuf[2] = <uint8_t>(hdr[i] >> 16)
-            hbuf[3] = <uint8_t>(hdr[i] >> 8)
-            hbuf[4] = <uint8_t>hdr[i]
-            key = bytes((<const char*>hbuf)[:5]) + bytes((<const char*>p)[:j])
-        elif last_key != NULL and last_len == j and memcmp(last_key, p, j) == 0:
-            slots[i] = slots[i - 1] if i else 0
-            # the previous row's key: the common case, no lookup
-            if slots[i] >= 0:
-                continue
-            key = bytes((<const char*>p)[:j])
-        else:
-            key = bytes((<const char*>p)[:j])
+        key = bytes((<const char*>p)[:end])
         slot = keys.get(key)
         if slot is None:
             slot = keys[key] = len(key_list)
             key_list.append(key)
         slots[i] = slot
-        if hdr == NULL or hdr[i] < 0:
-            last_key = p
-            last_len = j
-        else:
-            last_key = NULL
+        last_key = p
+        last_len = end
     return bytes(slots_b), bytes(skips_b), key_list
 
 
@@ -953,8 +951,8 @@ def protobuf_decode(values, list programs, slots=None, skips=None):
                         i += 1
                         continue
                     if slot < 0:
-                        pb_fail(&st, -slot, length if slot == -PB_E_HEADER else
-                                (data[start] if slot == -PB_E_MAGIC and length else sk), 0, -1)
+                        # the scan's why: the header's length, its magic byte, the index fault
+                        pb_fail(&st, -slot, sk, 0, -1)
                         rc = -2
                     elif slot >= nprog or progs[slot].nodes == NULL:
                         pb_fail(&st, PB_E_UNKNOWN, slot, 0, -1)
@@ -1058,7 +1056,7 @@ cdef str _pb_reason(PbState* st, list programs, Py_ssize_t slot):
     if e == PB_E_GROUP:
         return f"group of field number {a} has no end{where}"
     if e == PB_E_HEADER:
-        return f"value of {a} bytes is shorter than its Confluent header"
+        return f"Confluent prefix of {a} bytes is shorter than its magic byte and schema id"
     if e == PB_E_MAGIC:
         return f"bad magic byte 0x{a:02x} (Confluent framing has 0x00 or 0x01)"
     if e == PB_E_INDEX:

@@ -2,9 +2,14 @@
 :class:`~pyconsumer.values.typed.TypedValues` plan.
 
 Options (case-insensitive, as every source option): ``valueFormat`` / ``keyFormat`` (binary,
-string, json, avro), ``valueSchema`` / ``keySchema`` (JSON: a Spark DDL string or a StructType's
-JSON, ``df.schema.json()``; Avro: the Avro JSON schema), ``valueSubject`` / ``keySubject``,
-``valueAvroFraming`` / ``keyAvroFraming`` (confluent, none), ``valueSubjectNameStrategy`` /
+string, json, avro, protobuf), ``valueSchema`` / ``keySchema`` (JSON: a Spark DDL string or a
+StructType's JSON, ``df.schema.json()``; Avro: the Avro JSON schema; Protobuf: .proto text),
+``valueSubject`` / ``keySubject``, ``valueAvroFraming`` / ``keyAvroFraming`` and
+``valueProtobufFraming`` / ``keyProtobufFraming`` (confluent, none), ``valueProtobufMessage``,
+``valueProtobufDescriptorFile`` (and ``key...``), Spark from_protobuf's ``enums.as.ints``,
+``emit.default.values``, ``recursive.fields.max.depth``, ``upcast.unsigned.ints``,
+``unwrap.primitive.wrapper.types``, ``retain.empty.message.types`` (every protobuf column),
+``valueSubjectNameStrategy`` /
 ``keySubjectNameStrategy``, ``mode`` (PERMISSIVE, DROPMALFORMED, FAILFAST),
 ``columnNameOfCorruptRecord`` and the ``schema.registry.*`` settings (confluent-kafka's names).
 
@@ -33,6 +38,7 @@ import pyarrow as pa
 
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.values.format_api import DEFAULT_FRAMING, ValueFormat, Words
+from pyconsumer.values.format_protobuf import DescriptorFile
 from pyconsumer.values.formats import DEFAULT_FORMAT, FORMATS, FRAMINGS, Format, format_of, names_where, parse_format
 from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, Mode, parse_mode
 from pyconsumer.values.registry import SchemaRegistryClient, shared_client, subject_name
@@ -53,12 +59,22 @@ _OPTIONS: dict[str, tuple[str, str]] = {name.lower(): (name, setting) for name, 
     ("valueSchema", "value.schema"), ("keySchema", "key.schema"),
     ("valueSubject", "value.subject"), ("keySubject", "key.subject"),
     ("valueAvroFraming", "value.avro.framing"), ("keyAvroFraming", "key.avro.framing"),
+    ("valueProtobufFraming", "value.protobuf.framing"), ("keyProtobufFraming", "key.protobuf.framing"),
+    ("valueProtobufMessage", "value.protobuf.message"), ("keyProtobufMessage", "key.protobuf.message"),
+    ("valueProtobufDescriptorFile", "value.protobuf.descriptor.file"),
+    ("keyProtobufDescriptorFile", "key.protobuf.descriptor.file"),
     ("valueSubjectNameStrategy", "value.subject.name.strategy"),
     ("keySubjectNameStrategy", "key.subject.name.strategy"),
     ("mode", "bad.records.mode"), ("columnNameOfCorruptRecord", "corrupt.record.column"),
 )}
+#: Spark from_protobuf's own option names: they apply to every protobuf column (key and value)
+_PROTOBUF_OPTIONS = ("enums.as.ints", "emit.default.values", "recursive.fields.max.depth",
+                     "upcast.unsigned.ints", "unwrap.primitive.wrapper.types",
+                     "retain.empty.message.types")
+_OPTIONS.update({name: (name, f"protobuf.{name}") for name in _PROTOBUF_OPTIONS})
 #: TypedValues setting -> documented option name (to say the user's word in messages)
 _BY_SETTING = {setting: name for name, setting in _OPTIONS.values()}
+_BY_SETTING.update({f"{c}.protobuf.{n}": n for c in ("value", "key") for n in _PROTOBUF_OPTIONS})
 _SETTING_RE = re.compile(r"(?<![\w.])(" + "|".join(
     re.escape(s) for s in sorted(_BY_SETTING, key=len, reverse=True)) + r")(?![\w.])")
 
@@ -102,10 +118,12 @@ class ColumnOptions:
 
     column: str
     format: Format = Format(DEFAULT_FORMAT)
-    schema: str | pa.Schema | None = None
+    schema: str | pa.Schema | DescriptorFile | None = None
     framing: str = DEFAULT_FRAMING
     subject: str | None = None
     strategy: str | None = None
+    #: the format's own options as TypedValues names them (``protobuf.message``), sorted
+    options: tuple[tuple[str, str], ...] = ()
 
     @property
     def kind(self) -> ValueFormat:
@@ -131,7 +149,7 @@ class ColumnOptions:
             schema = pinned.parse(self.kind)
         # the subject only served to find the reader on the driver: with a pin it is not asked
         return ColumnFormat(self.format, schema, self.framing,  # type: ignore[arg-type]
-                            None if pinned is not None else self.subject)
+                            None if pinned is not None else self.subject, self.options)
 
 
 @dataclass(frozen=True)
@@ -281,13 +299,29 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
         raise _fail(f"{column}Format", f"must be one of {', '.join(FORMATS)}, "
                                        f"got {fmt_text!r}") from None
     kind, words = format_of(fmt), Words(column, source=True)
-    framing_text = get("AvroFraming")
+    framing_option = "ProtobufFraming" if get("ProtobufFraming") is not None else "AvroFraming"
+    framing_text = get(framing_option)
     framing = (framing_text or DEFAULT_FRAMING).strip().lower()
     if framing not in FRAMINGS:
-        raise _fail(f"{column}AvroFraming", f"must be {' or '.join(FRAMINGS)}, got {framing_text!r}")
+        raise _fail(f"{column}{framing_option}", f"must be {' or '.join(FRAMINGS)}, got {framing_text!r}")
+    if framing_option == "ProtobufFraming" and kind.name != "protobuf":
+        raise _fail(f"{column}ProtobufFraming", f"applies to {column}Format=protobuf only")
     if framing_text is not None and not kind.framings:
-        raise _fail(f"{column}AvroFraming", f"applies to {column}Format="
-                                            f"{names_where(lambda f: bool(f.framings))} only")
+        raise _fail(f"{column}{framing_option}", f"applies to {column}Format="
+                                                 f"{names_where(lambda f: bool(f.framings))} only")
+    # the protobuf options: the column's own, and from_protobuf's names for every column
+    own = {"protobuf.message": get("ProtobufMessage"),
+           "protobuf.descriptor.file": get("ProtobufDescriptorFile"),
+           **{f"protobuf.{n}": opts.get(n) for n in _PROTOBUF_OPTIONS}}
+    set_here = {k: v for k, v in own.items() if v is not None}
+    options: tuple[tuple[str, str], ...] = ()
+    if kind.option_names:
+        options = tuple(sorted(set_here.items()))
+    else:
+        for name in ("protobuf.message", "protobuf.descriptor.file"):
+            if name in set_here:
+                option = _BY_SETTING[f"{column}.{name}"]
+                raise _fail(option, f"applies to {column}Format=protobuf only, not {kind.name}")
     subject = get("Subject")
     strategy = get("SubjectNameStrategy")
     for suffix, given in (("Subject", subject), ("SubjectNameStrategy", strategy)):
@@ -304,11 +338,18 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
         except ConfigurationError as e:
             raise _fail(f"{column}SubjectNameStrategy", str(e)) from None
     schema_text = get("Schema")
-    schema = _column_schema(column, kind, schema_text)
+    schema: str | pa.Schema | DescriptorFile | None = _column_schema(column, kind, schema_text)
+    if schema is None and options:
+        try:
+            schema = kind.schema_from_options(dict(options))
+        except ConfigurationError as e:
+            raise _fail(f"{column}ProtobufDescriptorFile",
+                        str(e).removeprefix("protobuf.descriptor.file: ")) from None
     missing = kind.missing_schema(framing, words) if schema is None else None
     if missing is not None:
-        raise _fail(words("schema"), missing)
-    out = ColumnOptions(column, fmt, schema, framing, subject, strategy)
+        raise _fail(words("schema") if framing_option == "AvroFraming" or kind.name != "protobuf"
+                    else f"{column}ProtobufDescriptorFile", missing)
+    out = ColumnOptions(column, fmt, schema, framing, subject, strategy, options)
     if out.needs_pin and subject is None and strategy is not None:
         # the record strategies name the subject after the record, which only a schema knows
         try:

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -26,12 +26,12 @@ from pyconsumer.errors import ConfigurationError
 from pyconsumer.values.avro_decode import SchemaId, UnknownSchemaError
 from pyconsumer.values.format_api import ColumnDecoder, ColumnSpec, ValueFormat, Words
 from pyconsumer.values.format_avro import NOT_FOUND_TTL_S
-from pyconsumer.values.framing import SCHEMA_ID_HEADERS, header_ids, prefix_ids
+from pyconsumer.values.framing import SCHEMA_ID_HEADERS
 from pyconsumer.values.protobuf import (
-    Program, ProtobufOptions, ProtobufSchemaError, Schema, compile_program, message_by_indexes,
-    schema_from_file, schema_from_registry_text,
+    Program, ProtobufOptions, ProtobufSchemaError, Schema, compile_program, load_descriptor_set,
+    message_by_indexes, schema_from_registry_text,
 )
-from pyconsumer.values.protobuf_decode import decode_protobuf
+from pyconsumer.values.protobuf_decode import decode_protobuf, header_prefixes
 from pyconsumer.values.registry import (
     RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, subject_name,
 )
@@ -54,9 +54,20 @@ OPTION_NAMES = {
 
 @dataclass(frozen=True)
 class DescriptorFile:
-    """A column's schema given as a descriptor set file (its path)."""
+    """A column's schema given as a descriptor set file: its path and its bytes, read once where
+    the options are read (a Spark driver), so that executors need no copy of the file."""
 
     path: str
+    data: bytes = field(repr=False, default=b"")
+
+    @classmethod
+    def read(cls, path: str) -> DescriptorFile:
+        try:
+            with open(path, "rb") as fh:
+                return cls(path, fh.read())
+        except OSError as e:
+            raise ConfigurationError(f"protobuf.descriptor.file: cannot read the descriptor file "
+                                     f"{path}: {e.strerror}") from None
 
 
 def _flag(value: Any, setting: str) -> bool:
@@ -116,7 +127,7 @@ class ProtobufFormat(ValueFormat):
             return None
         if not str(path).strip():
             raise ConfigurationError("protobuf.descriptor.file is empty")
-        return DescriptorFile(str(path).strip())
+        return DescriptorFile.read(str(path).strip())
 
     def missing_schema(self, framing: str, words: Words) -> str | None:
         if framing != "none":
@@ -174,7 +185,11 @@ class _ProtobufColumn:
             if isinstance(schema, Schema):
                 self._given = schema
             elif isinstance(schema, DescriptorFile):
-                self._given = schema_from_file(schema.path)
+                try:
+                    self._given = load_descriptor_set(schema.data,
+                                                      f"the descriptor file {schema.path}")
+                except ProtobufSchemaError as e:
+                    raise ConfigurationError(f"{column}.protobuf.descriptor.file: {e}") from None
             elif isinstance(schema, str):
                 self._given = schema_from_registry_text(schema, (), f"{column}.schema")
             elif schema is not None:
@@ -259,11 +274,9 @@ class _ProtobufColumn:
         if self.framing == "none":
             return decode_protobuf(raw, reader, framing="none",
                                    emit_default_values=self.opts.emit_default_values)
-        from_headers = header_ids(batch, SCHEMA_ID_HEADERS[self.column])
-        ids.update(prefix_ids(raw, from_headers))
         return decode_protobuf(raw, reader, framing="confluent", check=self._check(reader),
-                               schema_ids=from_headers,
-                               emit_default_values=self.opts.emit_default_values)
+                               headers=header_prefixes(batch, SCHEMA_ID_HEADERS[self.column]),
+                               ids=ids, emit_default_values=self.opts.emit_default_values)
 
 
 def _framing(words: Words) -> str:

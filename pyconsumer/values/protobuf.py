@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyconsumer._install import install_hint
 from pyconsumer.errors import ConfigurationError, KafkaClientError
 
 __all__ = [
@@ -111,7 +112,7 @@ def _runtime() -> Any:
         from google.protobuf import descriptor_pb2, descriptor_pool
     except ImportError:
         raise ConfigurationError(
-            "Protobuf values need the protobuf package: pip install 'pyconsumer[protobuf]'") from None
+            f"Protobuf values need the protobuf package: {install_hint('protobuf')}") from None
     return descriptor_pb2, descriptor_pool
 
 
@@ -150,6 +151,10 @@ def _in_dependency_order(files: list[Any], what: str) -> list[Any]:
             raise ProtobufSchemaError(f"{what}: import cycle through {f.name}")
         done[f.name] = False
         for dep in f.dependency:
+            if dep not in by_name and dep.startswith("google/protobuf/"):
+                known = _well_known(dep)          # registries leave these out (skip.known.types)
+                if known is not None:
+                    by_name[dep] = known
             if dep not in by_name:
                 raise ProtobufSchemaError(f"{what}: {f.name} imports {dep}, which it does not hold "
                                           "(write it with protoc --include_imports)")
@@ -159,6 +164,20 @@ def _in_dependency_order(files: list[Any], what: str) -> list[Any]:
     for f in files:
         visit(f)
     return out
+
+
+def _well_known(name: str) -> Any:
+    """The FileDescriptorProto of a well-known type's file the protobuf runtime ships."""
+    import importlib
+    descriptor_pb2, _ = _runtime()
+    module = "google.protobuf." + name[len("google/protobuf/"):-len(".proto")].replace("/", ".") + "_pb2"
+    try:
+        file = importlib.import_module(module).DESCRIPTOR
+    except ImportError:
+        return None
+    fp = descriptor_pb2.FileDescriptorProto()
+    file.CopyToProto(fp)
+    return fp
 
 
 def schema_from_file(path: str) -> Schema:
@@ -174,30 +193,50 @@ def schema_from_file(path: str) -> Schema:
 def schema_from_registry_text(text: str, references: Sequence[tuple[str, str]], what: str) -> Schema:
     """A Schema from the registry's answer: .proto text (compiled by grpcio-tools' protoc with
     the references as files under their names, a dependency first) or a base64
-    FileDescriptorProto (the ``format=serialized`` answer)."""
+    FileDescriptorProto (what confluent-kafka's ProtobufSerializer registers, and the
+    ``format=serialized`` answer), the references likewise."""
+    descriptor_pb2, _ = _runtime()
+    main = _serialized(text)
+    if main is None:
+        return _compile_proto(text, references, what)
+    fds = descriptor_pb2.FileDescriptorSet()
+    seen: set[str] = set()
+    for k, (name, body) in enumerate(references):
+        fp = _serialized(body)
+        if fp is None:
+            # a reference given as text: compiled with the ones before it
+            compiled = _compile_proto(body, references[:k], f"{what}'s reference {name}")
+            protos = [descriptor_pb2.FileDescriptorProto.FromString(_file_proto(f))
+                      for f in compiled.files]
+            protos[-1].name = name
+        else:
+            protos = [fp]
+        for p in protos:
+            if p.name not in seen:
+                seen.add(p.name)
+                fds.file.add().CopyFrom(p)
+    if main.name in seen:
+        raise ProtobufSchemaError(f"{what}: file {main.name} is also one of its references")
+    fds.file.add().CopyFrom(main)
+    return load_descriptor_set(fds.SerializeToString(), what)
+
+
+def _serialized(text: str) -> Any:
+    """A base64 FileDescriptorProto's message, or None when the text is not one."""
     descriptor_pb2, _ = _runtime()
     stripped = text.strip()
-    if stripped and not _looks_like_proto(stripped):
-        try:
-            fp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(stripped, validate=True))
-        except Exception:
-            fp = None
-        if fp is not None and fp.name:
-            deps = [schema_from_registry_text(t, (), f"{what}'s reference {n}") for n, t in references]
-            fds = descriptor_pb2.FileDescriptorSet()
-            seen: set[str] = set()
-            for d in deps:
-                for f in d.files:
-                    if f.name not in seen:
-                        seen.add(f.name)
-                        fds.file.add().ParseFromString(_file_proto(f))
-            fds.file.add().CopyFrom(fp)
-            return load_descriptor_set(fds.SerializeToString(), what)
-    return _compile_proto(text, references, what)
+    if not stripped or _looks_like_proto(stripped):
+        return None
+    try:
+        fp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(stripped, validate=True))
+    except Exception:
+        return None
+    return fp if fp.name else None
 
 
 def _looks_like_proto(text: str) -> bool:
-    return any(w in text for w in ("syntax", "message ", "package ", "import ", "enum ", ";"))
+    # base64 has no spaces or semicolons; .proto text has one of these
+    return any(w in text for w in (" ", ";", "\n", "{"))
 
 
 def _file_proto(f: Any) -> bytes:
@@ -212,8 +251,8 @@ def _compile_proto(text: str, references: Sequence[tuple[str, str]], what: str) 
         import grpc_tools
     except ImportError:
         raise ConfigurationError(
-            f"{what} is .proto text: compiling it needs grpcio-tools: pip install "
-            "'pyconsumer[protobuf]'") from None
+            f"{what} is .proto text: compiling it needs grpcio-tools: "
+            f"{install_hint('protobuf')}") from None
     includes = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     with tempfile.TemporaryDirectory(prefix="pyconsumer-proto-") as tmp:
         names = []
@@ -249,10 +288,10 @@ def message_by_indexes(schema: Schema, indexes: Sequence[int]) -> Any:
     path = list(indexes) or [0]
     file = schema.files[-1]
     level = list(file.message_types_by_name.values())
-    msg = None
+    msg: Any = None
     for depth, i in enumerate(path):
         if not 0 <= i < len(level):
-            where = file.name if depth == 0 else msg.full_name   # type: ignore[union-attr]
+            where = file.name if depth == 0 else msg.full_name
             raise ProtobufSchemaError(f"message index {path} names no message: {where} has "
                                       f"{len(level)} message(s) at level {depth}, index {i}")
         msg = level[i]
@@ -560,18 +599,16 @@ class _Compiler:
         return [fd.number, value_fd.type, f.mode, col, sub, f.target, flags, oneof, enum_start,
                 enum_count, default, dlen, unk_at, unk_len, _wire_type(fd.type), 0]
 
-    def null_lists(self) -> list[int]:
-        lists = []
-        for k in range(len(self.cols)):
-            out: list[int] = []
+    def nulls_of(self, c: int) -> list[int]:
+        """A column and, for a struct, its children's (they stay aligned with it)."""
+        out = [c]
+        if self.cols[c].kind == K_STRUCT:
+            for ch in self.cols[c].children:
+                out += self.nulls_of(ch)
+        return out
 
-            def visit(c: int) -> None:
-                out.append(c)
-                if self.cols[c].kind == K_STRUCT:
-                    for ch in self.cols[c].children:
-                        visit(ch)
-            visit(k)
-            lists.append(out)
+    def null_lists(self) -> list[int]:
+        lists = [self.nulls_of(k) for k in range(len(self.cols))]
         head: list[int] = []
         body: list[int] = []
         base = 2 * len(lists)

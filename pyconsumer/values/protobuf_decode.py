@@ -4,7 +4,7 @@ One job: run the compiled program of one message (:mod:`pyconsumer.values.protob
 column of values in the compiled decoder (``protobuf_decode`` of pyconsumer._records,
 pyext/protobuf.pyx) and give a :class:`~pyconsumer.values.result.Decoded`. Framing
 ``"confluent"``: each value's prefix (0x00 + 4-byte schema id, or 0x01 + a GUID, then the
-message-index array; a row whose id came in a header starts at its index array) is skipped,
+message-index array; or that prefix in a ``__value_schema_id`` header, the value bare) is read,
 and a :class:`WriterCheck` says per distinct (id, indexes) whether those rows were written
 as the message read (a reason otherwise, and the rows are bad); ``"none"``: bare messages.
 
@@ -15,8 +15,6 @@ down) propagates: an outage is not bad data.
 from __future__ import annotations
 
 import uuid
-from array import array
-from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, Literal, Protocol
 
@@ -92,13 +90,32 @@ def _assemble(program: Program, raw: list[tuple[int, Any, Any, Any]]) -> pa.Arra
     return out
 
 
+def header_prefixes(batch: pa.RecordBatch, name: str) -> pa.Array | None:
+    """Per row, the value of the ``name`` header (confluent-kafka's header framing puts the
+    magic byte, the schema id or GUID and the message indexes there, the bare message in the
+    value), null where a row has none; None when no row has one."""
+    if "headers" not in batch.schema.names:
+        return None
+    out: list[bytes | None] = []
+    seen = False
+    for row in batch.column("headers").to_pylist():
+        found = None
+        for entry in row or ():
+            if entry["key"] == name and entry["value"] is not None:
+                found = entry["value"]
+        seen = seen or found is not None
+        out.append(found)
+    return pa.array(out, pa.binary()) if seen else None
+
+
 def decode_protobuf(
     values: pa.Array | pa.ChunkedArray,
     program: Program,
     *,
     framing: Literal["confluent", "none"] = "confluent",
     check: WriterCheck | None = None,
-    schema_ids: Sequence[SchemaId | None] | None = None,
+    headers: pa.Array | None = None,
+    ids: set[SchemaId] | None = None,
     emit_default_values: bool = False,
     backend: ModuleType | None = None,
 ) -> Decoded:
@@ -106,9 +123,10 @@ def decode_protobuf(
 
     ``framing="none"``: bare messages. ``"confluent"``: each prefix skipped, and the rows of
     each distinct (schema id, indexes) read if ``check`` passes them (all rows when None).
-    ``schema_ids``: per-row ids from the ``__value_schema_id`` header (None where a row has
-    none), whose bodies start at their message-index array. ``emit_default_values``: Spark's
-    option: unset implicit-presence scalars give their defaults instead of null."""
+    ``headers``: per row the prefix a ``__value_schema_id`` header carries (null where a row
+    has none; :func:`header_prefixes`), whose value is then the bare message. The schema ids
+    of the prefixes read are added to ``ids``. ``emit_default_values``: Spark's option: unset
+    implicit-presence scalars give their defaults instead of null."""
     mod = backend if backend is not None else records
     arr = as_binary(values, "Protobuf values")
     if pa.types.is_large_binary(arr.type):
@@ -119,29 +137,14 @@ def decode_protobuf(
         return Decoded(_assemble(program, raw), dict(errs))
     if framing != "confluent":
         raise ValueError(f'framing is "confluent" or "none", got {framing!r}')
-    hdr = None
-    if schema_ids is not None:
-        if len(schema_ids) != len(arr):
-            raise ValueError(f"schema_ids has {len(schema_ids)} entries for {len(arr)} values")
-        hdr = array("q", [s if isinstance(s, int) and not isinstance(s, bool) else -1
-                          for s in schema_ids])
-    slots_b, skips_b, keys = mod.protobuf_frame_scan(arr, hdr)
+    if headers is not None and len(headers) != len(arr):
+        raise ValueError(f"headers has {len(headers)} entries for {len(arr)} values")
+    slots_b, skips_b, keys = mod.protobuf_frame_scan(arr, headers)
     entries: list[Any] = []
-    guid_rows = [i for i, s in enumerate(schema_ids or ()) if isinstance(s, uuid.UUID)]
-    if guid_rows:
-        # a GUID in a header: its body has no prefix to find the id in; such rows are bad
-        # rows saying so, never read from a misplaced start
-        slots = array("i")
-        slots.frombytes(slots_b)
-        for i in guid_rows:
-            if slots[i] != -1:
-                slots[i] = len(keys)
-        slots_b = slots.tobytes()
-        keys = [*keys]
-    guid_reason = ("a schema GUID in the __value_schema_id / __key_schema_id header is not "
-                   "read for Protobuf values: frame the GUID in the value instead")
     for key in keys:
         sid, indexes = parse_prefix(key)
+        if ids is not None:
+            ids.add(sid)
         reason: str | None = None
         if check is not None:
             try:
@@ -149,9 +152,6 @@ def decode_protobuf(
             except UnknownSchemaError as e:
                 reason = str(e)
         entries.append(pinned if reason is None else reason)
-    if guid_rows:
-        entries.append(guid_reason)
     entries.append(pinned)              # gives the layout when no key passed
     raw, errs = mod.protobuf_decode(arr, entries, slots_b, skips_b)
     return Decoded(_assemble(program, raw), dict(errs))
-

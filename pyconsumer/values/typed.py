@@ -200,7 +200,7 @@ class TypedValues:
         for name in ("value", "key"):
             chosen = str(settings.get(f"{name}.format") or DEFAULT_FORMAT).strip().lower()
             for other in FORMATS.values():
-                given = [f"{name}.{o}" for o in (*other.option_names, f"{other.name}.framing")
+                given = [f"{name}.{o}" for o in other.option_names
                          if settings.get(f"{name}.{o}") is not None]
                 if given and other.name != chosen:
                     raise ConfigurationError(f"{given[0]} is set but {name}.format is {chosen}, "

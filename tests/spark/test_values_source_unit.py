@@ -8,6 +8,7 @@ import pickle
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from pyconsumer.errors import ConfigurationError
@@ -57,15 +58,21 @@ def test_option_names_are_case_insensitive_and_map_onto_the_plan() -> None:
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"valueFormat": "protobuf"}, "Option 'valueFormat': must be one of binary, string, json, avro, got 'protobuf'"),
+    ({"valueFormat": "thrift"}, "Option 'valueFormat': must be one of binary, string, json, avro, protobuf, got 'thrift'"),
+    ({"valueFormat": "protobuf"}, "Option 'schema.registry.url': valueFormat=protobuf without valueProtobufDescriptorFile or valueSchema reads the message's schema from a Schema Registry"),
+    ({"valueFormat": "protobuf", "valueProtobufFraming": "none"}, "Option 'valueProtobufDescriptorFile': valueFormat=protobuf with valueProtobufFraming=none needs the message's descriptors"),
+    ({"valueFormat": "avro", "valueProtobufMessage": "a.B"}, "Option 'valueProtobufMessage': applies to valueFormat=protobuf only, not avro"),
+    ({"valueFormat": "json", "valueSchema": "a INT", "valueProtobufFraming": "none"}, "Option 'valueProtobufFraming': applies to valueFormat=protobuf only"),
+    ({"valueFormat": "protobuf", "valueSchema": "message {"}, "Option 'valueSchema': "),
+    ({"valueFormat": "protobuf", "valueProtobufDescriptorFile": "/no/such.pb"}, "Option 'valueProtobufDescriptorFile': cannot read the descriptor file /no/such.pb: No such file or directory"),
     ({"keyFormat": ""}, "Option 'keyFormat': must be one of"),
     ({"valueFormat": "json", "valueSchema": "  "}, "Option 'valueSchema': is empty"),
     ({"valueFormat": "json", "valueSchema": '{"type": "record"}'}, "Option 'valueSchema': a JSON schema here is a StructType's JSON"),
-    ({"valueFormat": "string", "valueSchema": "a INT"}, "Option 'valueSchema': applies to valueFormat json or avro, not string"),
+    ({"valueFormat": "string", "valueSchema": "a INT"}, "Option 'valueSchema': applies to valueFormat json, avro or protobuf, not string"),
     ({"valueFormat": "avro", "valueAvroFraming": "none"}, "Option 'valueSchema': valueFormat=avro with valueAvroFraming=none needs"),
     ({"valueFormat": "avro", "valueAvroFraming": "magic", "schema.registry.url": "http://h:1"}, "Option 'valueAvroFraming': must be confluent or none, got 'magic'"),
-    ({"valueFormat": "json", "valueSchema": "a INT", "valueAvroFraming": "none"}, "Option 'valueAvroFraming': applies to valueFormat=avro only"),
-    ({"keyFormat": "string", "keySubject": "s"}, "Option 'keySubject': applies to keyFormat=json or avro only, not string"),
+    ({"valueFormat": "json", "valueSchema": "a INT", "valueAvroFraming": "none"}, "Option 'valueAvroFraming': applies to valueFormat=avro or protobuf only"),
+    ({"keyFormat": "string", "keySubject": "s"}, "Option 'keySubject': applies to keyFormat=json, avro or protobuf only, not string"),
     ({"valueFormat": "avro", "valueSchema": "[1, 2]", "valueAvroFraming": "none"}, "Option 'valueSchema': is not a usable Avro schema"),
     ({"valueFormat": "avro", "schema.registry.url": "http://h:1", "valueSubjectNameStrategy": "Nope"}, "Option 'valueSubjectNameStrategy': unknown subject name strategy 'Nope'"),
     ({"keyFormat": "avro", "schema.registry.url": "http://h:1", "keySubjectNameStrategy": "TopicRecordNameStrategy"}, "Option 'keySubjectNameStrategy': TopicRecordNameStrategy names the subject after the record"),
@@ -73,7 +80,7 @@ def test_option_names_are_case_insensitive_and_map_onto_the_plan() -> None:
     ({"valueFormat": "avro", "schema.registry.url": "http://h:1", "schema.registry.basic.auth.user.info": "nocolon"}, "Option 'schema.registry.*': schema registry basic auth user info is 'user:password'"),
     ({"valueFormat": "avro", "schema.registry.url": "kafka://h:1"}, "Option 'schema.registry.url': a schema registry URL is http(s)"),
     ({"schema.registry.url": "http://h:1"}, "Option 'schema.registry.url': a schema registry is only used with valueFormat=json or "
-     "valueFormat=avro or keyFormat=json or keyFormat=avro"),
+     "valueFormat=avro or valueFormat=protobuf or keyFormat=json or keyFormat=avro or keyFormat=protobuf"),
     ({"valueFormat": "string", "mode": "LENIENT"}, "Option 'mode': must be PERMISSIVE, DROPMALFORMED or FAILFAST (any case), got 'LENIENT'"),
     ({"columnNameOfCorruptRecord": "bad"}, "Option 'columnNameOfCorruptRecord': applies only with valueFormat or keyFormat"),
     ({"valueFormat": "string", "columnNameOfCorruptRecord": ""}, "Option 'columnNameOfCorruptRecord': is empty"),
@@ -235,3 +242,56 @@ def test_json_schema_is_nullable_throughout_as_from_json_declares_it() -> None:
     assert schema["value"].dataType["b"].dataType.containsNull
     assert schema["value"].dataType["b"].dataType.elementType["c"].nullable
     assert not schema["value"].metadata
+
+
+PROTO_V1 = 'syntax = "proto3"; package shop; message Order { int64 id = 1; }'
+PROTO_V2 = ('syntax = "proto3"; package shop; import "dep.proto"; '
+            'message Order { int64 id = 1; dep.Money total = 2; }')
+PROTO_DEP = 'syntax = "proto3"; package dep; message Money { int64 cents = 1; string ccy = 2; }'
+
+
+def test_a_protobuf_reader_is_pinned_with_its_references_and_from_protobufs_options_apply(
+        registry: FakeSchemaRegistry) -> None:
+    pytest.importorskip("grpc_tools")
+    registry.register("orders-value", PROTO_V1, "PROTOBUF")
+    registry.register("dep.proto", PROTO_DEP, "PROTOBUF")
+    registry.register("orders-value", PROTO_V2, "PROTOBUF",
+                      references=({"name": "dep.proto", "subject": "dep.proto", "version": 1},))
+    v = _values(valueFormat="protobuf", valueProtobufMessage="shop.Order",
+                **{"schema.registry.url": registry.url, "emit.default.values": "true"})
+    assert v.value.options == (("protobuf.emit.default.values", "true"),
+                               ("protobuf.message", "shop.Order"))
+    pins = ReaderPins(v)
+    pin = pins.for_topic("orders")["value"]
+    assert (pin.subject, pin.version, pin.references) == ("orders-value", 2, (("dep.proto", PROTO_DEP),))
+    registry.register("orders-value", PROTO_V1 + " // v3", "PROTOBUF")
+    assert pins.for_topic("orders")["value"].version == 2          # fixed for the query
+    plan = v.plan(pins.for_topic("orders"))
+    assert str(plan.column_type("value", "orders")) == (
+        "struct<id: int64, total: struct<cents: int64, ccy: string>>")
+    # the same decode on an executor: a Confluent-framed record of version 2, id 3
+    row = b"\x00\x00\x00\x00\x03\x00" + bytes([0x12, 0x02, 0x08, 0x05])   # total.cents = 5
+    out = plan.apply(pa.RecordBatch.from_pydict({
+        "key": pa.array([None], pa.binary()), "value": pa.array([row], pa.binary()),
+        "topic": ["orders"], "partition": pa.array([0], pa.int32()),
+        "offset": pa.array([0], pa.int64()),
+        "timestamp": pa.array([0], pa.timestamp("us", tz="UTC")),
+        "timestampType": pa.array([0], pa.int32())}))
+    assert out.column("value").to_pylist() == [{"id": 0, "total": {"cents": 5, "ccy": ""}}]
+
+
+def test_a_descriptor_file_is_read_on_the_driver_and_travels_with_the_options(tmp_path: Any) -> None:
+    grpc_tools = pytest.importorskip("grpc_tools")
+    import subprocess
+    import sys
+    from pathlib import Path
+    (tmp_path / "o.proto").write_text(PROTO_V1)
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}",
+                    f"-I{Path(grpc_tools.__file__).parent / '_proto'}", "--include_imports",
+                    f"--descriptor_set_out={tmp_path / 'o.pb'}", "o.proto"], check=True)
+    v = _values(valueFormat="protobuf", valueProtobufFraming="none",
+                valueProtobufDescriptorFile=str(tmp_path / "o.pb"))
+    shipped = pickle.dumps(v)
+    (tmp_path / "o.pb").unlink()                  # an executor has no copy of the file
+    plan = pickle.loads(shipped).plan()
+    assert str(plan.column_type("value", "orders")) == "struct<id: int64>"

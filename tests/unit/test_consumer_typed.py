@@ -257,7 +257,7 @@ def test_bad_settings_fail_at_construction_naming_the_setting() -> None:
         "value.format=string and value.deserializer are both set: the format decodes the "
         "values; drop one of them")
     assert "setting bad.records.mode" in refused(value_format="string", bad_records_mode="LAX")
-    assert "setting value.format" in refused(value_format="protobuf")
+    assert "setting value.format" in refused(value_format="thrift")
     assert refused(key_schema="a INT") == "key.schema is set but key.format is binary"
     assert refused(value_format="string", corrupt_record_column="topic").startswith(
         "the corrupt record column (corrupt.record.column) 'topic' is already a column")

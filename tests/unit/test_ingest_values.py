@@ -111,16 +111,16 @@ def test_the_split_takes_raw_bytes_from_the_corrupt_columns() -> None:
     (["--value-format", "avro", "--schema-registry", "http://r", "--value-schema", "{\"type\":"],
      "--value-schema is not a usable Avro schema: "),
     (["--value-format", "string", "--value-schema", "a int"],
-     "--value-schema applies to --value-format json or avro, not string"),
+     "--value-schema applies to --value-format json, avro or protobuf, not string"),
     (["--value-format", "string", "--value-subject", "s"],
-     "--value-subject applies to --value-format json or avro"),
+     "--value-subject applies to --value-format json, avro or protobuf"),
     (["--value-format", "avro", "--schema-registry", "http://r", "-o", "keySubject=k"],
-     "-o keySubject applies to --key-format=json or avro only, not binary"),
+     "-o keySubject applies to --key-format=json, avro or protobuf only, not binary"),
     (["--mode", "failfast"],
-     "--mode needs --value-format or --key-format (string, json or avro): binary records are "
+     "--mode needs --value-format or --key-format (string, json, avro or protobuf): binary records are "
      "never malformed"),
     (["--bad-records", "bad"],
-     "--bad-records needs --value-format or --key-format (string, json or avro): binary "
+     "--bad-records needs --value-format or --key-format (string, json, avro or protobuf): binary "
      "records are never rejected"),
     (["--value-format", "string", "--bad-records", "bad", "--mode", "dropmalformed"],
      "--bad-records does not go with --mode DROPMALFORMED: rejected records are written apart, "
@@ -152,8 +152,8 @@ def test_bad_flags_fail_before_spark_naming_the_flag(capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.parametrize("flag, value, shown, choices", [
-    ("--value-format", "XML", "xml", "'binary', 'string', 'json', 'avro'"),
-    ("--key-format", "protobuf", "protobuf", "'binary', 'string', 'json', 'avro'"),
+    ("--value-format", "XML", "xml", "'binary', 'string', 'json', 'avro', 'protobuf'"),
+    ("--key-format", "thrift", "thrift", "'binary', 'string', 'json', 'avro', 'protobuf'"),
     ("--mode", "lenient", "LENIENT", "'PERMISSIVE', 'DROPMALFORMED', 'FAILFAST'"),
 ])
 def test_a_value_out_of_the_choices_is_a_usage_error(capsys: pytest.CaptureFixture[str],

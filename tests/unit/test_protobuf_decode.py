@@ -370,3 +370,112 @@ def test_recursion_is_refused_unless_a_depth_cuts_it() -> None:
     rows, errors = decode_rows(schema, "r.Person", [p.SerializeToString()],
                                ProtobufOptions(recursive_max_depth=2))
     assert errors == {} and rows == [{"name": "a", "bff": {"name": "b"}}]
+
+
+def _proto2_schema() -> Any:
+    fp = descriptor_pb2.FileDescriptorProto(name="p2.proto", package="p2", syntax="proto2")
+    en = fp.enum_type.add(name="E")
+    en.value.add(name="A", number=1)
+    en.value.add(name="B", number=2)
+    m = fp.message_type.add(name="M")
+    m.field.add(name="req", number=1, type=FDP.TYPE_INT32, label=FDP.LABEL_REQUIRED)
+    m.field.add(name="e", number=2, type=FDP.TYPE_ENUM, type_name=".p2.E", label=FDP.LABEL_OPTIONAL)
+    m.field.add(name="re", number=3, type=FDP.TYPE_ENUM, type_name=".p2.E", label=FDP.LABEL_REPEATED)
+    m.field.add(name="d", number=4, type=FDP.TYPE_STRING, label=FDP.LABEL_OPTIONAL,
+                default_value="dflt")
+    return pool_of(fp)
+
+
+def test_proto2_closed_enums_required_fields_and_defaults() -> None:
+    schema = _proto2_schema()
+    cls = message_class(schema.message("p2.M"))
+    # e = 9 (unknown to a closed enum: an unknown field), then re = [1, 9, 2] unpacked
+    wire = bytes([0x08, 0x01, 0x10, 0x09, 0x18, 0x01, 0x18, 0x09, 0x18, 0x02])
+    missing = bytes([0x10, 0x02])                        # no required field 1
+    rows, errors = decode_rows(schema, "p2.M", [wire, missing])
+    assert rows[0] == {"req": 1, "e": None, "re": ["A", "B"], "d": "dflt"}
+    assert rows[0] == expected(cls.FromString(wire))
+    assert rows[1] is None and errors == {1: "required field p2.M.req (number 1, int32) is missing"}
+    assert not cls.FromString(missing).IsInitialized()   # Java's parse (Spark's) refuses it
+
+
+def test_a_oneof_keeps_its_last_member_and_merges_only_after_it() -> None:
+    schema = pool_of(*_wkt_files(), next(iter(_oneof_files())))
+    cls = message_class(schema.message("o.O"))
+    # a = {x: 1}, then s = "z", then a = {y: 2}: the oneof's last member, a = {y: 2} alone
+    wire = bytes([0x0A, 0x02, 0x08, 0x01, 0x12, 0x01, 0x7A, 0x0A, 0x02, 0x10, 0x02])
+    rows, errors = decode_rows(schema, "o.O", [wire])
+    assert errors == {}
+    assert rows[0] == expected(cls.FromString(wire)) == {"a": {"x": None, "y": 2}, "s": None}
+
+
+def _oneof_files() -> list[descriptor_pb2.FileDescriptorProto]:
+    fp = descriptor_pb2.FileDescriptorProto(name="o.proto", package="o", syntax="proto3")
+    m = fp.message_type.add(name="O")
+    inner = m.nested_type.add(name="In")
+    inner.field.add(name="x", number=1, type=FDP.TYPE_INT32, label=FDP.LABEL_OPTIONAL)
+    inner.field.add(name="y", number=2, type=FDP.TYPE_INT32, label=FDP.LABEL_OPTIONAL)
+    m.oneof_decl.add(name="choice")
+    m.field.add(name="a", number=1, type=FDP.TYPE_MESSAGE, type_name=".o.O.In",
+                label=FDP.LABEL_OPTIONAL, oneof_index=0)
+    m.field.add(name="s", number=2, type=FDP.TYPE_STRING, label=FDP.LABEL_OPTIONAL, oneof_index=0)
+    return [fp]
+
+
+def test_malformed_messages_are_bad_rows_naming_what_and_where() -> None:
+    fp = descriptor_pb2.FileDescriptorProto(name="b.proto", package="b", syntax="proto3",
+                                            dependency=["google/protobuf/timestamp.proto"])
+    m = fp.message_type.add(name="B")
+    m.field.add(name="s", number=1, type=FDP.TYPE_STRING, label=FDP.LABEL_OPTIONAL)
+    m.field.add(name="f", number=2, type=FDP.TYPE_FIXED32, label=FDP.LABEL_REPEATED)
+    m.field.add(name="t", number=3, type=FDP.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp",
+                label=FDP.LABEL_OPTIONAL)
+    schema = pool_of(*_wkt_files(), fp)
+    deep_group = bytes([0x4B] * 150 + [0x4C] * 150)      # groups of field 9 nested 150 deep
+    cases = {
+        b"\x0a\x02\xc3\x28": "invalid UTF-8 in string field b.B.s (number 1, string) at byte 2",
+        b"\x0a\x05ab": "truncated value at byte 2",
+        b"\x08\x01": "field b.B.s (number 1, string) has wire type 0 (varint), which its type "
+                     "cannot have at byte 0",
+        b"\x12\x03\x01\x02\x03": "packed field b.B.f (number 2, fixed32) of 3 bytes is not a whole "
+                                 "number of values at byte 2",
+        b"\x1a\x0a\x08\xff\xff\xff\xff\xff\xff\xff\xff\x7f": "field b.B.t (number 3, message): "
+            "9223372036854775807 seconds out of range in microseconds at byte 2",
+        b"\x0f": "wire type 7 is not a valid wire type here at byte 0",
+        b"\x00": "field number 0 out of range at byte 0",
+        b"\x4c": "wire type 4 is not a valid wire type here at byte 0",
+        b"\x4b\x08\x01": "group of field number 9 has no end at byte 0",
+        deep_group: "messages nested over 100 deep at byte 99",   # the message is one level
+        b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01": "bad varint (over 10 bytes) at byte 1",
+    }
+    values = list(cases)
+    rows, errors = decode_rows(schema, "b.B", values)
+    assert rows == [None] * len(values)
+    assert errors == {i: cases[v] for i, v in enumerate(values)}
+
+
+def test_wrappers_unwrapped_empty_messages_kept_and_map_values_defaulted() -> None:
+    fp = descriptor_pb2.FileDescriptorProto(name="w.proto", package="w", syntax="proto3",
+                                            dependency=["google/protobuf/wrappers.proto"])
+    m = fp.message_type.add(name="W")
+    m.nested_type.add(name="Empty")
+    m.field.add(name="i", number=1, type=FDP.TYPE_MESSAGE, type_name=".google.protobuf.Int32Value",
+                label=FDP.LABEL_OPTIONAL)
+    m.field.add(name="e", number=2, type=FDP.TYPE_MESSAGE, type_name=".w.W.Empty",
+                label=FDP.LABEL_OPTIONAL)
+    entry = m.nested_type.add(name="MEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=FDP.TYPE_STRING, label=FDP.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=FDP.TYPE_MESSAGE,
+                    type_name=".google.protobuf.Int32Value", label=FDP.LABEL_OPTIONAL)
+    m.field.add(name="m", number=3, type=FDP.TYPE_MESSAGE, type_name=".w.W.MEntry",
+                label=FDP.LABEL_REPEATED)
+    schema = pool_of(*_wkt_files(), fp)
+    # i = {value: 0}, e = {}, m = {"k": <no value>}
+    wire = bytes([0x0A, 0x02, 0x08, 0x00, 0x12, 0x00, 0x1A, 0x03, 0x0A, 0x01, 0x6B])
+    rows, _ = decode_rows(schema, "w.W", [wire])
+    assert rows == [{"i": {"value": None}, "m": [("k", {"value": None})]}]   # e: dropped, as Spark
+    opts = ProtobufOptions(unwrap_wrappers=True, retain_empty_messages=True, emit_default_values=True)
+    rows, _ = decode_rows(schema, "w.W", [wire, b""], opts)
+    assert rows == [{"i": 0, "e": {"__dummy_field_in_empty_struct": None}, "m": [("k", 0)]},
+                    {"i": None, "e": None, "m": []}]

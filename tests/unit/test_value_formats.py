@@ -48,14 +48,15 @@ def decoder(name: str, schema: Any = None, framing: str = "confluent") -> Column
 
 
 def test_every_format_is_registered_by_its_name_in_the_order_messages_list_them() -> None:
-    assert list(FORMATS) == ["binary", "string", "json", "avro"]
+    assert list(FORMATS) == ["binary", "string", "json", "avro", "protobuf"]
     for name, fmt in FORMATS.items():
         assert isinstance(fmt, ValueFormat) and fmt.name == name
         assert format_of(name) is fmt and format_of(Format(name)) is fmt
         assert repr(fmt) == f"<value format {name}>"
     # the public enum is the registry's names, member for member
     assert [(m.name, m.value) for m in Format] == [
-        ("BINARY", "binary"), ("STRING", "string"), ("JSON", "json"), ("AVRO", "avro")]
+        ("BINARY", "binary"), ("STRING", "string"), ("JSON", "json"), ("AVRO", "avro"),
+        ("PROTOBUF", "protobuf")]
     # the consumer settings' table sits below the values layer and restates the names: kept equal
     assert VALUE_FORMATS == tuple(FORMATS)
     assert FRAMINGS == ("confluent", "none")
@@ -65,31 +66,31 @@ def test_format_names_parse_in_any_case_and_unknown_ones_are_refused_by_every_fr
     assert parse_format(" JSON ", "value.format") is Format.JSON
     assert parse_format(Format.AVRO, "value.format") is Format.AVRO
     with pytest.raises(ConfigurationError) as e:
-        parse_format("protobuf", "value.format")
-    assert str(e.value) == "value.format must be one of binary, string, json, avro, not 'protobuf'"
+        parse_format("thrift", "value.format")
+    assert str(e.value) == "value.format must be one of binary, string, json, avro, protobuf, not 'thrift'"
     with pytest.raises(ConfigurationError) as e:
         parse_format(3, "key.format")  # type: ignore[arg-type]
-    assert str(e.value) == "key.format must be one of binary, string, json, avro, not 3"
+    assert str(e.value) == "key.format must be one of binary, string, json, avro, protobuf, not 3"
     with pytest.raises(ConfigurationError) as e:
         TypedValues.from_settings({"key.format": "xml"})
-    assert str(e.value) == "key.format must be one of binary, string, json, avro, not 'xml'"
+    assert str(e.value) == "key.format must be one of binary, string, json, avro, protobuf, not 'xml'"
     with pytest.raises(ConfigurationError) as e:
         typed_values(value_format="xml")
-    assert str(e.value) == "value_format must be one of binary, string, json, avro, not 'xml'"
+    assert str(e.value) == "value_format must be one of binary, string, json, avro, protobuf, not 'xml'"
     with pytest.raises(ConfigurationError) as e:
         parse_value_options({"valueformat": "xml"})
-    assert str(e.value) == "Option 'valueFormat': must be one of binary, string, json, avro, got 'xml'"
+    assert str(e.value) == "Option 'valueFormat': must be one of binary, string, json, avro, protobuf, got 'xml'"
     with pytest.raises(ValueError):
         format_of("xml")
 
 
 def test_which_names_decode_and_the_lists_messages_make_of_them() -> None:
-    assert [n for n in FORMATS if decodes(n)] == ["string", "json", "avro"]
+    assert [n for n in FORMATS if decodes(n)] == ["string", "json", "avro", "protobuf"]
     assert not decodes(None) and not decodes("") and not decodes("BINARY")
     assert decodes("Json") and decodes("xml")        # an unknown name is refused elsewhere
-    assert names_where(lambda f: f.decodes) == "string, json or avro"
-    assert names_where(lambda f: f.takes_schema) == "json or avro"
-    assert names_where(lambda f: f.takes_subject) == "json or avro"
+    assert names_where(lambda f: f.decodes) == "string, json, avro or protobuf"
+    assert names_where(lambda f: f.takes_schema) == "json, avro or protobuf"
+    assert names_where(lambda f: f.takes_subject) == "json, avro or protobuf"
 
 
 # ------------------------------------------------------------------ options, per format
@@ -100,6 +101,7 @@ def test_which_names_decode_and_the_lists_messages_make_of_them() -> None:
     ("string", True, False, False, (), ""),
     ("json", True, True, True, (), "JSON"),
     ("avro", True, True, True, ("confluent", "none"), "AVRO"),
+    ("protobuf", True, True, True, ("confluent", "none"), "PROTOBUF"),
 ])
 def test_the_options_each_format_takes(name: str, decodes_: bool, schema: bool, subject: bool,
                                        framings: tuple[str, ...], registry_type: str) -> None:
@@ -107,10 +109,11 @@ def test_the_options_each_format_takes(name: str, decodes_: bool, schema: bool, 
     assert (fmt.decodes, fmt.takes_schema, fmt.takes_subject, fmt.framings, fmt.schema_type) == (
         decodes_, schema, subject, framings, registry_type)
     for framing in FRAMINGS:
-        uses = name == "avro" and framing == "confluent"
+        uses = name in ("avro", "protobuf") and framing == "confluent"
         assert fmt.reads_headers(framing) is uses
-        # json reads its schema from the registry only without one given
-        assert fmt.needs_registry(framing, True) is uses
+        # json reads its schema from the registry only without one given; protobuf with
+        # Confluent framing too (with descriptors given, a registry only checks the writers)
+        assert fmt.needs_registry(framing, True) is (uses and name == "avro")
         assert fmt.needs_registry(framing, False) is (uses or name == "json")
 
 
@@ -144,11 +147,11 @@ def test_what_a_format_lacks_in_the_words_of_each_front_end() -> None:
 
 @pytest.mark.parametrize("spec, has_registry, message", [
     (ColumnFormat(Format.STRING, "a INT"), False,
-     "value.schema applies to value.format json or avro, not string"),
+     "value.schema applies to value.format json, avro or protobuf, not string"),
     (ColumnFormat(Format.BINARY, "a INT"), False,
-     "value.schema applies to value.format json or avro, not binary"),
+     "value.schema applies to value.format json, avro or protobuf, not binary"),
     (ColumnFormat(Format.STRING, subject="s"), False,
-     "value.subject applies to value.format=json or avro only"),
+     "value.subject applies to value.format=json, avro or protobuf only"),
     (ColumnFormat(Format.JSON), False, "value.format=json needs value.schema (a Spark DDL string, "
                                        "a StructType or a pyarrow schema), or schema.registry.url "
                                        "to read the subject's JSON Schema"),
