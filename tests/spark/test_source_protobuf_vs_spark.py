@@ -65,6 +65,19 @@ def _topic(kafka: KafkaCluster, make_kafka_topic: Callable[..., str], registry: 
     return topic, 121
 
 
+#: where the source takes the schema and the message: the registry and the records' message
+#: indexes, the registry and a named message, a descriptor set file and a named message
+SCHEMA_SOURCES = ("registry", "registry, message named", "descriptor file")
+
+
+def _schema_options(source: str, apicurio: ApicurioRegistry, desc: Path) -> dict[str, str]:
+    if source == "registry":
+        return {"schema.registry.url": apicurio.url}
+    if source == "registry, message named":
+        return {"schema.registry.url": apicurio.url, "valueProtobufMessage": MESSAGE}
+    return {"valueProtobufMessage": MESSAGE, "valueProtobufDescriptorFile": str(desc)}
+
+
 def _ours(spark: Any, kafka: KafkaCluster, topic: str, **options: str) -> Any:
     reader = (spark.read.format("pyconsumer").option("kafka.bootstrap.servers", kafka.bootstrap)
               .option("subscribe", topic).option("valueFormat", "protobuf"))
@@ -101,9 +114,8 @@ def test_protobuf_equals_spark_from_protobuf_on_the_same_topic(
     for options in ({}, {"enums.as.ints": "true", "emit.default.values": "true"}):
         body = F.expr(f"substring(value, {FRAMING + 1})")
         theirs = raw.withColumn("value", from_protobuf(body, MESSAGE, str(desc), options)).select(*columns)
-        for ours in (_ours(spark_kafka, kafka, topic, **{"schema.registry.url": apicurio.url}, **options),
-                     _ours(spark_kafka, kafka, topic, valueProtobufMessage=MESSAGE,
-                           valueProtobufDescriptorFile=str(desc), **options)):
+        for source in SCHEMA_SOURCES:
+            ours = _ours(spark_kafka, kafka, topic, **_schema_options(source, apicurio, desc), **options)
             # one option moves a query over: the same schema column for column, plus PERMISSIVE's
             # corrupt record column
             assert ours.schema.fieldNames() == [*columns, "_corrupt_record"]
@@ -116,9 +128,10 @@ def test_protobuf_equals_spark_from_protobuf_on_the_same_topic(
             assert mine == spark_rows
 
 
+@pytest.mark.parametrize("source", SCHEMA_SOURCES)
 def test_protobuf_source_equals_the_runtime_on_sparks_own_read(
         spark_kafka: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
-        apicurio: ApicurioRegistry, shop: tuple[dict[str, Any], Path]) -> None:
+        apicurio: ApicurioRegistry, shop: tuple[dict[str, Any], Path], source: str) -> None:
     classes, desc = shop
     topic, count = _topic(kafka, make_kafka_topic, apicurio, classes)
     raw = _rows(_sparks(spark_kafka, kafka, topic))
@@ -133,12 +146,9 @@ def test_protobuf_source_equals_the_runtime_on_sparks_own_read(
                 assert value[:FRAMING] == value[:5] + b"\x02\x02"
                 value = spark_row(classes[MESSAGE].FromString(value[FRAMING:]), **spark_options)
             expect.append({**row, "value": value})
-        for ours in (_ours(spark_kafka, kafka, topic, **{"schema.registry.url": apicurio.url}, **options),
-                     _ours(spark_kafka, kafka, topic, valueProtobufMessage=MESSAGE,
-                           valueProtobufDescriptorFile=str(desc), **options)):
-            mine = _rows(ours)
-            assert [r.pop("_corrupt_record") for r in mine] == [None] * count
-            assert mine == expect
+        mine = _rows(_ours(spark_kafka, kafka, topic, **_schema_options(source, apicurio, desc), **options))
+        assert [r.pop("_corrupt_record") for r in mine] == [None] * count
+        assert mine == expect
 
 
 def test_protobuf_source_option_errors(spark: Any, kafka: KafkaCluster, kafka_topic: str,
