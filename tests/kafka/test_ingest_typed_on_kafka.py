@@ -309,9 +309,10 @@ def test_protobuf_from_the_registry_into_delta_and_from_a_descriptor_file(
         apicurio: ApicurioRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """confluent-kafka's ProtobufSerializer writes 45 Orders (a schema over two files, message
     index [1]) and a tombstone into two partitions, then a body cut short: ``ingest
-    --value-format protobuf`` lands them in a Delta table (read back by deltalake) with the bad
-    record apart, and from the descriptor set file into Parquet (read back by pyarrow), every
-    value equal to the protobuf runtime's own parse of what was sent."""
+    --value-format protobuf`` lands them from the registry in a Delta table (read back by
+    deltalake; DROPMALFORMED leaves the bad record out), and from the descriptor set file into
+    Parquet (read back by pyarrow) with the bad record apart, every value equal to the protobuf
+    runtime's own parse of what was sent."""
     pytest.importorskip("grpc_tools")
     pytest.importorskip("confluent_kafka.schema_registry.protobuf")
     deltalake = pytest.importorskip("deltalake")
@@ -344,22 +345,23 @@ def test_protobuf_from_the_registry_into_delta_and_from_a_descriptor_file(
     code, stdout, stderr = _run(["ingest", "-b", bootstrap, "-t", topic, "--output", table,
                                  "--table-format", "delta", "--value-format", "protobuf",
                                  "--schema-registry", apicurio.url, "--key-format", "string",
-                                 "--bad-records", rejected], capsys)
+                                 "--value-protobuf-message", MESSAGE, "--mode", "DROPMALFORMED"],
+                                capsys)
     assert code == 0, stderr
     landed = sorted((r["partition"], r["offset"], r["key"], _utc_created(r["value"]),
                      _ms(r["timestamp"]), r["timestampType"])
                     for r in deltalake.DeltaTable(table).to_pyarrow_table().to_pylist())
     assert landed == sorted(good)
-    got = rejected_rows(rejected)
-    assert [g[:6] for g in got] == [(1, bad_offset, b"cut", cut, TS, 0)]
-    assert got[0][6].startswith("value: "), got
 
     out = str(tmp_path / "parquet")
     code, stdout, stderr = _run(["ingest", "-b", bootstrap, "-t", topic, "--output", out,
                                  "--value-format", "protobuf", "--key-format", "string",
                                  "--value-protobuf-descriptor-file", str(desc),
-                                 "--value-protobuf-message", MESSAGE, "--mode", "DROPMALFORMED"],
+                                 "--value-protobuf-message", MESSAGE, "--bad-records", rejected],
                                 capsys)
     assert code == 0, stderr
     assert sorted((p, o, k, _utc_created(v), t, tt) for p, o, k, v, t, tt in output_rows(out)) == \
         sorted(good)
+    got = rejected_rows(rejected)
+    assert [g[:6] for g in got] == [(1, bad_offset, b"cut", cut, TS, 0)]
+    assert got[0][6].startswith("value: "), got
