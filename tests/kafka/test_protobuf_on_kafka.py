@@ -220,3 +220,31 @@ def test_bad_protobuf_records_in_the_three_modes(
                 c.seek(tp, e.offset + 1)
         assert seen == [0, 1, 2, 7, 8, 9]                       # every good record, once
         assert failures == [3, 4, 5, 6]
+
+
+def test_protobuf_with_the_schema_guid_in_a_header(kafka: KafkaCluster, kafka_topic: str,
+                                                   shop: tuple[dict[str, Any], Path]) -> None:
+    """confluent-kafka's header variant: ``__value_schema_id`` is 0x01 + the GUID + the
+    message-index array, the value the bare message (FakeSchemaRegistry: Apicurio serves no
+    GUIDs); each record equals the runtime's parse."""
+    from pyconsumer.testing import FakeSchemaRegistry
+
+    classes, _ = shop
+    sent = orders(classes, 12, start=3)
+    tp = TopicPartition(kafka_topic, 0)
+    with FakeSchemaRegistry() as registry:
+        produce_protobuf(kafka.bootstrap, kafka_topic, sent, registry.url, partition=0,
+                         use_guid_header=True)
+        binary, plain = read_arrow(kafka, [tp], 12)
+        plain.close()
+        for headers in (h for b in binary for h in b.column("headers").to_pylist()):
+            assert [h["key"] for h in headers] == ["__value_schema_id"]
+            assert headers[0]["value"][0] == 1 and headers[0]["value"][17:] == b"\x02\x02"
+        assert [v for b in binary for v in b.column("value").to_pylist()] == [
+            m.SerializeToString() for m in sent]
+        batches, c = read_arrow(kafka, [tp], 12, include_headers=False, value_format="protobuf",
+                                schema_registry_url=registry.url, value_protobuf_message=MESSAGE)
+        c.close()
+    assert [(o, _sorted_maps(v)) for o, v in rows(batches, "offset", "value")] == [
+        (i, spark_row(m)) for i, m in enumerate(sent)]
+    assert [r for _, r in rows(batches, "offset", "_corrupt_record")] == [None] * 12
