@@ -197,3 +197,16 @@ def test_the_spark_data_sets_are_bench_sparks(suite: ModuleType) -> None:
         assert bench_spark.runs("protobuf_typed", "pyconsumer", "noop")
     finally:
         bench_spark.UNAVAILABLE.clear()
+
+
+def test_a_spark_peer_left_out_is_named_in_its_table(suite: ModuleType) -> None:
+    """bench_spark.py leaves format('kafka') + from_protobuf out where Maven Central serves no
+    spark-protobuf: the protobuf_typed table says so, and no ratio to it is made up."""
+    output = ("protobuf_typed: format('kafka') + from_protobuf left out: no spark-protobuf_2.13 "
+              "could be fetched: 4.2.0: not found\n"
+              "round 0 protobuf_typed pyconsumer noop     1,000,000 records    1.00 s     1,000 krec/s   CPU s: ...\n"
+              "round 0 protobuf_typed binary noop         1,000,000 records    0.80 s     1,250 krec/s   CPU s: ...\n")
+    (case,) = suite.spark_cases(output, "kafka")
+    assert "format('kafka') + from_protobuf is not in this table: no spark-protobuf_2.13 could be " \
+        "fetched: 4.2.0: not found" in case.notes
+    assert case.ratio("pyconsumer noop", "kafka noop") is None
