@@ -102,6 +102,7 @@ ctypedef struct PbProgRef:
     # a program's tables for the row loop (the decode keeps the programs alive)
     const int64_t* nodes
     const int64_t* fields
+    const int64_t* aux
     const uint8_t* blob
     bint emit_defaults
 

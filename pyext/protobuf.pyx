@@ -287,7 +287,7 @@ cdef Py_ssize_t pb_enum_find(PbState* st, const int64_t* f, int64_t number) noex
     return -1
 
 
-cdef int pb_put_scalar(PbState* st, Py_ssize_t fi, int col, int64_t x, const uint8_t* p,
+cdef inline int pb_put_scalar(PbState* st, Py_ssize_t fi, int col, int64_t x, const uint8_t* p,
                        Py_ssize_t n, Py_ssize_t at) noexcept nogil:
     """One value of field fi (a number x, or the bytes p[:n]) into col."""
     cdef const int64_t* f = st.fields + PB_FIELD_WORDS * fi
@@ -319,8 +319,10 @@ cdef int pb_put_default(PbState* st, Py_ssize_t fi, int col) noexcept nogil:
 
 # --------------------------------------------------------------------------- the scan
 
-cdef int pb_skip_group(PbState* st, Reader* r, uint64_t number, Py_ssize_t at) except -1 nogil:
-    """Past a group (wire type 3) up to its end tag of the same number."""
+cdef int pb_skip_group(PbState* st, Reader* r, uint64_t number, Py_ssize_t at,
+                       Py_ssize_t* body_end=NULL) except -1 nogil:
+    """Past a group (wire type 3) up to its end tag of the same number (body_end: where that
+    tag starts, the end of the group's fields)."""
     cdef uint64_t tag, v
     cdef Py_ssize_t tat
     cdef int wt, rc
@@ -336,6 +338,8 @@ cdef int pb_skip_group(PbState* st, Reader* r, uint64_t number, Py_ssize_t at) e
         if wt == 4:
             if (tag >> 3) != number:
                 return pb_fail(st, PB_E_GROUP, <int64_t>number, 0, at)
+            if body_end != NULL:
+                body_end[0] = tat
             break
         rc = pb_skip_value(st, r, tag, tat)
         if rc:
@@ -378,7 +382,7 @@ cdef int pb_grow_occ(PbState* st) noexcept nogil:
     return 0
 
 
-cdef int pb_scan_range(PbState* st, const int64_t* nd, Reader* r, Py_ssize_t fb) except -1 nogil:
+cdef inline int pb_scan_range(PbState* st, const int64_t* nd, Reader* r, Py_ssize_t fb) except -1 nogil:
     """Record the fields of one byte range of a message into the level's chains at frm[fb:]."""
     cdef uint64_t tag, v, num
     cdef int wt, rc
@@ -414,10 +418,10 @@ cdef int pb_scan_range(PbState* st, const int64_t* nd, Reader* r, Py_ssize_t fb)
             length = <Py_ssize_t>v
             r.pos += length
         elif wt == 3:
-            rc = pb_skip_group(st, r, num, at)
+            rc = pb_skip_group(st, r, num, at, &length)
             if rc:
                 return rc
-            continue                            # groups map to nothing: always unknown
+            length -= pos                       # a group's fields, up to its end tag
         else:
             return pb_fail(st, PB_E_BADWIRE, wt, 0, at)
         # the field: by the table, or past it a search
@@ -490,7 +494,10 @@ cdef int pb_node(PbState* st, Py_ssize_t node, int32_t head, bint single) except
         st.frm = nfrm
         st.frm_cap = cap
     st.nfrm += need
-    for i in range(need):
+    # chain heads and oneof winners start empty (a tail is written with its head)
+    for i in range(nf):
+        st.frm[fb + i] = -1
+    for i in range(2 * nf, need):
         st.frm[fb + i] = -1
     o = head
     while o >= 0:
@@ -648,7 +655,7 @@ cdef int pb_item(PbState* st, Py_ssize_t fi, const int64_t* f, int32_t o, int co
     return pb_put_scalar(st, fi, col, x, NULL, 0, -1)
 
 
-cdef int pb_field(PbState* st, Py_ssize_t fi, Py_ssize_t local, Py_ssize_t nf, Py_ssize_t fb,
+cdef inline int pb_field(PbState* st, Py_ssize_t fi, Py_ssize_t local, Py_ssize_t nf, Py_ssize_t fb,
                   bint entry) except -1 nogil:
     """Field fi of the level whose chains are at frm[fb:], into its column: Spark's value of
     it (repeated: a list; absent or default: null, or the default where Spark gives one)."""
@@ -796,40 +803,63 @@ def protobuf_frame_scan(values, headers=None):
     cdef Py_ssize_t len_, end = 0, last_len = -1
     cdef int rc
     cdef bint in_header
+    # where each row's prefix starts (in its value or its header) and how long it is
+    cdef Py_ssize_t* starts = <Py_ssize_t*>malloc((2 * n if n else 2) * sizeof(Py_ssize_t))
+    if starts == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t* ends = starts + n
+    # pass 1 without the GIL: each prefix read; -2 marks a row whose prefix is the one of the
+    # last row read before it (the common case: no lookup), -3 one to look up
+    with nogil:
+        for i in range(n):
+            if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
+                slots[i] = -1
+                continue
+            in_header = hoffs != NULL and (hbits == NULL or
+                                           (hbits[(i + hoff0) >> 3] >> ((i + hoff0) & 7)) & 1)
+            if in_header:
+                p = hdata + hoffs[i + hoff0]
+                len_ = hoffs[i + hoff0 + 1] - hoffs[i + hoff0]
+            else:
+                p = data + offs[i + off0]
+                len_ = offs[i + off0 + 1] - offs[i + off0]
+            rc = _pb_prefix(p, len_, &end)
+            if rc < 0:
+                slots[i] = rc
+                skips[i] = <int32_t>(end if rc == -PB_E_INDEX else
+                                     (p[0] if rc == -PB_E_MAGIC else len_))
+                continue
+            skips[i] = 0 if in_header else <int32_t>end
+            starts[i] = p - (hdata if in_header else data)
+            ends[i] = end
+            if last_key != NULL and last_len == end and memcmp(last_key, p, end) == 0:
+                slots[i] = -2
+            else:
+                slots[i] = -3
+                last_key = p
+                last_len = end
+    # pass 2: the distinct prefixes as keys
     keys = {}
     key_list = []
-    for i in range(n):
-        if vbits != NULL and not (vbits[(i + off0) >> 3] >> ((i + off0) & 7)) & 1:
-            slots[i] = -1
-            continue
-        in_header = hoffs != NULL and (hbits == NULL or
-                                       (hbits[(i + hoff0) >> 3] >> ((i + hoff0) & 7)) & 1)
-        if in_header:
-            p = hdata + hoffs[i + hoff0]
-            len_ = hoffs[i + hoff0 + 1] - hoffs[i + hoff0]
-        else:
-            p = data + offs[i + off0]
-            len_ = offs[i + off0 + 1] - offs[i + off0]
-        rc = _pb_prefix(p, len_, &end)
-        if rc < 0:
-            slots[i] = rc
-            skips[i] = <int32_t>(end if rc == -PB_E_INDEX else (p[0] if rc == -PB_E_MAGIC else len_))
-            continue
-        skips[i] = 0 if in_header else <int32_t>end
-        # the common case: the prefix of the row before, no lookup
-        if last_key != NULL and last_len == end and memcmp(last_key, p, end) == 0 and i \
-                and slots[i - 1] >= 0:
-            slots[i] = slots[i - 1]
-            continue
-        key = bytes((<const char*>p)[:end])
-        slot = keys.get(key)
-        if slot is None:
-            slot = keys[key] = len(key_list)
-            key_list.append(key)
-        slots[i] = slot
-        last_key = p
-        last_len = end
+    cdef int32_t last_slot = -1
+    try:
+        for i in range(n):
+            if slots[i] == -2:
+                slots[i] = last_slot
+            elif slots[i] == -3:
+                in_header = hoffs != NULL and (hbits == NULL or
+                                               (hbits[(i + hoff0) >> 3] >> ((i + hoff0) & 7)) & 1)
+                p = (hdata if in_header else data) + starts[i]
+                key = bytes((<const char*>p)[:ends[i]])
+                slot = keys.get(key)
+                if slot is None:
+                    slot = keys[key] = len(key_list)
+                    key_list.append(key)
+                slots[i] = last_slot = slot
+    finally:
+        free(starts)
     return bytes(slots_b), bytes(skips_b), key_list
+
 
 
 # --------------------------------------------------------------------------- the decode
@@ -907,6 +937,7 @@ def protobuf_decode(values, list programs, slots=None, skips=None):
             prog = <ProtobufProgram>programs[k]
             progs[k].nodes = <const int64_t*><const char*>prog._nodes
             progs[k].fields = <const int64_t*><const char*>prog._fields
+            progs[k].aux = <const int64_t*><const char*>prog._aux
             progs[k].blob = <const uint8_t*><const char*>prog._blob
             progs[k].emit_defaults = prog.emit_defaults
         else:
@@ -963,6 +994,7 @@ def protobuf_decode(values, list programs, slots=None, skips=None):
                     else:
                         st.nodes = progs[slot].nodes
                         st.fields = progs[slot].fields
+                        st.aux = progs[slot].aux     # its tables (the null lists: one layout)
                         st.blob = progs[slot].blob
                         st.emit_defaults = progs[slot].emit_defaults
                         st.row = data + start + sk

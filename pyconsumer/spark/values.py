@@ -365,6 +365,10 @@ def _column(opts: Mapping[str, str], column: str) -> ColumnOptions:
 def parse_value_options(opts: Mapping[str, str]) -> ValueOptions | None:
     """The typed-value options of ``opts`` (keys lower-cased), or None when key and value stay
     binary and nothing typed was asked. A :class:`ConfigurationError` names a bad option."""
+    if str(opts.get("convert.any.fields.to.json", "false")).strip().lower() != "false":
+        raise _fail("convert.any.fields.to.json", "is not supported: google.protobuf.Any fields "
+                                                  "are read as struct<type_url, value>, as Spark "
+                                                  "gives them without it")
     value, key = _column(opts, "value"), _column(opts, "key")
     registry = tuple(sorted((k, v) for k, v in opts.items() if k.startswith("schema.registry.")))
     if not value.kind.decodes and not key.kind.decodes:

@@ -1,4 +1,4 @@
-"""Typed values: Kafka record values decoded to Arrow (JSON, Avro, string).
+"""Typed values: Kafka record values decoded to Arrow (JSON, Avro, Protobuf, string).
 
 Core-level: imports only :mod:`pyconsumer.errors`, :mod:`pyconsumer.structs`, :mod:`pyconsumer.records`,
 pyarrow and the stdlib. Every decoder returns a :class:`~pyconsumer.values.result.Decoded`
@@ -11,6 +11,10 @@ Spark's PERMISSIVE / DROPMALFORMED / FAILFAST to it.
   pyarrow fast path (:mod:`~pyconsumer.values.json_blocks`) and a Python reader following
   Spark's rules (:mod:`~pyconsumer.values.json_rows`, :func:`decode_json_rows`).
 - :mod:`~pyconsumer.values.string`: :func:`decode_string`.
+- :mod:`~pyconsumer.values.protobuf` (descriptors -> Spark ``from_protobuf``'s types and the
+  decoder's program) and :mod:`~pyconsumer.values.protobuf_decode` (:func:`decode_protobuf`
+  over pyext/protobuf.pyx); the ``protobuf`` format in
+  :mod:`~pyconsumer.values.format_protobuf`.
 - :mod:`~pyconsumer.values.modes`: the bad-record modes.
 - :mod:`~pyconsumer.values.formats`: :data:`FORMATS`, every value format by name, each one
   :class:`~pyconsumer.values.format_api.ValueFormat` (its options, Arrow type, decoder, framing).

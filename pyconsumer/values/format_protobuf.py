@@ -6,7 +6,9 @@ The message's descriptors come from a descriptor set file (``value.protobuf.desc
 what ``protoc --include_imports --descriptor_set_out`` writes, what Spark's ``from_protobuf``
 takes), from .proto text (``value.schema``), or from the registry (the latest schema of the
 subject, fixed at first use; Spark's driver pins it per query). The message is
-``value.protobuf.message`` (a full name) or the file's first. With a registry, the rows of each
+``value.protobuf.message`` (a full name); unnamed, the file's first for given descriptors, the
+one the first framed record names for the registry's latest (fixed from then on), and a pinned
+schema of several top-level messages is refused. With a registry, the rows of each
 distinct (schema id, message indexes) are read only when those indexes name the same message
 (by full name) in that writer schema: another message is a bad row, an unknown id too (asked
 again after a while), and a registry that cannot be reached raises (never null rows).
@@ -22,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyconsumer import records
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.values.avro_decode import SchemaId, UnknownSchemaError
 from pyconsumer.values.format_api import ColumnDecoder, ColumnSpec, ValueFormat, Words
@@ -31,11 +34,11 @@ from pyconsumer.values.protobuf import (
     Program, ProtobufOptions, ProtobufSchemaError, Schema, compile_program, load_descriptor_set,
     message_by_indexes, schema_from_registry_text,
 )
-from pyconsumer.values.protobuf_decode import decode_protobuf, header_prefixes
+from pyconsumer.values.protobuf_decode import decode_protobuf, header_prefixes, parse_prefix
 from pyconsumer.values.registry import (
     RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, subject_name,
 )
-from pyconsumer.values.result import Decoded
+from pyconsumer.values.result import Decoded, as_binary
 
 __all__ = ["ProtobufFormat", "DescriptorFile", "OPTION_NAMES", "options_from"]
 
@@ -183,6 +186,13 @@ class _ProtobufColumn:
         schema = spec.schema
         try:
             if isinstance(schema, Schema):
+                # a registry schema fixed for a query (a Spark driver's pin): its type is fixed
+                # before any record is read, so several messages need one named
+                tops = list(schema.files[-1].message_types_by_name) if schema.files else []
+                if self.message is None and len(tops) > 1:
+                    raise ConfigurationError(
+                        f"{column}.protobuf.message is needed: the registry's schema has the "
+                        f"messages {', '.join(tops)}; name the one the values are")
                 self._given = schema
             elif isinstance(schema, DescriptorFile):
                 try:
@@ -199,6 +209,8 @@ class _ProtobufColumn:
         except ProtobufSchemaError as e:
             raise ConfigurationError(f"{column}: {e}") from None
         self._readers: dict[str, Program] = {}
+        self._unfixed: dict[str, Program] = {}
+        self._schemas: dict[str, Schema] = {}
         self._writers: dict[tuple[SchemaId, tuple[int, ...]], str | None] = {}
         self._missing: dict[SchemaId, tuple[float, str]] = {}
         self._lock = threading.Lock()
@@ -207,21 +219,63 @@ class _ProtobufColumn:
         desc = schema.message(self.message) if self.message else _first_message(schema)
         return compile_program(desc, self.opts)
 
-    def reader(self, topic: str) -> Program:
+    def reader(self, topic: str, raw: pa.Array | None = None,
+               batch: pa.RecordBatch | None = None) -> Program:
+        """The program of ``topic``'s message. Given descriptors, or a message named: that one.
+        Else the registry's latest schema of the subject, and in it the message the first
+        Confluent-framed record names (``raw``, ``batch``), fixed from then on; before any
+        record (an empty batch's type) the file's first message, not fixed."""
         if self._given_program is not None:
             return self._given_program
         with self._lock:
             found = self._readers.get(topic)
-            if found is None:
-                assert self.registry is not None
-                subject = self.subject or subject_name(self.strategy, topic, self.column == "key")
-                registered = self.registry.latest(subject)
-                what = f"the latest schema of subject {subject!r}"
-                try:
-                    found = self._readers[topic] = self._program(_from_registry(registered, what))
-                except ProtobufSchemaError as e:
-                    raise ConfigurationError(f"{self.column}: {e}") from None
-            return found
+            if found is not None:
+                return found
+            schema = self._latest(topic)
+            try:
+                if self.message:
+                    found = self._readers[topic] = self._program(schema)
+                    return found
+                named = None
+                if raw is not None and self.framing == "confluent":
+                    named = self._named_by_records(raw, batch)
+                if named is None:
+                    return self._unfixed.setdefault(topic, self._program(schema))
+                found = self._readers[topic] = compile_program(schema.message(named), self.opts)
+                return found
+            except ProtobufSchemaError as e:
+                raise ConfigurationError(f"{self.column}: {e}") from None
+
+    def _latest(self, topic: str) -> Schema:
+        found = self._schemas.get(topic)
+        if found is None:
+            assert self.registry is not None
+            subject = self.subject or subject_name(self.strategy, topic, self.column == "key")
+            registered = self.registry.latest(subject)
+            try:
+                found = self._schemas[topic] = _from_registry(
+                    registered, f"the latest schema of subject {subject!r}")
+            except ProtobufSchemaError as e:
+                raise ConfigurationError(f"{self.column}: {e}") from None
+        return found
+
+    def _named_by_records(self, raw: pa.Array, batch: pa.RecordBatch | None) -> str | None:
+        """The full name of the message the first readable Confluent prefix names (in its
+        writer schema), or None when no row of the first ones has one or its id is unknown."""
+        head = as_binary(raw, "Protobuf values").slice(0, 256)
+        headers = None if batch is None else header_prefixes(batch.slice(0, 256),
+                                                             SCHEMA_ID_HEADERS[self.column])
+        if pa.types.is_large_binary(head.type):
+            head = head.cast(pa.binary())
+        slots_b, _, keys = records.protobuf_frame_scan(head, headers)
+        if not keys:
+            return None
+        sid, indexes = parse_prefix(keys[0])
+        try:
+            writer = _from_registry(self._writer(sid), _name(sid))
+            return str(message_by_indexes(writer, indexes).full_name)
+        except (UnknownSchemaError, ProtobufSchemaError):
+            return None                 # those rows are bad rows of the decode, saying why
 
     def arrow_type(self, topic: str) -> pa.DataType:
         return self.reader(topic).arrow_type
@@ -243,7 +297,8 @@ class _ProtobufColumn:
             else:
                 reason = None if written == reader.message else (
                     f"{name} with message indexes {indexes} was written as {written}, not "
-                    f"{reader.message} (the message this read decodes)")
+                    f"{reader.message} (the message this read decodes: "
+                    f"{self.column}.protobuf.message names it)")
             with self._lock:
                 self._writers[key] = reason
             return reason
@@ -270,7 +325,7 @@ class _ProtobufColumn:
         return registered
 
     def decode(self, topic: str, raw: pa.Array, batch: pa.RecordBatch, ids: set[SchemaId]) -> Decoded:
-        reader = self.reader(topic)
+        reader = self.reader(topic, raw, batch)
         if self.framing == "none":
             return decode_protobuf(raw, reader, framing="none",
                                    emit_default_values=self.opts.emit_default_values)

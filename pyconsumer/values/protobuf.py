@@ -385,10 +385,7 @@ class _Mapper:
 
     def field(self, fd: Any, seen: dict[str, int]) -> _Field:
         opts = self.opts
-        if fd.type == _GROUP:
-            raise ProtobufSchemaError(f"field {fd.full_name} is a proto2 group, which Spark's "
-                                      "from_protobuf does not map either")
-        if fd.type != _MESSAGE:
+        if fd.type not in (_MESSAGE, _GROUP):     # a proto2 group is a message, as in Java
             kind, t, target = _scalar(fd, opts)
             f = _Field(fd, fd.name, M_SCALAR, target, kind, t)
         else:

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any, Literal, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyconsumer import records
 from pyconsumer.values.avro_decode import SchemaId, UnknownSchemaError
@@ -93,19 +94,24 @@ def _assemble(program: Program, raw: list[tuple[int, Any, Any, Any]]) -> pa.Arra
 def header_prefixes(batch: pa.RecordBatch, name: str) -> pa.Array | None:
     """Per row, the value of the ``name`` header (confluent-kafka's header framing puts the
     magic byte, the schema id or GUID and the message indexes there, the bare message in the
-    value), null where a row has none; None when no row has one."""
-    if "headers" not in batch.schema.names:
+    value; the last one counts), null where a row has none; None when no row has one. Only the
+    matching entries are visited: a batch without such headers costs two kernels."""
+    if "headers" not in batch.schema.names or batch.num_rows == 0:
         return None
-    out: list[bytes | None] = []
-    seen = False
-    for row in batch.column("headers").to_pylist():
-        found = None
-        for entry in row or ():
-            if entry["key"] == name and entry["value"] is not None:
-                found = entry["value"]
-        seen = seen or found is not None
-        out.append(found)
-    return pa.array(out, pa.binary()) if seen else None
+    headers = batch.column("headers")
+    if pc.sum(pc.list_value_length(headers).fill_null(0)).as_py() in (0, None):
+        return None
+    entries = pc.list_flatten(headers)
+    match = pc.fill_null(pc.equal(entries.field("key"), name), False)
+    if not pc.any(match).as_py():
+        return None
+    rows = pc.filter(pc.list_parent_indices(headers), match).to_pylist()
+    found = pc.filter(entries.field("value"), match).to_pylist()
+    out: list[bytes | None] = [None] * batch.num_rows
+    for row, value in zip(rows, found):
+        if value is not None:
+            out[row] = value
+    return pa.array(out, pa.binary())
 
 
 def decode_protobuf(

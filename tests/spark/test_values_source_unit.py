@@ -64,6 +64,7 @@ def test_option_names_are_case_insensitive_and_map_onto_the_plan() -> None:
     ({"valueFormat": "avro", "valueProtobufMessage": "a.B"}, "Option 'valueProtobufMessage': applies to valueFormat=protobuf only, not avro"),
     ({"valueFormat": "json", "valueSchema": "a INT", "valueProtobufFraming": "none"}, "Option 'valueProtobufFraming': applies to valueFormat=protobuf only"),
     ({"valueFormat": "protobuf", "valueSchema": "message {"}, "Option 'valueSchema': "),
+    ({"valueFormat": "protobuf", "convert.any.fields.to.json": "true"}, "Option 'convert.any.fields.to.json': is not supported"),
     ({"valueFormat": "protobuf", "valueProtobufDescriptorFile": "/no/such.pb"}, "Option 'valueProtobufDescriptorFile': cannot read the descriptor file /no/such.pb: No such file or directory"),
     ({"keyFormat": ""}, "Option 'keyFormat': must be one of"),
     ({"valueFormat": "json", "valueSchema": "  "}, "Option 'valueSchema': is empty"),
@@ -295,3 +296,12 @@ def test_a_descriptor_file_is_read_on_the_driver_and_travels_with_the_options(tm
     (tmp_path / "o.pb").unlink()                  # an executor has no copy of the file
     plan = pickle.loads(shipped).plan()
     assert str(plan.column_type("value", "orders")) == "struct<id: int64>"
+
+
+def test_a_registry_schema_of_several_messages_needs_one_named(registry: FakeSchemaRegistry) -> None:
+    pytest.importorskip("grpc_tools")
+    registry.register("orders-value", PROTO_V1 + " message Other { string s = 1; }", "PROTOBUF")
+    v = _values(valueFormat="protobuf", **{"schema.registry.url": registry.url})
+    with pytest.raises(ConfigurationError, match=r"^Option 'valueProtobufMessage': valueProtobufMessage "
+                       r"is needed: the registry's schema has the messages Order, Other"):
+        v.plan(ReaderPins(v).for_topic("orders"))

@@ -311,3 +311,113 @@ def _index_length(b: bytes) -> int:
             vals.append(value)
             if len(vals) == count:
                 return pos
+
+
+def test_decode_arrow_with_protobuf_keys_and_values(
+        classes: dict[str, Any], descriptor_file: Path) -> None:
+    from pyconsumer.testing._encode import aio_v2
+    from pyconsumer.values import decode_arrow
+    msgs = orders(classes)
+    line = classes["Order.Line"](sku="k", qty=3).SerializeToString()
+    rows: Any = [(0, 1_700_000_000_000, line, b"\x00\x00\x00\x00\x01\x00" + msgs[0].SerializeToString(), []),
+                 (1, 1_700_000_000_001, b"\xff", b"\x00\x00\x00\x00\x01\x00" + msgs[1].SerializeToString(), [])]
+    out = decode_arrow(aio_v2(rows, base_offset=7), "t", 0, value_format="protobuf",
+                       key_format="protobuf", key_framing="none",
+                       value_options={"protobuf.descriptor.file": str(descriptor_file)},
+                       key_options={"protobuf.descriptor.file": str(descriptor_file),
+                                    "protobuf.message": "shop.Order.Line"})
+    assert out.column("key").to_pylist() == [{"sku": "k", "qty": 3}, None]
+    assert out.column("_corrupt_record_key").to_pylist() == [None, b"\xff"]
+    assert out.column("value").to_pylist() == [expected(m) for m in msgs[:2]]
+    assert out.column("offset").to_pylist() == [7, 8]
+
+
+def test_the_frame_scan_finds_each_distinct_prefix_and_each_bad_one() -> None:
+    from array import array
+
+    from pyconsumer import records
+    a = b"\x00\x00\x00\x00\x05\x00"                 # id 5, [0]
+    b = b"\x00\x00\x00\x00\x06\x04\x02\x00"         # id 6, [1, 0]
+    g = b"\x01" + bytes(range(16)) + b"\x02\x02"    # a GUID, [1]
+    values = [a + b"x", b + b"y", a + b"z", a, None, b"\x02abcdef", b"\x00\x00", a[:5] + b"\x04",
+              a[:5] + b"\x03\x00", b"bare", g + b"q"]
+    headers = [None] * 9 + [b, None]
+    slots_b, skips_b, keys = records.protobuf_frame_scan(pa.array(values, pa.binary()),
+                                                         pa.array(headers, pa.binary()))
+    slots, skips = array("i"), array("i")
+    slots.frombytes(slots_b)
+    skips.frombytes(skips_b)
+    assert keys == [a, b, g]
+    assert list(slots) == [0, 1, 0, 0, -1, -12, -11, -13, -13, 1, 2]
+    assert list(skips)[:4] == [6, 8, 6, 6] and skips[9] == 0 and skips[10] == 19
+    # the why of each bad one: the magic byte, the length, truncated (1), a negative count (2)
+    assert (skips[5], skips[6], skips[7], skips[8]) == (2, 2, 1, 2)
+
+
+def test_without_a_message_named_the_records_name_it(
+        registry: FakeSchemaRegistry, classes: dict[str, Any]) -> None:
+    """A file of two messages: the records written as its second (indexes [1]) are read as it;
+    an empty batch before any record has the first one's type, not fixed."""
+    ctx = SerializationContext("t", MessageField.VALUE)
+    refund = serializer(registry, classes["Refund"])(classes["Refund"](order_id=4, amount=1.5), ctx)
+    plan = TypedValues.from_settings({"value.format": "protobuf"}, registry=client(registry))
+    assert plan is not None
+    assert str(plan.column_type("value", "t")).startswith("struct<id: int64, customer: string")
+    out = plan.apply(batch([(0, None, refund, [])]))
+    assert out.column("value").to_pylist() == [{"order_id": 4, "amount": 1.5}]
+    assert str(plan.column_type("value", "t")) == "struct<order_id: int64, amount: double>"
+    order = serializer(registry, classes["Order"])(orders(classes)[1], ctx)
+    out = plan.apply(batch([(1, None, order, [])]))
+    assert out.column("value").to_pylist() == [None]          # the message stays fixed
+    strict = TypedValues.from_settings({"value.format": "protobuf", "bad.records.mode": "FAILFAST"},
+                                       registry=client(registry))
+    assert strict is not None
+    strict.apply(batch([(0, None, refund, [])]))
+    with pytest.raises(MalformedValueError, match=r"offset 1: schema id \d+ with message indexes "
+                       r"\[0\] was written as shop\.Order, not shop\.Refund .*value\.protobuf\.message"):
+        strict.apply(batch([(1, None, order, [])]))
+
+
+def test_the_consumer_settings_type_keys_and_values(
+        registry: FakeSchemaRegistry, classes: dict[str, Any], descriptor_file: Path) -> None:
+    """KafkaConsumer's value.protobuf.* / key.protobuf.* settings, on the in-process fake cluster:
+    registry-read values and descriptor-file keys, each record exactly, metrics of schema ids."""
+    import time as _time
+
+    from pyconsumer import KafkaConsumer, TopicPartition
+    from pyconsumer.testing import FakeCluster
+    ser = serializer(registry, classes["Order"])
+    ctx = SerializationContext("pt", MessageField.VALUE)
+    msgs = orders(classes)
+    Line = classes["Order.Line"]
+    cluster = FakeCluster(1)
+    try:
+        cluster.create_topic("pt", 1)
+        tp = TopicPartition("pt", 0)
+        cluster.produce(tp, [(Line(sku=f"s{i}", qty=i).SerializeToString(), ser(m, ctx), [],
+                              1_700_000_000_000 + i) for i, m in enumerate(msgs)]
+                        + [(b"\xff", b"\x07", [], 1_700_000_000_009)])
+        with KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest",
+                           fetch_max_wait_ms=50, schema_registry_url=registry.url,
+                           value_format="protobuf", value_protobuf_message="shop.Order",
+                           key_format="protobuf", key_protobuf_framing="none",
+                           key_protobuf_descriptor_file=str(descriptor_file),
+                           key_protobuf_message="shop.Order.Line",
+                           key_protobuf_emit_default_values=True) as c:
+            c.assign([tp])
+            got: list[pa.RecordBatch] = []
+            deadline = _time.monotonic() + 10
+            while sum(b.num_rows for b in got) < 4:
+                assert _time.monotonic() < deadline
+                got.append(c.poll_arrow(200))
+            table = pa.Table.from_batches([b for b in got if b.num_rows])
+            assert table.column("offset").to_pylist() == [0, 1, 2, 3]
+            assert table.column("key").to_pylist() == [
+                {"sku": f"s{i}", "qty": i} for i in range(3)] + [None]
+            assert table.column("value").to_pylist() == [expected(m) for m in msgs] + [None]
+            assert table.column("_corrupt_record").to_pylist() == [None] * 3 + [b"\x07"]
+            assert table.column("_corrupt_record_key").to_pylist() == [None] * 3 + [b"\xff"]
+            from pyconsumer.metrics import find
+            assert find(c.metrics(), "schema-ids-seen") == 1.0
+    finally:
+        cluster.close()
