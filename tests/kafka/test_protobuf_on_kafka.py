@@ -88,14 +88,7 @@ def _typed(batches: list[pa.RecordBatch]) -> list[tuple[Any, ...]]:
     return [(p, o, k, _sorted_maps(v), t, h) for p, o, k, v, t, h in rows(batches, *COLS)]
 
 
-#: issue 39 reads "the message named by the indexes or by an option"; the format reads the
-#: file's first message unless one is named (README), so records naming another are bad rows
-BY_INDEXES = pytest.param(None, id="message-by-indexes", marks=pytest.mark.xfail(
-    strict=True, reason="the format reads the schema file's first message unless "
-                        "value.protobuf.message names one, not the one the indexes name"))
-
-
-@pytest.mark.parametrize("message", [BY_INDEXES, pytest.param(MESSAGE, id="message-named")])
+@pytest.mark.parametrize("message", [None, MESSAGE], ids=["message-by-indexes", "message-named"])
 def test_protobuf_by_a_real_registry_equals_the_runtime_record_for_record(
         kafka: KafkaCluster, make_kafka_topic: Callable[..., str], apicurio: ApicurioRegistry,
         shop: tuple[dict[str, Any], Path], monkeypatch: pytest.MonkeyPatch, message: str | None) -> None:

@@ -66,13 +66,9 @@ def _topic(kafka: KafkaCluster, make_kafka_topic: Callable[..., str], registry: 
 
 
 #: where the source takes the schema and the message: the registry and the records' message
-#: indexes, the registry and a named message, a descriptor set file and a named message
+#: indexes (refused when the schema has several messages: the types are fixed before any record
+#: is read), the registry and a named message, a descriptor set file and a named message
 SCHEMA_SOURCES = ("registry", "registry, message named", "descriptor file")
-#: issue 39 reads "the message named by the indexes or by an option"; the format reads the
-#: file's first message unless one is named (README), so records naming another are bad rows
-BY_INDEXES = pytest.param("registry", marks=pytest.mark.xfail(
-    strict=True, reason="the format reads the schema file's first message unless "
-                        "valueProtobufMessage names one, not the one the indexes name"))
 
 
 def _schema_options(source: str, apicurio: ApicurioRegistry, desc: Path) -> dict[str, str]:
@@ -119,7 +115,7 @@ def test_protobuf_equals_spark_from_protobuf_on_the_same_topic(
     for options in ({}, {"enums.as.ints": "true", "emit.default.values": "true"}):
         body = F.expr(f"substring(value, {FRAMING + 1})")
         theirs = raw.withColumn("value", from_protobuf(body, MESSAGE, str(desc), options)).select(*columns)
-        for source in SCHEMA_SOURCES[1:]:      # the indexes-only read: the xfail below
+        for source in SCHEMA_SOURCES[1:]:
             ours = _ours(spark_kafka, kafka, topic, **_schema_options(source, apicurio, desc), **options)
             # one option moves a query over: the same schema column for column, plus PERMISSIVE's
             # corrupt record column
@@ -133,7 +129,7 @@ def test_protobuf_equals_spark_from_protobuf_on_the_same_topic(
             assert mine == spark_rows
 
 
-@pytest.mark.parametrize("source", [BY_INDEXES, *SCHEMA_SOURCES[1:]])
+@pytest.mark.parametrize("source", SCHEMA_SOURCES[1:])
 def test_protobuf_source_equals_the_runtime_on_sparks_own_read(
         spark_kafka: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
         apicurio: ApicurioRegistry, shop: tuple[dict[str, Any], Path], source: str) -> None:
@@ -154,6 +150,19 @@ def test_protobuf_source_equals_the_runtime_on_sparks_own_read(
         mine = _rows(_ours(spark_kafka, kafka, topic, **_schema_options(source, apicurio, desc), **options))
         assert [r.pop("_corrupt_record") for r in mine] == [None] * count
         assert mine == expect
+
+
+def test_a_registry_schema_of_several_messages_needs_the_message_named(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+        apicurio: ApicurioRegistry, shop: tuple[dict[str, Any], Path]) -> None:
+    """The Spark source fixes its types before reading a record: with a registry schema of two
+    top-level messages and none named, the query is refused naming the option and the messages."""
+    classes, _ = shop
+    topic, _ = _topic(kafka, make_kafka_topic, apicurio, classes)
+    with pytest.raises(Exception) as err:
+        _ours(spark, kafka, topic, **_schema_options("registry", apicurio, Path())).collect()
+    assert ("Option 'valueProtobufMessage': valueProtobufMessage is needed: the registry's schema "
+            "has the messages Header, Order; name the one the values are") in str(err.value)
 
 
 def test_protobuf_source_option_errors(spark: Any, kafka: KafkaCluster, kafka_topic: str,
