@@ -23,7 +23,7 @@ DECODER_TESTS = sorted(
     [str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "fuzz").glob("test_*.py")
      if p.name != Path(__file__).name]
     + [str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "unit").glob("test_records_*.py")]
-    + ["tests/unit/test_completed_fetch_errors.py"]
+    + ["tests/unit/test_completed_fetch_errors.py", "tests/unit/test_protobuf_decode.py"]
 )
 
 # what a sanitizer prints when it finds something; the child's exit status is the main check
