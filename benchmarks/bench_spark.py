@@ -14,6 +14,10 @@ the broker's default threads and heap; or ``tansu``), two topics filled once by 
              Schema Registry (``--registry fake``: pyconsumer.testing's FakeSchemaRegistry in
              this process, the default; ``apicurio``: Apicurio Registry, a JVM), so each value
              is Confluent-framed (0x00 + the 4-byte schema id + the body)
+* ``protobuf_typed``  1M Protobuf messages of the same 8 fields (ts a google.protobuf.Timestamp;
+             the file built as a descriptor) written by confluent-kafka's ProtobufSerializer
+             (``pyconsumer.testing.produce_protobuf``) against the same registry: 0x00 + the id +
+             the message-index array (0x00) + the message (issue 39)
 * ``scale``  1M records of 100-byte values (as ``bytes``) over 1,000 partitions
              (``--scale-records``, ``--scale-partitions``; issue 26): ``kafka`` and
              ``pyconsumer`` only, noop and count, and the planning time of each source (below).
@@ -46,9 +50,12 @@ On the typed sets (issue 25) the contenders are, each giving Spark's Kafka schem
 
 * ``kafka``       ``format("kafka")`` + ``from_json(value, DDL)`` (json_typed) or
                   ``from_avro(substring(value, 6), schema)`` (avro_typed: the 5-byte framing
-                  stripped, spark-avro from Maven Central on ``spark.jars``), as users write it
+                  stripped, spark-avro from Maven Central on ``spark.jars``), or
+                  ``from_protobuf(substring(value, 7), "bench.Event", <descriptor set file>)``
+                  (protobuf_typed: the 6-byte framing stripped; spark-protobuf from Maven Central,
+                  left out with a note where Maven Central does not serve it), as users write it
 * ``pyconsumer``  ``format("pyconsumer")`` with ``valueFormat=json`` + ``valueSchema=<DDL>``, or
-                  ``valueFormat=avro`` + ``schema.registry.url`` (the reader schema the
+                  ``valueFormat=avro`` / ``protobuf`` + ``schema.registry.url`` (the reader schema the
                   subject's latest); the default bad-record mode (PERMISSIVE)
 * ``binary``      ``format("pyconsumer")`` of the same topic, ``value`` left binary: what the
                   typed read costs over it
@@ -144,7 +151,7 @@ JSON_DDL = ("id long, user string, amount double, qty int, active boolean, ts ti
 COUNTRIES = ("DE", "FR", "US", "JP", "BR", "IN", "NG", "CA")
 CONTENDERS = ("kafka", "kafka_tuned", "pyconsumer", "tuple", "arrow_mem", "binary")
 #: the typed sets (issue 25): Spark's source + from_json/from_avro, the typed source, its binary read
-TYPED_SETS = ("json_typed", "avro_typed")
+TYPED_SETS = ("json_typed", "avro_typed", "protobuf_typed")
 TYPED_CONTENDERS = ("kafka", "pyconsumer", "binary")
 #: the avro_typed set's records: the json set's 8 fields, ts as Avro's timestamp-millis
 AVRO_SCHEMA: dict[str, Any] = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
@@ -153,6 +160,14 @@ AVRO_SCHEMA: dict[str, Any] = {"type": "record", "name": "Event", "namespace": "
     {"name": "active", "type": "boolean"},
     {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
     {"name": "score", "type": "double"}, {"name": "country", "type": "string"}]}
+#: the protobuf_typed set's message: the json set's 8 fields (name, FieldDescriptorProto type,
+#: message type), ts a Timestamp
+PROTOBUF_FIELDS = (("id", 3, ""), ("user", 9, ""), ("amount", 1, ""), ("qty", 5, ""),
+                   ("active", 8, ""), ("ts", 11, ".google.protobuf.Timestamp"), ("score", 1, ""),
+                   ("country", 9, ""))
+PROTOBUF_MESSAGE = "bench.Event"
+#: (set, contender) pairs that cannot run here, with why (a connector Maven Central lacks)
+UNAVAILABLE: dict[tuple[str, str], str] = {}
 #: kafka_tuned: Spark's own source given what pyconsumer's reader sets by default (fetch sizes)
 #: and more records per kafka-clients poll (default 500): a third of its JVM CPU and a tenth of
 #: the broker's on 2M x 100 B
@@ -164,6 +179,7 @@ WORKLOADS = {"bytes": ("noop", "count", "agg", "parquet"),
              "json": ("noop", "count", "json", "parquet"),
              "json_typed": ("noop", "count", "fields", "parquet"),
              "avro_typed": ("noop", "count", "fields", "parquet"),
+             "protobuf_typed": ("noop", "count", "fields", "parquet"),
              "scale": ("noop", "count")}
 #: issue 26: the many-partition set, read by Spark's own source and ours, their planning timed
 SCALE_SET = "scale"
@@ -178,6 +194,8 @@ def runs(ds: str, contender: str, workload: str) -> bool:
     """Whether a contender runs a workload on a data set."""
     if ds == SCALE_SET:
         return contender in SCALE_CONTENDERS and workload in WORKLOADS[ds]
+    if (ds, contender) in UNAVAILABLE:
+        return False
     if ds in TYPED_SETS:
         return contender in TYPED_CONTENDERS and (contender != "binary" or workload in BINARY_WORKLOADS)
     if contender == "binary":
@@ -198,7 +216,8 @@ class Dataset:
     log_end: dict[int, int]
     value_bytes: int                     # sum of the values' lengths
     per_country: dict[str, dict[str, Any]] = field(default_factory=dict)   # json and typed sets
-    registry_url: str = ""               # avro_typed: where its writer schema is registered
+    registry_url: str = ""               # avro_typed, protobuf_typed: where the schema is registered
+    descriptor_file: str = ""            # protobuf_typed: its descriptor set, for from_protobuf
 
 
 def fill_bytes(bootstrap: str, topic: str, n: int, partitions: int, value_size: int) -> Dataset:
@@ -293,6 +312,65 @@ def fill_avro(bootstrap: str, topic: str, n: int, partitions: int, registry_url:
         body += len(buf.getvalue())
     return Dataset("avro_typed", topic, n, partitions, log_ends(bootstrap, topic, partitions, n),
                    n * 5 + body * n // len(sample), per, registry_url)
+
+
+def protobuf_descriptor_set() -> bytes:
+    """The serialized FileDescriptorSet of ``bench/event.proto`` (:data:`PROTOBUF_MESSAGE`, the
+    fields of :data:`PROTOBUF_FIELDS`, proto3) with the Timestamp file it imports."""
+    from google.protobuf import descriptor_pb2, timestamp_pb2
+
+    event = descriptor_pb2.FileDescriptorProto(
+        name="bench/event.proto", package="bench", syntax="proto3",
+        dependency=["google/protobuf/timestamp.proto"])
+    message = event.message_type.add(name="Event")
+    for number, (name, kind, type_name) in enumerate(PROTOBUF_FIELDS, start=1):
+        f = message.field.add(name=name, number=number, type=kind, json_name=name,
+                              label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+        if type_name:
+            f.type_name = type_name
+    files = descriptor_pb2.FileDescriptorSet()
+    files.file.add().ParseFromString(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    files.file.append(event)
+    return bytes(files.SerializeToString())
+
+
+def fill_protobuf(bootstrap: str, topic: str, n: int, partitions: int, registry_url: str,
+                  work: str) -> Dataset:
+    """The json set's records as Confluent-framed Protobuf: confluent-kafka's ProtobufSerializer
+    (registering ``bench/event.proto`` under ``<topic>-value``) through
+    pyconsumer.testing.produce_protobuf, keys ``k%09d``, record i to partition i % partitions
+    (one produce call per partition and chunk); the descriptor set written to ``work`` for
+    from_protobuf."""
+    from pyconsumer.testing import message_classes, produce_protobuf
+
+    described = protobuf_descriptor_set()
+    path = os.path.join(work, "bench-event.desc")
+    with open(path, "wb") as out:
+        out.write(described)
+    event = message_classes(described)[PROTOBUF_MESSAGE]
+    per: dict[str, dict[str, Any]] = {}
+    body = 0
+    chunk = 100_000 * partitions
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        for p in range(partitions):
+            ids = range(lo + p, hi, partitions)
+            records = []
+            for i in ids:
+                f = json_value(i)[1]
+                tally(per, f)
+                m = event(id=f["id"], user=f["user"], amount=f["amount"], qty=f["qty"],
+                          active=f["active"], score=f["score"], country=f["country"])
+                m.ts.seconds, m.ts.nanos = divmod(f["ts"], 1000)[0], f["ts"] % 1000 * 1_000_000
+                body += m.ByteSize()
+                records.append(m)
+            if records:
+                produce_protobuf(bootstrap, topic, records, registry_url,
+                                 keys=[b"k%09d" % i for i in ids], partition=p, timeout=300.0,
+                                 linger_ms=50, batch_num_messages=100_000,
+                                 queue_buffering_max_messages=2_000_000, acks=1)
+    return Dataset("protobuf_typed", topic, n, partitions, log_ends(bootstrap, topic, partitions, n),
+                   n * 6 + body, per, registry_url, path)
 
 
 def log_ends(bootstrap: str, topic: str, partitions: int, n: int) -> dict[int, int]:
@@ -568,7 +646,7 @@ def typed_reader(spark: Any, contender: str, bootstrap: str, ds: Dataset,
         return spark_source(spark, "pyconsumer", bootstrap, ds, ends)
     if contender == "pyconsumer":
         typed = ({"valueFormat": "json", "valueSchema": JSON_DDL} if ds.name == "json_typed" else
-                 {"valueFormat": "avro", "schema.registry.url": ds.registry_url})
+                 {"valueFormat": ds.name.split("_")[0], "schema.registry.url": ds.registry_url})
         return spark_source(spark, "pyconsumer", bootstrap, ds, ends, **typed)
     if contender != "kafka":
         raise ValueError(f"{contender} does not read the typed sets (only {', '.join(TYPED_CONTENDERS)})")
@@ -576,6 +654,10 @@ def typed_reader(spark: Any, contender: str, bootstrap: str, ds: Dataset,
     df = spark_source(spark, "kafka", bootstrap, ds, ends)
     if ds.name == "json_typed":
         value = F.from_json(F.col("value").cast("string"), JSON_DDL)
+    elif ds.name == "protobuf_typed":
+        from pyspark.sql.protobuf.functions import from_protobuf
+        # the Confluent prefix (magic byte, 4-byte id, message indexes [0]: one byte 0) cut off
+        value = from_protobuf(F.expr("substring(value, 7)"), PROTOBUF_MESSAGE, ds.descriptor_file)
     else:
         from pyspark.sql.avro.functions import from_avro
         # Spark's from_avro reads bare bodies of one writer schema: the Confluent prefix (magic
@@ -945,8 +1027,10 @@ def main() -> None:
     ap.add_argument("--json-records", type=int, default=1_000_000,
                     help="records of the json set (and json_typed, the same topic)")
     ap.add_argument("--avro-records", type=int, default=1_000_000, help="records of the avro_typed set")
+    ap.add_argument("--protobuf-records", type=int, default=1_000_000,
+                    help="records of the protobuf_typed set")
     ap.add_argument("--registry", choices=("fake", "apicurio"), default="fake",
-                    help="the avro_typed set's Schema Registry: pyconsumer.testing's FakeSchemaRegistry "
+                    help="the typed sets' Schema Registry: pyconsumer.testing's FakeSchemaRegistry "
                          "in this process (default) or Apicurio Registry (a JVM, 15-30 s to start)")
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--scale-records", type=int, default=1_000_000, help="records of the scale set")
@@ -974,6 +1058,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.quick:
         args.records, args.json_records, args.avro_records, args.rounds = 300_000, 100_000, 100_000, 1
+        args.protobuf_records = 100_000
         args.scale_records = min(args.scale_records, 100_000)
     if args.wait_idle is None:
         args.wait_idle = 0.0 if args.quick else 60.0
@@ -986,10 +1071,17 @@ def main() -> None:
     import pyarrow
     import pyspark
 
-    from pyconsumer.testing import spark_avro_jar, spark_kafka_jars, spark_kafka_version
+    from pyconsumer.testing import spark_avro_jar, spark_kafka_jars, spark_kafka_version, spark_protobuf_jar
+    from pyconsumer.testing._errors import BrokerStartError
     jars = spark_kafka_jars()
     if "avro_typed" in args.datasets:
         jars.append(spark_avro_jar())          # from_avro, for format("kafka")
+    if "protobuf_typed" in args.datasets:
+        try:
+            jars.append(spark_protobuf_jar())  # from_protobuf, for format("kafka")
+        except BrokerStartError as exc:
+            UNAVAILABLE[("protobuf_typed", "kafka")] = str(exc).splitlines()[0]
+            print(f"protobuf_typed: format('kafka') + from_protobuf left out: {str(exc).splitlines()[0]}")
     print(f"pyspark {pyspark.__version__}, pyarrow {pyarrow.__version__}, confluent-kafka "
           f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
           f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, master {args.master}, "
@@ -1021,6 +1113,9 @@ def main() -> None:
                 elif name == "avro_typed":
                     sets.append(fill_avro(broker.bootstrap, topic, args.avro_records,
                                           args.partitions, registry_url))
+                elif name == "protobuf_typed":
+                    sets.append(fill_protobuf(broker.bootstrap, topic, args.protobuf_records,
+                                              args.partitions, registry_url, work))
                 else:
                     sets.append(dataclasses.replace(
                         fill_json(broker.bootstrap, topic, args.json_records, args.partitions), name=name))
@@ -1047,8 +1142,8 @@ def main() -> None:
 
 @contextlib.contextmanager
 def registry(args: argparse.Namespace) -> Iterator[str]:
-    """The avro_typed set's Schema Registry, when that set runs: its URL ("" otherwise)."""
-    if "avro_typed" not in args.datasets:
+    """The typed sets' Schema Registry, when avro_typed or protobuf_typed runs: its URL ("" otherwise)."""
+    if "avro_typed" not in args.datasets and "protobuf_typed" not in args.datasets:
         yield ""
         return
     t0 = time.perf_counter()

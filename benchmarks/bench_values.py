@@ -1,4 +1,4 @@
-"""Typed values decoded alone, in memory (issue 25): Avro and JSON into Arrow.
+"""Typed values decoded alone, in memory (issues 25 and 39): Avro, JSON and Protobuf into Arrow.
 
 Avro: 8-field records (~40 B: long, string, double, int, boolean, string, timestamp-millis,
 ``["null", "string"]``), written once with fastavro (10,000 distinct bodies repeated), as bare
@@ -28,12 +28,25 @@ ARRAY<STRING>) into a struct of that DDL. Contenders:
 * ``loads_pylist``      ``json.loads`` per value + ``pa.RecordBatch.from_pylist`` (+ the
                         timestamp column cast from its ISO text)
 
-Per-row contenders (fastavro_pylist, ck_avro, loads_pylist) decode a sample of a twentieth of
+Protobuf: 8-field messages (~50 B: int64, string, double, int32, bool, string,
+google.protobuf.Timestamp, string; the file built as a descriptor, no generated code), written by
+the protobuf runtime (10,000 distinct messages repeated), Confluent-framed (0x00 + 4-byte id +
+the message-index array, ``0x00`` for the file's first message) and bare. Contenders:
+
+* ``pc_protobuf_confluent`` ``values.protobuf_decode.decode_protobuf``, Confluent framing
+* ``pc_protobuf_none``  ``decode_protobuf`` on bare messages
+* ``ptars``             ptars' ``array_to_record_batch`` (Rust, Protobuf -> Arrow, one thread),
+                        Confluent framing stripped by ptars itself (``confluent_wire_policy``
+                        ``protobuf``), timestamps in microseconds as ours
+* ``ck_protobuf``       confluent-kafka's ``ProtobufDeserializer`` per message (Confluent-framed,
+                        its mock registry: no network), message objects only, no Arrow built
+
+Per-row contenders (fastavro_pylist, ck_avro, loads_pylist, ck_protobuf) decode a sample of a twentieth of
 the records (rates are per record). Each round runs every contender once (best of
 ``repeat`` back-to-back runs), in an order rotated from round to round, after one untimed
 warm-up run of each.
 
-Run alone: ``python benchmarks/bench_values.py [--records N] [--rounds R] [--formats avro json]``;
+Run alone: ``python benchmarks/bench_values.py [--records N] [--rounds R] [--formats avro json protobuf]``;
 ``python -m benchmarks --cases values`` puts the same rows in RESULTS.md.
 """
 from __future__ import annotations
@@ -94,8 +107,18 @@ JSON_DESCRIPTIONS = {
     "pyarrow_json": "bare pyarrow.json.read_json on one clean NDJSON buffer",
     "loads_pylist": "json.loads per value + pa.RecordBatch.from_pylist",
 }
+PROTOBUF_DESCRIPTIONS = {
+    "pc_protobuf_confluent": "pyconsumer decode_protobuf, Confluent framing (id + message indexes)",
+    "pc_protobuf_none": "decode_protobuf, bare messages",
+    "ptars": "ptars array_to_record_batch (Rust, one thread), Confluent framing stripped by ptars",
+    "ck_protobuf": "confluent-kafka ProtobufDeserializer per message (mock registry), messages",
+}
 #: contenders run on a sample (per-row decoders): a twentieth of the records
-SAMPLED = ("fastavro_pylist", "ck_avro", "loads_pylist")
+SAMPLED = ("fastavro_pylist", "ck_avro", "loads_pylist", "ck_protobuf")
+#: the Protobuf message: (name, FieldDescriptorProto type, message type) in field-number order
+PROTOBUF_FIELDS = (("id", 3, ""), ("user", 9, ""), ("score", 1, ""), ("qty", 5, ""), ("active", 8, ""),
+                   ("country", 9, ""), ("ts", 11, ".google.protobuf.Timestamp"), ("note", 9, ""))
+PROTOBUF_MESSAGE = "bench.Event"
 
 
 def sample_size(n: int) -> int:
@@ -139,6 +162,40 @@ def json_values(n: int, seed: int = 7) -> list[bytes]:
             "tags": rng.sample(["a", "bb", "ccc", "dddd"], rng.randint(0, 2)),
         }, separators=(",", ":")).encode())
     return out
+
+
+def protobuf_descriptor_set() -> bytes:
+    """The serialized FileDescriptorSet of ``bench/event.proto`` (``bench.Event``, the fields of
+    :data:`PROTOBUF_FIELDS`, proto3) with the Timestamp file it imports: built as a descriptor,
+    as a tool that generates no code would."""
+    from google.protobuf import descriptor_pb2, timestamp_pb2
+
+    event = descriptor_pb2.FileDescriptorProto(
+        name="bench/event.proto", package="bench", syntax="proto3",
+        dependency=["google/protobuf/timestamp.proto"])
+    message = event.message_type.add(name="Event")
+    for number, (name, kind, type_name) in enumerate(PROTOBUF_FIELDS, start=1):
+        field = message.field.add(name=name, number=number, type=kind, json_name=name,
+                                  label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+        if type_name:
+            field.type_name = type_name
+    files = descriptor_pb2.FileDescriptorSet()
+    files.file.add().ParseFromString(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    files.file.append(event)
+    return bytes(files.SerializeToString())
+
+
+def protobuf_messages(n: int, event_class: Any, seed: int = 7) -> list[Any]:
+    """``n`` Events (10,000 distinct, repeated), the Avro records' values."""
+    rng = random.Random(seed)
+    distinct = []
+    for i in range(min(n, 10_000)):
+        m = event_class(id=rng.randrange(2 ** 40), user=f"user-{rng.randint(0, 99999):05d}",
+                        score=rng.uniform(0, 1000), qty=rng.randint(0, 5000), active=rng.random() < 0.5,
+                        country=rng.choice(["DE", "FR", "US", "JP"]), note="" if i % 3 else "hello")
+        m.ts.seconds, m.ts.nanos = 1_790_000_000 + i, (i % 1000) * 1_000_000
+        distinct.append(m)
+    return [distinct[i % len(distinct)] for i in range(n)]
 
 
 # ------------------------------------------------------------------------------ contenders
@@ -247,6 +304,76 @@ def json_contenders(n: int) -> tuple[dict[str, Contender], list[str]]:
     }, []
 
 
+def protobuf_contenders(n: int) -> tuple[dict[str, Contender], list[str]]:
+    """The Protobuf contenders over ``n`` messages (each checked once against the runtime's
+    own reading of the first messages), and notes on what is missing."""
+    from pyconsumer.testing import message_classes
+    from pyconsumer.values.protobuf import compile_program, load_descriptor_set
+    from pyconsumer.values.protobuf_decode import decode_protobuf
+
+    notes: list[str] = []
+    described = protobuf_descriptor_set()
+    event = message_classes(described)[PROTOBUF_MESSAGE]
+    messages = protobuf_messages(n, event)
+    distinct = {id(m): m.SerializeToString() for m in messages[:10_000]}
+    bodies = [distinct[id(m)] for m in messages]
+    prefix = framed(1, b"\x00")                 # id 1, message indexes [0]: the single byte 0
+    bare = pa.array(bodies, pa.binary())
+    confluent = pa.array([prefix + b for b in bodies], pa.binary())
+    program = compile_program(load_descriptor_set(described).message(PROTOBUF_MESSAGE))
+    want = [{"id": m.id, "user": m.user, "score": m.score, "qty": m.qty, "active": m.active,
+             "country": m.country, "note": m.note or None} for m in messages[:100]]
+
+    def first_rows(array: Any) -> list[dict[str, Any]]:
+        return [{k: v for k, v in row.items() if k != "ts"} for row in array.to_pylist()[:100]]
+
+    for name, arr, framing in (("pc_protobuf_confluent", confluent, "confluent"),
+                               ("pc_protobuf_none", bare, "none")):
+        got = decode_protobuf(arr, program, framing=framing)
+        if got.errors or len(got.array) != n:
+            raise RuntimeError(f"{name}: {len(got.errors)} bad rows of {n}: {list(got.errors.items())[:3]}")
+        # a proto3 zero is not on the wire: from_protobuf (and so we) give null for it
+        expect = [{k: (v if v not in (0, False, "") else None) for k, v in row.items()} for row in want]
+        if first_rows(got.array) != expect:
+            raise RuntimeError(f"{name}: the first rows differ from the runtime's: {first_rows(got.array)[:2]}")
+    out: dict[str, Contender] = {
+        "pc_protobuf_confluent": (lambda: decode_protobuf(confluent, program), n),
+        "pc_protobuf_none": (lambda: decode_protobuf(bare, program, framing="none"), n),
+    }
+    try:
+        from ptars import HandlerPool, PtarsConfig
+    except ImportError:
+        notes.append("ptars is not installed (pip install -e '.[bench]'): no ptars row")
+    else:
+        pool = HandlerPool([event.DESCRIPTOR.file],
+                           config=PtarsConfig(confluent_wire_policy="protobuf", timestamp_unit="us"))
+        handler = pool.get_for_message(event.DESCRIPTOR)
+        got = handler.array_to_record_batch(confluent)
+        if got.num_rows != n or first_rows(got) != [{k: (v if k != "note" else v or "") for k, v in row.items()}
+                                                   for row in want]:
+            raise RuntimeError(f"ptars gave {got.num_rows} rows of {n}, first {first_rows(got)[:2]}")
+        out["ptars"] = (lambda: handler.array_to_record_batch(confluent), n)
+    sample = [prefix + b for b in bodies[:sample_size(n)]]
+    try:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+        from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+    except ImportError:
+        notes.append("confluent-kafka's Protobuf serializers are not installed "
+                     "(pip install -e '.[bench]'): no ck_protobuf row")
+    else:
+        client = SchemaRegistryClient.new_client({"url": "mock://bench-values-protobuf"})   # in memory
+        ctx = SerializationContext("bench", MessageField.VALUE)
+        first = ProtobufSerializer(event, client)(messages[0], ctx)
+        sid = first[1:5]
+        msgs = [b"\x00" + sid + b"\x00" + b for b in bodies[:len(sample)]]
+        des = ProtobufDeserializer(event, {}, client)
+        if des(msgs[0], ctx) != messages[0]:
+            raise RuntimeError("ck_protobuf: the first message differs from the one written")
+        out["ck_protobuf"] = (lambda: [des(m, ctx) for m in msgs], len(msgs))
+    return out, notes
+
+
 # ------------------------------------------------------------------------------ the rounds
 
 def run_order(names: list[str], rnd: int) -> list[str]:
@@ -280,17 +407,19 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3, help="runs in a row per round (the best counts)")
-    ap.add_argument("--formats", nargs="*", choices=["avro", "json"], default=["avro", "json"])
+    ap.add_argument("--formats", nargs="*", choices=["avro", "json", "protobuf"],
+                    default=["avro", "json", "protobuf"])
     args = ap.parse_args()
     for fmt in args.formats:
         t0 = time.perf_counter()
-        contenders, notes = (avro_contenders if fmt == "avro" else json_contenders)(args.records)
+        build = {"avro": avro_contenders, "json": json_contenders, "protobuf": protobuf_contenders}[fmt]
+        contenders, notes = build(args.records)
         print(f"{fmt}: {args.records:,} records built in {time.perf_counter() - t0:.1f} s", flush=True)
         for note in notes:
             print(f"  ({note})")
         rates = measure(contenders, args.rounds, args.repeat)
-        refs = [r for r in (("pyruhvro", "ck_avro") if fmt == "avro" else ("pyarrow_json", "loads_pylist"))
-                if r in rates]
+        refs = [r for r in {"avro": ("pyruhvro", "ck_avro"), "json": ("pyarrow_json", "loads_pylist"),
+                            "protobuf": ("ptars", "ck_protobuf")}[fmt] if r in rates]
         for name, rs in rates.items():
             print(f"  {name:18s} {max(rs) / 1e6:8.3f} M rec/s best  " + "  ".join(
                 f"{median_ratio(rates, name, r):7.2f}x {r}" for r in refs))

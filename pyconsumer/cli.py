@@ -131,7 +131,9 @@ def _ingest(args: argparse.Namespace) -> int:
             value_subject=args.value_subject, schema_registry=args.schema_registry,
             registry_auth=read_flag_text(args.schema_registry_auth, "--schema-registry-auth"),
             registry_token=read_flag_text(args.schema_registry_token, "--schema-registry-token"),
-            mode=args.mode, bad_records=args.bad_records)
+            mode=args.mode, bad_records=args.bad_records,
+            protobuf_message=args.value_protobuf_message,
+            protobuf_descriptor_file=args.value_protobuf_descriptor_file)
         # -o options come after the flags' and win, as for every other source option
         options = {**value_options(flags), **options}
     except IngestError as exc:
@@ -514,14 +516,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Spark setting, e.g. --conf spark.driver.memory=4g")
     typed = ingest.add_argument_group(
         "typed values", "Decode keys and values in the source (its valueFormat, valueSchema, "
-                        "... options): the output's value column is then a struct (json, avro) "
-                        "or a string. Schemas and secrets take @FILE to read them from a file.")
+                        "... options): the output's value column is then a struct (json, avro, "
+                        "protobuf) or a string. Schemas and secrets take @FILE to read them from a file.")
     from pyconsumer.values.formats import FORMATS
 
     formats = tuple(FORMATS)
     typed.add_argument("--value-format", type=str.lower, choices=formats, metavar="FORMAT",
-                       help="binary (default), string, json (needs --value-schema) or avro "
-                            "(Confluent framing: needs --schema-registry)")
+                       help="binary (default), string, json (needs --value-schema), avro "
+                            "(Confluent framing: needs --schema-registry) or protobuf "
+                            "(Confluent framing: --schema-registry, or "
+                            "--value-protobuf-descriptor-file)")
     typed.add_argument("--key-format", type=str.lower, choices=formats, metavar="FORMAT",
                        help="as --value-format, for the key")
     typed.add_argument("--value-schema", metavar="SCHEMA",
@@ -531,6 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     typed.add_argument("--value-subject", metavar="SUBJECT",
                        help="avro: the subject whose latest schema is the reader (default: "
                             "TOPIC-value)")
+    typed.add_argument("--value-protobuf-message", metavar="NAME",
+                       help="protobuf: the value's message by full name (shop.Order); default: "
+                            "the one the record's message indexes name")
+    typed.add_argument("--value-protobuf-descriptor-file", metavar="PATH",
+                       help="protobuf: a descriptor set (protoc --include_imports "
+                            "--descriptor_set_out) holding the message, instead of the registry")
     typed.add_argument("--schema-registry", metavar="URL",
                        help="Schema Registry URL(s), comma-separated (Confluent API)")
     typed.add_argument("--schema-registry-auth", metavar="USER:PASSWORD",

@@ -49,11 +49,14 @@ _FLAG_OF = {
     "schema.registry.url": "--schema-registry", "schema.registry.*": "--schema-registry",
     "schema.registry.basic.auth.user.info": "--schema-registry-auth",
     "schema.registry.bearer.auth.token": "--schema-registry-token",
+    "valueProtobufMessage": "--value-protobuf-message",
+    "valueProtobufDescriptorFile": "--value-protobuf-descriptor-file",
 }
 # option names inside a message (camelCase ones and the registry URL; "mode" is also a word)
 _NAMES_IN_TEXT = re.compile(r"(?<![\w.-])(valueFormat|keyFormat|valueSchema|keySchema|valueSubject"
                             r"|keySubject|valueAvroFraming|keyAvroFraming|valueSubjectNameStrategy"
                             r"|keySubjectNameStrategy|columnNameOfCorruptRecord"
+                            r"|valueProtobufMessage|valueProtobufDescriptorFile"
                             r"|schema\.registry\.url)(?![\w.])")
 _OPTION_ERROR = re.compile(r"Options? '([^']+)': (.*)", re.S)
 
@@ -88,6 +91,8 @@ class ValueFlags:
     registry_token: str | None = None         # a static bearer token
     mode: str | None = None
     bad_records: str | None = None
+    protobuf_message: str | None = None           # the value's message (full name)
+    protobuf_descriptor_file: str | None = None   # the value's FileDescriptorSet, instead of the registry
 
 
 def read_flag_text(text: str | None, flag: str) -> str | None:
@@ -134,6 +139,10 @@ def value_options(flags: ValueFlags) -> dict[str, str]:
                           "--schema-registry URL")
     if flags.registry_auth is not None and ":" not in flags.registry_auth:
         raise IngestError("--schema-registry-auth is USER:PASSWORD (or @FILE holding it)")
+    for flag, given in (("--value-protobuf-message", flags.protobuf_message),
+                        ("--value-protobuf-descriptor-file", flags.protobuf_descriptor_file)):
+        if given is not None and value_format != "protobuf":
+            raise IngestError(f"{flag} applies to --value-format protobuf")
     opts: dict[str, str] = {}
     # (--bad-records' own options, PERMISSIVE and the reason column, are run_ingest's: with_rejects)
     for name, value in (("valueFormat", value_format), ("keyFormat", key_format),
@@ -142,6 +151,8 @@ def value_options(flags: ValueFlags) -> dict[str, str]:
                         ("schema.registry.url", flags.schema_registry),
                         ("schema.registry.basic.auth.user.info", flags.registry_auth),
                         ("schema.registry.bearer.auth.token", flags.registry_token),
+                        ("valueProtobufMessage", flags.protobuf_message),
+                        ("valueProtobufDescriptorFile", flags.protobuf_descriptor_file),
                         ("mode", mode)):
         if value is not None:
             opts[name] = value

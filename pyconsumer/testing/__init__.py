@@ -13,13 +13,16 @@
   broker that has none.
 - :func:`spark_kafka_jars`, :func:`spark_kafka_session`: Spark's own Kafka source (the JVM
   connector) from Maven Central, for comparisons with ``format("pyconsumer")``;
-  :func:`spark_avro_jar`: spark-avro (``from_avro``) likewise; :func:`delta_spark_conf`,
+  :func:`spark_avro_jar`, :func:`spark_protobuf_jar`: spark-avro (``from_avro``) and spark-protobuf
+  (``from_protobuf``) likewise; :func:`delta_spark_conf`,
   :func:`delta_spark_jars`: Spark's own Delta reader and writer (delta-spark) likewise.
 - :class:`SparkStandaloneCluster`: a Spark standalone master and workers (PySpark's own launch
   classes), each its own JVM, for running the Spark source on a cluster.
 - :func:`produce`, :class:`TestRecord`, :func:`sample_records`: data written by confluent-kafka.
-- :class:`ApicurioRegistry`, :class:`FakeSchemaRegistry`, :func:`produce_avro`, :func:`produce_json`:
-  Schema Registries (real Apicurio; in-process with faults) and confluent-kafka's serializers.
+- :class:`ApicurioRegistry`, :class:`FakeSchemaRegistry`, :func:`produce_avro`, :func:`produce_json`,
+  :func:`produce_protobuf`: Schema Registries (real Apicurio; in-process with faults) and
+  confluent-kafka's serializers; :func:`compile_protos`, :func:`message_classes`: ``.proto``
+  text compiled by protoc into a descriptor set, and runtime classes of its messages.
 - :class:`FakeCluster`: an in-process scripted Kafka cluster (in the spirit of franz-go's kfake)
   for testing code built on pyconsumer without a broker; :class:`RawClient`, :class:`Request`,
   :class:`ConsumerGroup`, :class:`FetchSession`, :data:`FAST_CONSUMER` go with it.
@@ -49,10 +52,26 @@ from ._maven import MissingToolError, cache_dir, fetch_jars, require_tool
 from ._mock import MockCluster, MockClusterError, MockRequest, find_librdkafka
 from ._noida import NoidaBroker, find_noida_binary
 from ._spark_cluster import SparkClusterError, SparkStandaloneCluster
-from ._spark_kafka import SPARK_KAFKA_FALLBACK, spark_avro_jar, spark_kafka_jars, spark_kafka_session, spark_kafka_version
+from ._spark_kafka import (
+    SPARK_KAFKA_FALLBACK,
+    spark_avro_jar,
+    spark_kafka_jars,
+    spark_kafka_session,
+    spark_kafka_version,
+    spark_protobuf_jar,
+)
 from ._produce import CODECS, SAMPLE_TIMESTAMP_BASE_MS, ProduceError, TestRecord, produce, produce_transactions, sample_records
 from ._proxy import FaultInjector, FaultProxy, ProxyStats
-from ._registry import APICURIO_VERSION, ApicurioRegistry, FakeSchemaRegistry, find_java, produce_avro, produce_json
+from ._protobuf import ProtocError, compile_protos, message_classes
+from ._registry import (
+    APICURIO_VERSION,
+    ApicurioRegistry,
+    FakeSchemaRegistry,
+    find_java,
+    produce_avro,
+    produce_json,
+    produce_protobuf,
+)
 from ._sasl_proxy import SaslProxy, SaslStats
 from ._sasl_server import (
     PlainServer,
@@ -136,6 +155,8 @@ __all__ = [
     "spark_kafka_jars",
     "spark_kafka_session",
     "spark_kafka_version",
+    "spark_protobuf_jar",
     "wait_for_topic",
     "APICURIO_VERSION", "ApicurioRegistry", "FakeSchemaRegistry", "find_java", "produce_avro", "produce_json",
+    "produce_protobuf", "ProtocError", "compile_protos", "message_classes",
 ]

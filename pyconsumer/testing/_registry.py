@@ -8,9 +8,10 @@
   calls a client and confluent-kafka's serializers make, including schema GUIDs (which Apicurio
   does not serve), with injectable faults: down (connections refused), slow answers, a status
   for the next requests, credentials required (basic or bearer).
-- :func:`produce_avro`, :func:`produce_json`: records serialized by confluent-kafka's
-  ``AvroSerializer`` / ``JSONSerializer`` (an independent writer of the Confluent framing),
-  prefixed with magic 0 and the id, or with the schema GUID in a header.
+- :func:`produce_avro`, :func:`produce_json`, :func:`produce_protobuf`: records serialized by
+  confluent-kafka's ``AvroSerializer`` / ``JSONSerializer`` / ``ProtobufSerializer`` (an
+  independent writer of the Confluent framing), prefixed with magic 0 and the id (and, for
+  Protobuf, the message-index array), or with the schema GUID in a header.
 
 Both registries have one shape: ``url``, ``start()``, ``stop()``, a context manager.
 """
@@ -47,7 +48,7 @@ from ._maven import _DEPENDENCY_PLUGIN, MissingToolError, cache_dir, require_too
 from ._process import BrokerProcess
 
 __all__ = ["APICURIO_VERSION", "ApicurioRegistry", "FakeSchemaRegistry", "find_java",
-           "produce_avro", "produce_json"]
+           "produce_avro", "produce_json", "produce_protobuf"]
 
 APICURIO_VERSION = "3.3.3"
 #: the Confluent-compatible API's root under an Apicurio base address
@@ -482,7 +483,8 @@ def _require_serializers(kind: str) -> None:
     """confluent-kafka's registry serializers import, or one sentence saying what to install
     (they need more than confluent-kafka itself: fastavro, httpx2, authlib, jsonschema...)."""
     module = {"avro": "confluent_kafka.schema_registry.avro",
-              "json": "confluent_kafka.schema_registry.json_schema"}[kind]
+              "json": "confluent_kafka.schema_registry.json_schema",
+              "protobuf": "confluent_kafka.schema_registry.protobuf"}[kind]
     try:
         importlib.import_module(module)
     except ImportError as missing:
@@ -491,9 +493,11 @@ def _require_serializers(kind: str) -> None:
             f"({missing.name or module} is missing): {install_hint('test')}") from None
 
 
-def _serializing_producer(bootstrap: str, registry_url: str, serializer_kind: str, schema_str: str,
+def _serializing_producer(bootstrap: str, registry_url: str, serializer_kind: str, schema: Any,
                           registry_conf: Mapping[str, Any], serializer_conf: Mapping[str, Any],
                           use_guid_header: bool) -> tuple[Any, Any]:
+    """The registry client and serializer; ``schema`` is the schema text (Avro, JSON) or the
+    message class (Protobuf: the serializer registers the class's file and its imports)."""
     from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
 
     client = SchemaRegistryClient({"url": registry_url, **registry_conf})
@@ -502,12 +506,15 @@ def _serializing_producer(bootstrap: str, registry_url: str, serializer_kind: st
         conf["schema.id.serializer"] = header_schema_id_serializer
     if serializer_kind == "avro":
         from confluent_kafka.schema_registry.avro import AvroSerializer
-        return client, AvroSerializer(client, schema_str, conf=conf)
+        return client, AvroSerializer(client, schema, conf=conf)
+    if serializer_kind == "protobuf":
+        from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+        return client, ProtobufSerializer(schema, client, conf=conf)
     from confluent_kafka.schema_registry.json_schema import JSONSerializer
-    return client, JSONSerializer(schema_str, client, conf=conf)
+    return client, JSONSerializer(schema, client, conf=conf)
 
 
-def _produce_serialized(kind: str, bootstrap: str, topic: str, records: Iterable[Any], schema_str: str,
+def _produce_serialized(kind: str, bootstrap: str, topic: str, records: Iterable[Any], schema_str: Any,
                         registry_url: str, *, keys: Iterable[bytes | None] | None,
                         partition: int | None, registry_conf: Mapping[str, Any] | None,
                         serializer_conf: Mapping[str, Any] | None, use_guid_header: bool,
@@ -568,3 +575,30 @@ def produce_json(bootstrap: str, topic: str, records: Iterable[Any], schema_str:
                                serializer_conf=serializer_conf, use_guid_header=use_guid_header,
                                timeout=timeout, producer_conf=producer_conf)
 
+
+
+def produce_protobuf(bootstrap: str, topic: str, records: Iterable[Any], registry_url: str, *,
+                     message_type: Any = None, keys: Iterable[bytes | None] | None = None,
+                     partition: int | None = None, registry_conf: Mapping[str, Any] | None = None,
+                     serializer_conf: Mapping[str, Any] | None = None, use_guid_header: bool = False,
+                     timeout: float = 30.0, **producer_conf: Any) -> list[tuple[int, int]]:
+    """Produce ``records`` (messages of the ``protobuf`` runtime, all of one class; None: a
+    tombstone) serialized by confluent-kafka's ProtobufSerializer against the registry at
+    ``registry_url``: it registers the message's ``.proto`` file under ``{topic}-value`` and
+    each file it imports under the import path (well-known types left out), as references.
+
+    The value is magic 0 + the 4-byte id + the message-index array (zig-zag varints; ``0x00``
+    alone for the file's first message) + the message bytes; with ``use_guid_header`` the
+    schema GUID goes in the ``__value_schema_id`` header instead of the prefix. ``message_type``
+    is the class (default: the first record's). Classes of any origin serve, e.g.
+    :func:`~pyconsumer.testing.message_classes`. Returns (partition, offset) per record, in
+    order; raises ProduceError when a delivery fails."""
+    values = list(records)
+    if message_type is None:
+        message_type = next((type(v) for v in values if v is not None), None)
+        if message_type is None:
+            raise ValueError("produce_protobuf needs message_type when no record is a message")
+    return _produce_serialized("protobuf", bootstrap, topic, values, message_type, registry_url,
+                               keys=keys, partition=partition, registry_conf=registry_conf,
+                               serializer_conf=serializer_conf, use_guid_header=use_guid_header,
+                               timeout=timeout, producer_conf=producer_conf)

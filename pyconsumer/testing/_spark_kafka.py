@@ -24,7 +24,7 @@ from ._errors import BrokerStartError
 from ._maven import cache_dir, fetch_jars
 
 __all__ = ["SPARK_KAFKA_FALLBACK", "spark_avro_jar", "spark_kafka_jars", "spark_kafka_session",
-           "spark_kafka_version"]
+           "spark_kafka_version", "spark_protobuf_jar"]
 
 #: the newest spark-sql-kafka-0-10 Maven Central served on 2026-11-26 (4.3.0 was not)
 SPARK_KAFKA_FALLBACK = "4.2.0"
@@ -103,27 +103,43 @@ def spark_kafka_jars(spark_version: str | None = None) -> list[str]:
                            + "; ".join(failures))
 
 
+def _spark_jar(artifact: str, user: str, spark_version: str | None) -> str:
+    """The path of Spark's ``artifact`` (``spark-avro_2.13``...) at the installed PySpark's version,
+    else the fallback's, fetched once with Maven (its runtime dependencies PySpark has)."""
+    failures: list[str] = []
+    for version in _candidates(spark_version):
+        try:
+            libs = fetch_jars(f"{artifact.split('_')[0]}-{version}",
+                              [f"org.apache.spark:{artifact}:{version}"],
+                              user=user, include_artifacts=(artifact,))
+        except BrokerStartError as exc:
+            if type(exc) is not BrokerStartError:      # MissingToolError: no Maven at all
+                raise
+            failures.append(f"{version}: {str(exc).splitlines()[0]}")
+            continue
+        jars = sorted(libs.glob(f"{artifact}-*.jar"))
+        if jars:
+            return str(jars[0])
+        failures.append(f"{version}: Maven Central served no {artifact} jar")
+    raise BrokerStartError(f"no {artifact} could be fetched: " + "; ".join(failures))
+
+
 def spark_avro_jar(spark_version: str | None = None) -> str:
     """The path of spark-avro (``from_avro`` / ``to_avro``) for ``spark_version`` (default: the
     installed PySpark's, else the same fallback as the Kafka connector's), fetched once with
     Maven; PySpark ships no spark-avro. Its runtime dependencies PySpark already has.
 
     Raises MissingToolError without Maven, BrokerStartError when no candidate version is served."""
-    failures: list[str] = []
-    for version in _candidates(spark_version):
-        try:
-            libs = fetch_jars(f"spark-avro-{version}", [f"org.apache.spark:spark-avro_2.13:{version}"],
-                              user="spark_avro_jar", include_artifacts=("spark-avro_2.13",))
-        except BrokerStartError as exc:
-            if type(exc) is not BrokerStartError:      # MissingToolError: no Maven at all
-                raise
-            failures.append(f"{version}: {str(exc).splitlines()[0]}")
-            continue
-        jars = sorted(libs.glob("spark-avro_2.13-*.jar"))
-        if jars:
-            return str(jars[0])
-        failures.append(f"{version}: Maven Central served no spark-avro_2.13 jar")
-    raise BrokerStartError("no spark-avro_2.13 could be fetched: " + "; ".join(failures))
+    return _spark_jar("spark-avro_2.13", "spark_avro_jar", spark_version)
+
+
+def spark_protobuf_jar(spark_version: str | None = None) -> str:
+    """The path of spark-protobuf (``from_protobuf`` / ``to_protobuf``; protobuf-java shaded
+    inside) for ``spark_version`` (default: the installed PySpark's, else the same fallback as
+    the Kafka connector's), fetched once with Maven; PySpark ships no spark-protobuf.
+
+    Raises MissingToolError without Maven, BrokerStartError when no candidate version is served."""
+    return _spark_jar("spark-protobuf_2.13", "spark_protobuf_jar", spark_version)
 
 
 def spark_kafka_session(master: str = "local[2]", *, conf: dict[str, Any] | None = None,

@@ -279,3 +279,89 @@ def test_a_registry_that_does_not_answer_fails_before_spark(
     assert code == 1 and "s3cret" not in stderr, stderr
     assert stderr.startswith(f"pyconsumer ingest: --schema-registry http://127.0.0.1:{port}: "), \
         stderr
+
+
+# ------------------------------------------------------------------------------------ Protobuf
+
+
+def _protobuf_registered() -> bool:
+    from pyconsumer.values.formats import FORMATS
+    return "protobuf" in FORMATS
+
+
+def _utc_created(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A decoded Order as compared: maps by key, the nested timestamp in UTC."""
+    import datetime as dt
+
+    if value is None:
+        return None
+    out = {k: sorted(v) if k in ("counts", "prices") and v is not None else v for k, v in value.items()}
+    created = out["created"]
+    if created is not None:
+        out["created"] = (created.replace(tzinfo=dt.timezone.utc) if created.tzinfo is None
+                          else created.astimezone(dt.timezone.utc))
+    return out
+
+
+@pytest.mark.skipif(not _protobuf_registered(), reason="the protobuf value format is not registered")
+def test_protobuf_from_the_registry_into_delta_and_from_a_descriptor_file(
+        spark: Any, kafka: KafkaCluster, make_kafka_topic: Callable[..., str],
+        apicurio: ApicurioRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """confluent-kafka's ProtobufSerializer writes 45 Orders (a schema over two files, message
+    index [1]) and a tombstone into two partitions, then a body cut short: ``ingest
+    --value-format protobuf`` lands them from the registry in a Delta table (read back by
+    deltalake; DROPMALFORMED leaves the bad record out), and from the descriptor set file into
+    Parquet (read back by pyarrow) with the bad record apart, every value equal to the protobuf
+    runtime's own parse of what was sent."""
+    pytest.importorskip("grpc_tools")
+    pytest.importorskip("confluent_kafka.schema_registry.protobuf")
+    deltalake = pytest.importorskip("deltalake")
+    from pyconsumer.testing import compile_protos, message_classes, produce_protobuf
+    from tests.protodata import MESSAGE, PROTOS, orders, spark_row
+
+    desc = tmp_path / "shop.desc"
+    classes = message_classes(compile_protos(PROTOS, out=desc))
+    topic = make_kafka_topic(2, config=KEEP)
+    bootstrap = kafka.bootstrap_servers
+    sent = orders(classes, 45)
+    produce_protobuf(bootstrap, topic, sent[:25], apicurio.url, partition=0,
+                     keys=[b"o%d" % i for i in range(25)])
+    produce_protobuf(bootstrap, topic, [*sent[25:], None], apicurio.url, partition=1,
+                     keys=[b"o%d" % i for i in range(25, 46)], message_type=classes[MESSAGE])
+    oracle = oracle_rows(bootstrap, topic, 2, headers=False)
+    framing = oracle[0][4][:7]
+    cut = framing + sent[3].SerializeToString()[:-2]
+    produce(bootstrap, topic, [TestRecord(key=b"cut", value=cut, partition=1, timestamp_ms=TS)])
+    oracle = oracle_rows(bootstrap, topic, 2, headers=False)
+    assert len(oracle) == 47
+    good = [(r[1], r[2], r[3].decode(),
+             None if r[4] is None else spark_row(classes[MESSAGE].FromString(r[4][7:])), r[5], r[6])
+            for r in oracle if r[3] != b"cut"]
+    assert [g[3] for g in good if g[3] is not None] == [spark_row(m) for m in sent[:25]] + \
+        [spark_row(m) for m in sent[25:]]
+    bad_offset = next(r[2] for r in oracle if r[3] == b"cut")
+
+    table, rejected = str(tmp_path / "delta"), str(tmp_path / "bad")
+    code, stdout, stderr = _run(["ingest", "-b", bootstrap, "-t", topic, "--output", table,
+                                 "--table-format", "delta", "--value-format", "protobuf",
+                                 "--schema-registry", apicurio.url, "--key-format", "string",
+                                 "--value-protobuf-message", MESSAGE, "--mode", "DROPMALFORMED"],
+                                capsys)
+    assert code == 0, stderr
+    landed = sorted((r["partition"], r["offset"], r["key"], _utc_created(r["value"]),
+                     _ms(r["timestamp"]), r["timestampType"])
+                    for r in deltalake.DeltaTable(table).to_pyarrow_table().to_pylist())
+    assert landed == sorted(good)
+
+    out = str(tmp_path / "parquet")
+    code, stdout, stderr = _run(["ingest", "-b", bootstrap, "-t", topic, "--output", out,
+                                 "--value-format", "protobuf", "--key-format", "string",
+                                 "--value-protobuf-descriptor-file", str(desc),
+                                 "--value-protobuf-message", MESSAGE, "--bad-records", rejected],
+                                capsys)
+    assert code == 0, stderr
+    assert sorted((p, o, k, _utc_created(v), t, tt) for p, o, k, v, t, tt in output_rows(out)) == \
+        sorted(good)
+    got = rejected_rows(rejected)
+    assert [g[:6] for g in got] == [(1, bad_offset, b"cut", cut, TS, 0)]
+    assert got[0][6].startswith("value: "), got

@@ -171,3 +171,88 @@ def test_produce_avro_with_credentials_and_the_record_strategy(kafka: KafkaClust
 def _record_strategy() -> Any:
     from confluent_kafka.schema_registry import record_subject_name_strategy
     return record_subject_name_strategy
+
+
+# ---------------------------------------------------------------------- Protobuf
+
+
+def _proto_classes() -> dict[str, Any]:
+    pytest.importorskip("grpc_tools")
+    pytest.importorskip("confluent_kafka.schema_registry.protobuf")
+    from pyconsumer.testing import compile_protos, message_classes
+    from tests.protodata import PROTOS
+    return message_classes(compile_protos(PROTOS))
+
+
+def test_produce_protobuf_registers_the_file_and_its_import_on_apicurio(
+        kafka: KafkaCluster, kafka_topic: str, apicurio: ApicurioRegistry) -> None:
+    import base64
+    import urllib.error
+    import urllib.request
+
+    from google.protobuf import descriptor_pb2
+
+    from pyconsumer.testing import produce_protobuf
+    from tests.protodata import MESSAGE, orders
+
+    classes = _proto_classes()
+    messages = orders(classes, 12)
+    delivered = produce_protobuf(kafka.bootstrap, kafka_topic, [*messages, None], apicurio.url,
+                                 partition=0, keys=[b"k%d" % i for i in range(13)])
+    assert delivered == [(0, i) for i in range(13)]
+
+    # what the serializer registered: the file as a base64 FileDescriptorProto (not .proto text),
+    # its import as a reference under the import path; the well-known types are left out
+    client = SchemaRegistryClient(apicurio.url)
+    latest = client.latest(f"{kafka_topic}-value")
+    assert latest.schema_type == "PROTOBUF"
+    file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(latest.schema_text))
+    assert (file.name, [m.name for m in file.message_type]) == ("shop/order.proto", ["Header", "Order"])
+    assert list(file.dependency) == ["google/protobuf/timestamp.proto", "google/protobuf/wrappers.proto",
+                                     "shop/common.proto"]
+    assert [(r.name, r.subject, r.version) for r in latest.references] == [
+        ("shop/common.proto", "shop/common.proto", 1)]
+    common = descriptor_pb2.FileDescriptorProto.FromString(
+        base64.b64decode(latest.references[0].schema.schema_text))
+    assert (common.package, [m.name for m in common.message_type]) == ("shop.common", ["Money"])
+    # Apicurio 3.3.3 cannot answer ?format=serialized for such a schema: it parses the stored
+    # base64 as .proto text and fails (so confluent-kafka's own ProtobufDeserializer, which asks
+    # for it, cannot read these records from Apicurio with a fresh client)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{apicurio.url}/schemas/ids/{latest.id}?format=serialized", timeout=10)
+    assert refused.value.code == 500
+    assert "Syntax error" in refused.value.read().decode()
+
+    records = read_all(kafka, kafka_topic, 13)
+    assert [r.key for r in records] == [b"k%d" % i for i in range(13)]
+    assert records[12].value is None
+    for record, expected in zip(records, messages):
+        value = record.value
+        assert value is not None
+        # magic 0, the id, then the message-index array [1] (count 1, index 1: zig-zag 2, 2)
+        assert value[:7] == b"\x00" + latest.id.to_bytes(4, "big") + b"\x02\x02"
+        assert classes[MESSAGE].FromString(value[7:]) == expected
+
+
+def test_produce_protobuf_first_message_and_guid_header(kafka: KafkaCluster, kafka_topic: str) -> None:
+    classes = _proto_classes()
+    from pyconsumer.testing import produce_protobuf
+
+    header = classes["shop.Header"](source="web")
+    with FakeSchemaRegistry() as registry:
+        produce_protobuf(kafka.bootstrap, kafka_topic, [header], registry.url, partition=0)
+        produce_protobuf(kafka.bootstrap, kafka_topic, [header], registry.url, partition=0,
+                         use_guid_header=True)
+        schema_id = SchemaRegistryClient(registry.url).latest(f"{kafka_topic}-value").id
+        assert schema_id is not None
+        guid = registry.guid_of(schema_id)
+        prefixed, bare = read_all(kafka, kafka_topic, 2)
+        body = header.SerializeToString()
+        # the file's first message: the index array is the single byte 0
+        assert prefixed.value == b"\x00" + schema_id.to_bytes(4, "big") + b"\x00" + body
+        assert prefixed.headers == []
+        # with the GUID, the message-index array moves into the header too: the value is bare
+        assert bare.headers == [("__value_schema_id", b"\x01" + uuid.UUID(guid).bytes + b"\x00")]
+        assert bare.value == body
+    with pytest.raises(ValueError, match="needs message_type"):
+        produce_protobuf(kafka.bootstrap, kafka_topic, [None], "http://127.0.0.1:1")

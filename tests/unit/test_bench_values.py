@@ -89,6 +89,41 @@ def test_avro_contenders_decode_the_same_records(bench_values: ModuleType) -> No
     assert mixed[0] == framed[0] and mixed[1]["note"] is None and mixed[1]["user"] != framed[1]["user"]
 
 
+def test_protobuf_values_targets_at_the_threshold(suite: ModuleType) -> None:
+    """decode_protobuf framed against ptars (>= 1x) and confluent-kafka's ProtobufDeserializer
+    (>= 50x), medians of per-round ratios, met at exactly the threshold."""
+    rates = {"pc_protobuf_confluent": [10.0, 12.0, 9.0],  # x ptars 1.0, 1.2, 0.9: median 1.0
+             "pc_protobuf_none": [9.0, 11.0, 8.0],
+             "ptars": [10.0, 10.0, 10.0],
+             "ck_protobuf": [0.25, 0.2, 0.2]}              # 40, 60, 45: median 45
+    case = suite.Case("values_protobuf", "Protobuf", rates, ["ptars", "ck_protobuf"], {})
+    assert suite.targets({"values_protobuf": case}) == [
+        ("decode_protobuf (Confluent framing) vs ptars", "-", ">= 1x", "1.00x", "met"),
+        ("decode_protobuf (Confluent framing) vs confluent-kafka's ProtobufDeserializer", "-",
+         ">= 50x", "45.00x", "missed"),
+    ]
+
+
+def test_protobuf_contenders_decode_the_messages_written(bench_values: ModuleType) -> None:
+    """decode_protobuf framed and bare, ptars and confluent-kafka's deserializer read the same
+    messages: ours as from_protobuf renders them (a proto3 zero is null), ptars' with zeros."""
+    pytest.importorskip("google.protobuf")
+    contenders, notes = bench_values.protobuf_contenders(1000)
+    framed = contenders["pc_protobuf_confluent"][0]().array.to_pylist()
+    assert contenders["pc_protobuf_none"][0]().array.to_pylist() == framed
+    assert [r["note"] for r in framed[:6]] == ["hello", None, None, "hello", None, None]
+    assert len(framed) == 1000 and all(r["ts"] is not None for r in framed)
+    if "ptars" in contenders:
+        theirs = contenders["ptars"][0]().to_pylist()
+        assert [{k: None if v in (0, False, "") else v for k, v in r.items()} for r in theirs] == framed
+    else:
+        assert any("ptars" in n for n in notes)
+    if "ck_protobuf" in contenders:
+        fn, count = contenders["ck_protobuf"]
+        parsed = fn()
+        assert count == 1000 and [m.user for m in parsed] == [r["user"] for r in framed]
+
+
 SPARK_TYPED_OUTPUT = """\
 spark kafka connector: 4.2.0 (PySpark 4.3.0)
 round 0 json_typed kafka noop          1,000,000 records    4.00 s       250 krec/s   CPU s: ...
@@ -149,9 +184,29 @@ def test_the_spark_data_sets_are_bench_sparks(suite: ModuleType) -> None:
     assert suite.SPARK_DATASETS == tuple(bench_spark.WORKLOADS)
     typed = {(ds, c, w) for ds in bench_spark.TYPED_SETS for c in bench_spark.CONTENDERS
              for w in bench_spark.WORKLOADS[ds] if bench_spark.runs(ds, c, w)}
-    assert typed == {(ds, c, w) for ds in ("json_typed", "avro_typed") for c, w in
+    assert typed == {(ds, c, w) for ds in ("json_typed", "avro_typed", "protobuf_typed") for c, w in
                      [("kafka", "noop"), ("kafka", "count"), ("kafka", "fields"), ("kafka", "parquet"),
                       ("pyconsumer", "noop"), ("pyconsumer", "count"), ("pyconsumer", "fields"),
                       ("pyconsumer", "parquet"), ("binary", "noop"), ("binary", "count"), ("binary", "parquet")]}
     assert not any(bench_spark.runs(ds, "binary", w) for ds in ("bytes", "json") for w in bench_spark.WORKLOADS[ds])
     assert bench_spark.runs("bytes", "arrow_mem", "agg") and not bench_spark.runs("json", "arrow_mem", "noop")
+    # a peer whose connector Maven Central does not serve here is left out, the rest still runs
+    bench_spark.UNAVAILABLE[("protobuf_typed", "kafka")] = "not served"
+    try:
+        assert not bench_spark.runs("protobuf_typed", "kafka", "noop")
+        assert bench_spark.runs("protobuf_typed", "pyconsumer", "noop")
+    finally:
+        bench_spark.UNAVAILABLE.clear()
+
+
+def test_a_spark_peer_left_out_is_named_in_its_table(suite: ModuleType) -> None:
+    """bench_spark.py leaves format('kafka') + from_protobuf out where Maven Central serves no
+    spark-protobuf: the protobuf_typed table says so, and no ratio to it is made up."""
+    output = ("protobuf_typed: format('kafka') + from_protobuf left out: no spark-protobuf_2.13 "
+              "could be fetched: 4.2.0: not found\n"
+              "round 0 protobuf_typed pyconsumer noop     1,000,000 records    1.00 s     1,000 krec/s   CPU s: ...\n"
+              "round 0 protobuf_typed binary noop         1,000,000 records    0.80 s     1,250 krec/s   CPU s: ...\n")
+    (case,) = suite.spark_cases(output, "kafka")
+    assert "format('kafka') + from_protobuf is not in this table: no spark-protobuf_2.13 could be " \
+        "fetched: 4.2.0: not found" in case.notes
+    assert case.ratio("pyconsumer noop", "kafka noop") is None

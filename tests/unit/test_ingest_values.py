@@ -54,6 +54,23 @@ def test_flags_become_the_source_options() -> None:
         "schema.registry.bearer.auth.token": "t0k"}
 
 
+def test_protobuf_flags_become_the_source_options() -> None:
+    assert value_options(ValueFlags(
+        value_format="PROTOBUF", protobuf_message="shop.Order",
+        protobuf_descriptor_file="/data/shop.desc")) == {
+        "valueFormat": "protobuf", "valueProtobufMessage": "shop.Order",
+        "valueProtobufDescriptorFile": "/data/shop.desc"}
+    assert value_options(ValueFlags(value_format="protobuf", schema_registry="http://r")) == {
+        "valueFormat": "protobuf", "schema.registry.url": "http://r"}
+    for flags, flag in ((ValueFlags(value_format="avro", protobuf_message="shop.Order"),
+                         "--value-protobuf-message"),
+                        (ValueFlags(protobuf_descriptor_file="shop.desc"),
+                         "--value-protobuf-descriptor-file")):
+        with pytest.raises(IngestError) as err:
+            value_options(flags)
+        assert str(err.value) == f"{flag} applies to --value-format protobuf"
+
+
 def test_bad_records_reads_permissive_with_the_reason_column() -> None:
     opts = {"subscribe": "t", "valueFormat": "json", "valueSchema": "a int"}
     assert with_rejects(opts) == {**opts, "mode": "PERMISSIVE", REASON_OPTION: REASON_COLUMN}
