@@ -42,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyconsumer.values.json_compiled import compiled_program, decode_compiled
 from pyconsumer.values.json_blocks import assemble, fast_rows, read_fast_rows
 from pyconsumer.values.json_rows import check_types, decode_json_rows, json_type, parse_row
 from pyconsumer.values.result import Decoded, as_binary
@@ -71,6 +72,9 @@ def decode_json(
     n = len(data)
     if n == 0:
         return Decoded(pa.array([], type=target), {})
+    program = compiled_program(target) if pa.types.is_binary(data.type) else None
+    if program is not None:
+        return decode_compiled(data, target, program, partial_results)
     present = data.is_valid()
     fast = fast_rows(data, target)
 

@@ -23,3 +23,4 @@ include "walker.pxd"                # the per-partition cursor
 include "record.pxd"                # ConsumerRecord
 include "api.pxd"                   # CompletedFetch, decode_records, decode_arrow
 include "avro.pxd"                  # Avro values -> Arrow columns (pyconsumer.values)
+include "json.pxd"                  # JSON values -> Arrow columns, directed by the Arrow type

@@ -1,0 +1,1064 @@
+# --------------------------------------------------------------------------- JSON values
+#
+# The compiled JSON parser (contract: json.pxd). Semantics are those of the Python reader
+# of pyconsumer/values/json_rows.py; this parser gives a row only when it is sure to give
+# the same row, and defers the rest to that reader (which also names every bad row).
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.math cimport HUGE_VAL, NAN
+from libc.stdlib cimport free, malloc, realloc, strtod
+from libc.string cimport memcmp, memcpy, memset
+
+cdef enum:
+    # deeper values go to the Python reader (which gives up near 1000 levels, as a bad row)
+    _J_MAX_DEPTH = 64
+    # numbers with more characters go to the Python reader (strtod needs a NUL-ended copy)
+    _J_NUM_MAX = 64
+
+# the largest float32, as the Python reader compares (a larger double becomes infinity)
+cdef double _J_F32_MAX = 3.4028234663852886e38
+# integer seconds for a timestamp from year 2 to 9998 (the Python reader decides the edges)
+cdef int64_t _J_SECONDS_MIN = -62104060800
+cdef int64_t _J_SECONDS_MAX = 253370678400
+
+
+cdef inline int _j_width(int kind) noexcept nogil:
+    # bytes per value of the fixed-width kinds
+    if kind == JK_I8:
+        return 1
+    if kind == JK_I16:
+        return 2
+    if kind == JK_I32 or kind == JK_F32 or kind == JK_DATE:
+        return 4
+    if kind == JK_I64 or kind == JK_F64 or kind == JK_TS:
+        return 8
+    return 0
+
+
+@cython.final
+cdef class JsonProgram:
+    """The columns of an Arrow struct type for json_decode, compiled once per type.
+
+    ``specs``: per column in pre-order, (kind, child column, first field, field count);
+    ``fields``: (column, name as UTF-8 bytes) per struct field, each struct's fields together.
+    pyconsumer.values.json_compiled builds these from the type; the program checks them.
+    """
+
+    def __init__(self, arrow_type, list specs, list fields):
+        cdef Py_ssize_t k, f, size, slot
+        cdef JSpec* sp
+        cdef JField* fp
+        cdef int32_t* tp
+        cdef uint32_t h
+        cdef bytes name
+        cdef bytearray names = bytearray()
+        self.arrow_type = arrow_type
+        self.ncols = len(specs)
+        self.nfields = len(fields)
+        if self.ncols == 0 or specs[0][0] != JK_STRUCT:
+            raise ValueError("a JSON program starts with its root struct column")
+        self._specs = bytes(self.ncols * sizeof(JSpec))
+        self._fields = bytes(max(1, self.nfields) * sizeof(JField))
+        sp = <JSpec*><char*>self._specs
+        fp = <JField*><char*>self._fields
+        size = 0
+        for k in range(self.ncols):
+            kind, child, fstart, nfields = specs[k]
+            if not JK_STRUCT <= kind <= JK_DATE:
+                raise ValueError(f"column {k}: unknown kind {kind}")
+            if kind == JK_LIST and not k < child < self.ncols:
+                raise ValueError(f"column {k}: its item column {child} is not after it")
+            if kind == JK_STRUCT and not (0 <= fstart and 0 <= nfields
+                                          and fstart + nfields <= self.nfields):
+                raise ValueError(f"column {k}: fields {fstart}+{nfields} out of the table")
+            sp[k].kind = kind
+            sp[k].width = _j_width(kind)
+            sp[k].child = child
+            sp[k].fstart = fstart
+            sp[k].nfields = nfields
+            sp[k].tstart = size
+            sp[k].tmask = 0
+            if kind == JK_STRUCT:
+                slot = 2
+                while slot < 2 * nfields:
+                    slot *= 2
+                sp[k].tmask = <uint32_t>(slot - 1)
+                size += slot
+        for f in range(self.nfields):
+            col, name = fields[f]
+            if not 0 < col < self.ncols:
+                raise ValueError(f"field {f}: column {col} out of the program")
+            fp[f].col = col
+            fp[f].name_at = len(names)
+            fp[f].name_len = len(name)
+            names += name
+        self._names = bytes(names) + b"\0"
+        self._table = bytes(max(1, size) * sizeof(int32_t))
+        tp = <int32_t*><char*>self._table
+        for k in range(size):
+            tp[k] = -1
+        for k in range(self.ncols):
+            if sp[k].kind != JK_STRUCT:
+                continue
+            for f in range(sp[k].fstart, sp[k].fstart + sp[k].nfields):
+                name = fields[f][1]
+                h = _j_hash(<const uint8_t*><char*>name, len(name))
+                slot = h & sp[k].tmask
+                while tp[sp[k].tstart + slot] >= 0:
+                    if fields[tp[sp[k].tstart + slot]][1] == name:
+                        raise ValueError(f"the field name {name!r} is twice in one struct")
+                    slot = (slot + 1) & sp[k].tmask
+                tp[sp[k].tstart + slot] = <int32_t>f
+
+
+cdef inline uint32_t _j_hash(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    # FNV-1a: the same loop runs over a key while its end is looked for
+    cdef uint32_t h = 2166136261u
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 16777619u
+    return h
+
+
+# ------------------------------------------------------------------ reads and columns
+
+cdef inline int _jpeek(const JParse* st) noexcept nogil:
+    # the one read of the input: the next byte, or -1 at the end of the value
+    if st.p < st.end:
+        return st.p[0]
+    return -1
+
+
+cdef inline int _jpeek_at(const JParse* st, Py_ssize_t k) noexcept nogil:
+    if k < st.end - st.p:
+        return st.p[k]
+    return -1
+
+
+cdef inline void _j_ws(JParse* st) noexcept nogil:
+    # JSON's whitespace (the Python reader's json module knows no other inside a value)
+    cdef int b = _jpeek(st)
+    while b == 32 or b == 10 or b == 13 or b == 9:
+        st.p += 1
+        b = _jpeek(st)
+
+
+cdef inline bint _j_lit(JParse* st, const char* word, Py_ssize_t n) noexcept nogil:
+    # the literal word at p (passed over), or False
+    if st.end - st.p < n or memcmp(st.p, word, n) != 0:
+        return False
+    st.p += n
+    return True
+
+
+cdef int _j_grow(JCol* col, const JSpec* sp, Py_ssize_t need, Py_ssize_t bneed) noexcept nogil:
+    # room for need entries (and bneed string bytes): J_OK, J_NOMEM or J_BIG
+    cdef Py_ssize_t cap, vbytes
+    cdef void* q
+    if need > col.cap:
+        cap = col.cap * 2
+        if cap < need:
+            cap = need
+        if cap < 64:
+            cap = 64
+        if cap >= 0x7fffffff:
+            return J_BIG
+        q = realloc(col.valid, cap // 8 + 8)
+        if q == NULL:
+            return J_NOMEM
+        col.valid = <uint8_t*>q
+        if sp.kind == JK_BOOL:
+            vbytes = cap // 8 + 8
+        elif sp.kind == JK_LIST or sp.kind == JK_STR:
+            vbytes = (cap + 1) * 4
+        else:
+            vbytes = cap * sp.width
+        if vbytes:
+            q = realloc(col.data, vbytes)
+            if q == NULL:
+                return J_NOMEM
+            col.data = <uint8_t*>q
+        col.cap = cap
+    if bneed > col.bcap:
+        cap = col.bcap * 2
+        if cap < bneed:
+            cap = bneed
+        if cap < 256:
+            cap = 256
+        if bneed >= 0x7fffffff:
+            return J_BIG
+        if cap >= 0x7fffffff:
+            cap = 0x7fffffff - 1
+        q = realloc(col.bytes, cap)
+        if q == NULL:
+            return J_NOMEM
+        col.bytes = <uint8_t*>q
+        col.bcap = cap
+    return J_OK
+
+
+cdef inline int _j_room(JParse* st, int c) noexcept nogil:
+    # room for one more entry in column c
+    cdef JCol* col = &st.cols[c]
+    if col.n + 1 < col.cap:
+        return J_OK
+    return _j_grow(col, &st.specs[c], col.n + 2, 0)
+
+
+cdef inline void _j_valid(JCol* col) noexcept nogil:
+    col.valid[col.n >> 3] |= <uint8_t>(1 << (col.n & 7))
+
+
+cdef int _j_null(JParse* st, int c) noexcept nogil:
+    cdef const JSpec* sp = &st.specs[c]
+    cdef JCol* col = &st.cols[c]
+    cdef int r = _j_room(st, c)
+    cdef int f
+    if r:
+        return r
+    col.valid[col.n >> 3] &= <uint8_t>~(1 << (col.n & 7))
+    if sp.kind == JK_STRUCT:
+        for f in range(sp.fstart, sp.fstart + sp.nfields):
+            r = _j_null(st, st.fields[f].col)
+            if r:
+                return r
+    elif sp.kind == JK_LIST:
+        (<int32_t*>col.data)[col.n + 1] = <int32_t>st.cols[sp.child].n
+    elif sp.kind == JK_STR:
+        (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
+    elif sp.kind == JK_BOOL:
+        col.data[col.n >> 3] &= <uint8_t>~(1 << (col.n & 7))
+    else:
+        memset(col.data + col.n * sp.width, 0, sp.width)
+    col.nulls += 1
+    col.n += 1
+    return J_OK
+
+
+# ------------------------------------------------------------------ strings
+
+cdef inline int _j_hex4(JParse* st, uint32_t* out) noexcept nogil:
+    # four hex digits at p (passed over)
+    cdef uint32_t v = 0
+    cdef int i, b
+    for i in range(4):
+        b = _jpeek(st)
+        if 48 <= b <= 57:
+            v = v * 16 + <uint32_t>(b - 48)
+        elif 97 <= b <= 102:
+            v = v * 16 + <uint32_t>(b - 87)
+        elif 65 <= b <= 70:
+            v = v * 16 + <uint32_t>(b - 55)
+        else:
+            return J_DEFER
+        st.p += 1
+    out[0] = v
+    return J_OK
+
+
+cdef inline int _j_escape(JParse* st, uint8_t* out, Py_ssize_t* wrote) noexcept nogil:
+    # one escape (p past its backslash) as UTF-8 into out (NULL: checked only)
+    cdef int b = _jpeek(st)
+    cdef uint32_t u, lo
+    cdef uint8_t ch
+    st.p += 1
+    if b == 34 or b == 92 or b == 47:
+        ch = <uint8_t>b
+    elif b == 98:
+        ch = 8
+    elif b == 102:
+        ch = 12
+    elif b == 110:
+        ch = 10
+    elif b == 114:
+        ch = 13
+    elif b == 116:
+        ch = 9
+    elif b == 117:
+        if _j_hex4(st, &u):
+            return J_DEFER
+        if out == NULL:
+            wrote[0] = 0
+            return J_OK
+        if 0xD800 <= u <= 0xDBFF:
+            # a pair, or a lone surrogate: a bad row in a kept string
+            if _jpeek(st) != 92 or _jpeek_at(st, 1) != 117:
+                return J_DEFER
+            st.p += 2
+            if _j_hex4(st, &lo) or not 0xDC00 <= lo <= 0xDFFF:
+                return J_DEFER
+            u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00)
+        elif 0xDC00 <= u <= 0xDFFF:
+            return J_DEFER
+        if u < 0x80:
+            out[0] = <uint8_t>u
+            wrote[0] = 1
+        elif u < 0x800:
+            out[0] = <uint8_t>(0xC0 | (u >> 6))
+            out[1] = <uint8_t>(0x80 | (u & 0x3F))
+            wrote[0] = 2
+        elif u < 0x10000:
+            out[0] = <uint8_t>(0xE0 | (u >> 12))
+            out[1] = <uint8_t>(0x80 | ((u >> 6) & 0x3F))
+            out[2] = <uint8_t>(0x80 | (u & 0x3F))
+            wrote[0] = 3
+        else:
+            out[0] = <uint8_t>(0xF0 | (u >> 18))
+            out[1] = <uint8_t>(0x80 | ((u >> 12) & 0x3F))
+            out[2] = <uint8_t>(0x80 | ((u >> 6) & 0x3F))
+            out[3] = <uint8_t>(0x80 | (u & 0x3F))
+            wrote[0] = 4
+        return J_OK
+    else:
+        return J_DEFER
+    if out != NULL:
+        out[0] = ch
+    wrote[0] = 1
+    return J_OK
+
+
+cdef int _j_skip_string(JParse* st) noexcept nogil:
+    # a string checked as the json module checks it (p past its opening quote)
+    cdef int b
+    cdef Py_ssize_t wrote
+    while True:
+        b = _jpeek(st)
+        if b == 34:
+            st.p += 1
+            return J_OK
+        if b < 32:             # the end (-1) or a raw control character
+            return J_DEFER
+        st.p += 1
+        if b == 92 and _j_escape(st, NULL, &wrote):
+            return J_DEFER
+
+
+cdef int _j_string(JParse* st, int c) noexcept nogil:
+    # a string (p at its opening quote) into string column c
+    cdef JCol* col = &st.cols[c]
+    cdef int r = _j_room(st, c)
+    cdef int b
+    cdef Py_ssize_t wrote, start
+    cdef bint high = False
+    cdef uint8_t* out
+    if r:
+        return r
+    # the rest of the value bounds the string's decoded bytes
+    if col.used + (st.end - st.p) > col.bcap:
+        r = _j_grow(col, &st.specs[c], 0, col.used + (st.end - st.p))
+        if r:
+            return r
+    st.p += 1
+    start = col.used
+    out = col.bytes + col.used
+    while True:
+        b = _jpeek(st)
+        if b == 34:
+            st.p += 1
+            break
+        if b < 32:
+            return J_DEFER
+        st.p += 1
+        if b == 92:
+            if _j_escape(st, out, &wrote):
+                return J_DEFER
+            out += wrote
+        else:
+            if b >= 128:
+                high = True
+            out[0] = <uint8_t>b
+            out += 1
+    col.used = out - col.bytes
+    # the Python reader replaces invalid UTF-8: such a value is left to it
+    if high and not pyx_utf8_valid(col.bytes + start, col.used - start):
+        return J_DEFER
+    _j_valid(col)
+    (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
+    col.n += 1
+    return J_OK
+
+
+cdef int _j_raw_text(JParse* st, const uint8_t** text, Py_ssize_t* n) noexcept nogil:
+    # a string without escapes (p at its opening quote): its bytes; escapes are deferred
+    cdef int b
+    st.p += 1
+    text[0] = st.p
+    while True:
+        b = _jpeek(st)
+        if b == 34:
+            n[0] = st.p - text[0]
+            st.p += 1
+            return J_OK
+        if b < 32 or b == 92 or b >= 128:
+            return J_DEFER
+        st.p += 1
+
+
+# ------------------------------------------------------------------ numbers
+
+cdef int _j_number(JParse* st, const uint8_t** text, Py_ssize_t* n, bint* integral) noexcept nogil:
+    # a number by the json module's grammar (p at its first byte); a number cut short
+    # ("1.", "1e") is a bad row, deferred
+    cdef int b
+    text[0] = st.p
+    integral[0] = True
+    if _jpeek(st) == 45:
+        st.p += 1
+    b = _jpeek(st)
+    if b == 48:
+        st.p += 1
+    elif 49 <= b <= 57:
+        st.p += 1
+        while 48 <= _jpeek(st) <= 57:
+            st.p += 1
+    else:
+        return J_DEFER
+    if _jpeek(st) == 46:
+        st.p += 1
+        if not 48 <= _jpeek(st) <= 57:
+            return J_DEFER
+        while 48 <= _jpeek(st) <= 57:
+            st.p += 1
+        integral[0] = False
+    b = _jpeek(st)
+    if b == 101 or b == 69:
+        st.p += 1
+        b = _jpeek(st)
+        if b == 43 or b == 45:
+            st.p += 1
+        if not 48 <= _jpeek(st) <= 57:
+            return J_DEFER
+        while 48 <= _jpeek(st) <= 57:
+            st.p += 1
+        integral[0] = False
+    n[0] = st.p - text[0]
+    return J_OK
+
+
+cdef int _j_integer(const uint8_t* s, Py_ssize_t n, int bits, int64_t* out) noexcept nogil:
+    # an integral number's text in a signed range of bits, or J_DEFER (out of range)
+    cdef bint neg = s[0] == 45
+    cdef Py_ssize_t i = 1 if neg else 0
+    cdef uint64_t v = 0
+    cdef uint64_t limit = (<uint64_t>1) << (bits - 1)
+    if n - i > 19:
+        return J_DEFER
+    while i < n:
+        v = v * 10 + <uint64_t>(s[i] - 48)
+        i += 1
+    if neg:
+        if v > limit:
+            return J_DEFER
+        out[0] = <int64_t>(0 - v)
+    else:
+        if v >= limit:
+            return J_DEFER
+        out[0] = <int64_t>v
+    return J_OK
+
+
+cdef int _j_double(const uint8_t* s, Py_ssize_t n, double* out) noexcept nogil:
+    # the correctly rounded double of a number's text, as Python's float() gives it
+    cdef char buf[_J_NUM_MAX + 1]
+    if n > _J_NUM_MAX:
+        return J_DEFER
+    memcpy(buf, s, n)
+    buf[n] = 0
+    out[0] = strtod(buf, NULL)
+    return J_OK
+
+
+cdef int _j_constant(const uint8_t* s, Py_ssize_t n, bint quoted, double* out) noexcept nogil:
+    # NaN and the infinities: bare as the json module reads them, quoted as Spark's list has
+    if n == 3 and memcmp(s, b"NaN", 3) == 0:
+        out[0] = NAN
+    elif (n == 8 and memcmp(s, b"Infinity", 8) == 0) or (
+            quoted and ((n == 9 and memcmp(s, b"+Infinity", 9) == 0)
+                        or (n == 3 and memcmp(s, b"INF", 3) == 0)
+                        or (n == 4 and memcmp(s, b"+INF", 4) == 0))):
+        out[0] = HUGE_VAL
+    elif (n == 9 and memcmp(s, b"-Infinity", 9) == 0) or (
+            quoted and n == 4 and memcmp(s, b"-INF", 4) == 0):
+        out[0] = -HUGE_VAL
+    else:
+        return J_DEFER
+    return J_OK
+
+
+cdef int _j_float(JParse* st, double* out) noexcept nogil:
+    # a FLOAT or DOUBLE value: a number, a bare constant, or a quoted constant
+    cdef int b = _jpeek(st)
+    cdef const uint8_t* s
+    cdef Py_ssize_t n
+    cdef bint integral
+    if b == 34:
+        if _j_raw_text(st, &s, &n):
+            return J_DEFER
+        return _j_constant(s, n, True, out)
+    if b == 78 and _j_lit(st, "NaN", 3):
+        out[0] = NAN
+        return J_OK
+    if b == 73 and _j_lit(st, "Infinity", 8):
+        out[0] = HUGE_VAL
+        return J_OK
+    if b == 45 and _jpeek_at(st, 1) == 73:
+        if _j_lit(st, "-Infinity", 9):
+            out[0] = -HUGE_VAL
+            return J_OK
+        return J_DEFER
+    if _j_number(st, &s, &n, &integral):
+        return J_DEFER
+    return _j_double(s, n, out)
+
+
+# ------------------------------------------------------------------ dates and times
+
+cdef inline int _j_digits(const uint8_t* s, Py_ssize_t n, Py_ssize_t* i, int most, int* out) noexcept nogil:
+    # 1..most ASCII digits at s[i] (greedy, as the Python reader's pattern takes them)
+    cdef int k = 0
+    cdef int v = 0
+    while k < most and i[0] < n and 48 <= s[i[0]] <= 57:
+        v = v * 10 + (s[i[0]] - 48)
+        i[0] += 1
+        k += 1
+    out[0] = v
+    return k
+
+
+cdef inline int64_t _j_days(int y, int m, int d) noexcept nogil:
+    # days since 1970-01-01 of a proleptic Gregorian date
+    cdef int64_t yy = y - (1 if m <= 2 else 0)
+    cdef int64_t era = (yy if yy >= 0 else yy - 399) // 400
+    cdef int64_t yoe = yy - era * 400
+    cdef int64_t mp = (m + 9) % 12
+    cdef int64_t doy = (153 * mp + 2) // 5 + d - 1
+    cdef int64_t doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+cdef inline int _j_month_days(int y, int m) noexcept nogil:
+    if m == 2:
+        return 29 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 28
+    if m == 4 or m == 6 or m == 9 or m == 11:
+        return 30
+    return 31
+
+
+cdef int _j_ymd(const uint8_t* s, Py_ssize_t n, Py_ssize_t* i, int* parts, int* y, int* m,
+                int* d) noexcept nogil:
+    # YYYY[-M[M][-D[D]]] (parts: how many were written): four-digit years only (others go to
+    # the Python reader), a day that exists
+    if _j_digits(s, n, i, 4, y) != 4 or (i[0] < n and 48 <= s[i[0]] <= 57):
+        return J_DEFER
+    m[0] = 1
+    d[0] = 1
+    parts[0] = 1
+    if i[0] + 1 < n and s[i[0]] == 45 and 48 <= s[i[0] + 1] <= 57:
+        i[0] += 1
+        _j_digits(s, n, i, 2, m)
+        parts[0] = 2
+        if i[0] + 1 < n and s[i[0]] == 45 and 48 <= s[i[0] + 1] <= 57:
+            i[0] += 1
+            _j_digits(s, n, i, 2, d)
+            parts[0] = 3
+    # years 1 and 9999 are left to the Python reader (a zone may push them out of range)
+    if y[0] < 2 or y[0] > 9998 or not 1 <= m[0] <= 12 or not 1 <= d[0] <= _j_month_days(y[0], m[0]):
+        return J_DEFER
+    return J_OK
+
+
+cdef int _j_date_text(const uint8_t* s, Py_ssize_t n, int32_t* out) noexcept nogil:
+    # a DATE text: the date, then nothing, or after a full date [T ] and anything
+    cdef Py_ssize_t i = 0
+    cdef int parts, y, m, d
+    if _j_ymd(s, n, &i, &parts, &y, &m, &d):
+        return J_DEFER
+    if i < n and not (parts == 3 and (s[i] == 84 or s[i] == 32)):
+        return J_DEFER
+    out[0] = <int32_t>_j_days(y, m, d)
+    return J_OK
+
+
+cdef int _j_zone(const uint8_t* s, Py_ssize_t n, Py_ssize_t i, int* minutes) noexcept nogil:
+    # what follows the time: nothing, Z, or +H, +HH, +HMM, +HHMM, +H:MM, +HH:MM (sign either);
+    # hours and minutes as the Python reader takes them (unchecked, as it leaves them)
+    cdef int sign, nd, v, zh, zm
+    minutes[0] = 0
+    if i == n:
+        return J_OK
+    if s[i] == 90:
+        return J_OK if i + 1 == n else J_DEFER
+    if s[i] != 43 and s[i] != 45:
+        return J_DEFER
+    sign = -1 if s[i] == 45 else 1
+    i += 1
+    nd = _j_digits(s, n, &i, 4, &v)
+    if i < n and s[i] == 58:
+        if nd < 1 or nd > 2:
+            return J_DEFER
+        i += 1
+        zh = v
+        if _j_digits(s, n, &i, 2, &zm) != 2:
+            return J_DEFER
+    elif nd == 0:
+        return J_DEFER
+    elif nd <= 2:
+        zh, zm = v, 0
+    else:
+        zh, zm = v // 100, v % 100
+    if i != n:
+        return J_DEFER
+    minutes[0] = sign * (zh * 60 + zm)
+    return J_OK
+
+
+cdef int _j_timestamp_text(const uint8_t* s, Py_ssize_t n, int64_t* out) noexcept nogil:
+    # a TIMESTAMP text: a date, after a full date [T ]h[h][:m[m][:s[s][.fraction]]], a zone
+    cdef Py_ssize_t i = 0
+    cdef int k, parts, y, m, d, zone
+    cdef int hh = 0, mi = 0, ss = 0
+    cdef int64_t micros = 0
+    if _j_ymd(s, n, &i, &parts, &y, &m, &d):
+        return J_DEFER
+    if parts == 3 and i + 1 < n and (s[i] == 84 or s[i] == 32) and 48 <= s[i + 1] <= 57:
+        i += 1
+        _j_digits(s, n, &i, 2, &hh)
+        if i + 1 < n and s[i] == 58 and 48 <= s[i + 1] <= 57:
+            i += 1
+            _j_digits(s, n, &i, 2, &mi)
+            if i + 1 < n and s[i] == 58 and 48 <= s[i + 1] <= 57:
+                i += 1
+                _j_digits(s, n, &i, 2, &ss)
+                if i < n and s[i] == 46:
+                    i += 1
+                    k = 0
+                    while i < n and 48 <= s[i] <= 57:
+                        if k < 6:
+                            micros = micros * 10 + (s[i] - 48)
+                        k += 1
+                        i += 1
+                    if k > 9:
+                        return J_DEFER
+                    while k < 6:
+                        micros *= 10
+                        k += 1
+    if hh > 23 or mi > 59 or ss > 59 or _j_zone(s, n, i, &zone):
+        return J_DEFER
+    out[0] = ((_j_days(y, m, d) * 86400 + hh * 3600 + mi * 60 + ss - <int64_t>zone * 60)
+              * 1000000 + micros)
+    return J_OK
+
+
+# ------------------------------------------------------------------ values
+
+cdef int _j_skip(JParse* st) noexcept nogil:
+    cdef int b = _jpeek(st)
+    cdef const uint8_t* s
+    cdef Py_ssize_t n
+    cdef bint integral
+    cdef int close, open_
+    if b == 34:
+        st.p += 1
+        return _j_skip_string(st)
+    if b == 123 or b == 91:
+        if st.depth >= _J_MAX_DEPTH:
+            return J_DEFER
+        st.depth += 1
+        open_ = b
+        close = b + 2
+        st.p += 1
+        _j_ws(st)
+        if _jpeek(st) == close:
+            st.p += 1
+            st.depth -= 1
+            return J_OK
+        while True:
+            if b == 123:
+                # a key, then its value
+                if _jpeek(st) != 34:
+                    return J_DEFER
+                st.p += 1
+                if _j_skip_string(st):
+                    return J_DEFER
+                _j_ws(st)
+                if _jpeek(st) != 58:
+                    return J_DEFER
+                st.p += 1
+                _j_ws(st)
+            if _j_skip(st):
+                return J_DEFER
+            _j_ws(st)
+            b = _jpeek(st)
+            st.p += 1
+            if b == close:
+                st.depth -= 1
+                return J_OK
+            if b != 44:
+                return J_DEFER
+            _j_ws(st)
+            b = open_
+    if b == 116:
+        return J_OK if _j_lit(st, "true", 4) else J_DEFER
+    if b == 102:
+        return J_OK if _j_lit(st, "false", 5) else J_DEFER
+    if b == 110:
+        return J_OK if _j_lit(st, "null", 4) else J_DEFER
+    if b == 78:
+        return J_OK if _j_lit(st, "NaN", 3) else J_DEFER
+    if b == 73:
+        return J_OK if _j_lit(st, "Infinity", 8) else J_DEFER
+    if b == 45 and _jpeek_at(st, 1) == 73:
+        return J_OK if _j_lit(st, "-Infinity", 9) else J_DEFER
+    return _j_number(st, &s, &n, &integral)
+
+
+cdef int _j_struct(JParse* st, int c) noexcept nogil:
+    # an object (p at "{") into struct column c: known fields converted, others checked and
+    # passed over, missing ones null; a key met twice is left to the Python reader
+    cdef const JSpec* sp = &st.specs[c]
+    cdef JCol* col = &st.cols[c]
+    cdef uint8_t* seen = st.seen + sp.fstart
+    cdef const JField* fd
+    cdef const uint8_t* key
+    cdef Py_ssize_t klen
+    cdef uint32_t h, slot
+    cdef int32_t f
+    cdef int b, r
+    cdef bint high
+    if st.depth >= _J_MAX_DEPTH:
+        return J_DEFER
+    st.depth += 1
+    r = _j_room(st, c)
+    if r:
+        return r
+    memset(seen, 0, sp.nfields)
+    st.p += 1
+    _j_ws(st)
+    b = _jpeek(st)
+    if b == 125:
+        st.p += 1
+    else:
+        while True:
+            if b != 34:
+                return J_DEFER
+            st.p += 1
+            key = st.p
+            h = 2166136261u
+            high = False
+            while True:
+                b = _jpeek(st)
+                if b == 34:
+                    break
+                if b < 32 or b == 92:      # the end, a control character, an escaped key
+                    return J_DEFER
+                if b >= 128:
+                    high = True
+                h = (h ^ <uint32_t>b) * 16777619u
+                st.p += 1
+            klen = st.p - key
+            st.p += 1
+            if high and not pyx_utf8_valid(key, klen):
+                return J_DEFER
+            _j_ws(st)
+            if _jpeek(st) != 58:
+                return J_DEFER
+            st.p += 1
+            _j_ws(st)
+            slot = h & sp.tmask
+            f = -1
+            while True:
+                f = st.table[sp.tstart + slot]
+                if f < 0:
+                    break
+                fd = &st.fields[f]
+                if fd.name_len == klen and memcmp(st.names + fd.name_at, key, klen) == 0:
+                    break
+                slot = (slot + 1) & sp.tmask
+            if f >= 0:
+                if seen[f - sp.fstart]:
+                    return J_DEFER
+                seen[f - sp.fstart] = 1
+                r = _j_value(st, st.fields[f].col)
+            else:
+                r = _j_skip(st)
+            if r:
+                return r
+            _j_ws(st)
+            b = _jpeek(st)
+            st.p += 1
+            if b == 125:
+                break
+            if b != 44:
+                return J_DEFER
+            _j_ws(st)
+            b = _jpeek(st)
+    for f in range(sp.nfields):
+        if not seen[f]:
+            r = _j_null(st, st.fields[sp.fstart + f].col)
+            if r:
+                return r
+    _j_valid(col)
+    col.n += 1
+    st.depth -= 1
+    return J_OK
+
+
+cdef int _j_list(JParse* st, int c) noexcept nogil:
+    # an array (p at "[") into list column c
+    cdef const JSpec* sp = &st.specs[c]
+    cdef JCol* col
+    cdef int b, r
+    if st.depth >= _J_MAX_DEPTH:
+        return J_DEFER
+    st.depth += 1
+    st.p += 1
+    _j_ws(st)
+    if _jpeek(st) == 93:
+        st.p += 1
+    else:
+        while True:
+            r = _j_value(st, sp.child)
+            if r:
+                return r
+            _j_ws(st)
+            b = _jpeek(st)
+            st.p += 1
+            if b == 93:
+                break
+            if b != 44:
+                return J_DEFER
+            _j_ws(st)
+    r = _j_room(st, c)
+    if r:
+        return r
+    col = &st.cols[c]
+    if st.cols[sp.child].n >= 0x7fffffff:
+        return J_BIG
+    _j_valid(col)
+    (<int32_t*>col.data)[col.n + 1] = <int32_t>st.cols[sp.child].n
+    col.n += 1
+    st.depth -= 1
+    return J_OK
+
+
+cdef int _j_value(JParse* st, int c) noexcept nogil:
+    cdef const JSpec* sp = &st.specs[c]
+    cdef JCol* col = &st.cols[c]
+    cdef int kind = sp.kind
+    cdef int b = _jpeek(st)
+    cdef int r
+    cdef const uint8_t* s
+    cdef Py_ssize_t n
+    cdef bint integral
+    cdef int64_t v
+    cdef int32_t day
+    cdef double x
+    if b == 110:
+        return _j_null(st, c) if _j_lit(st, "null", 4) else J_DEFER
+    if kind == JK_STRUCT:
+        return _j_struct(st, c) if b == 123 else J_DEFER
+    if kind == JK_LIST:
+        return _j_list(st, c) if b == 91 else J_DEFER
+    if kind == JK_STR:
+        # a non-string value's JSON text is left to the Python reader
+        return _j_string(st, c) if b == 34 else J_DEFER
+    r = _j_room(st, c)
+    if r:
+        return r
+    if kind == JK_BOOL:
+        if b == 116 and _j_lit(st, "true", 4):
+            col.data[col.n >> 3] |= <uint8_t>(1 << (col.n & 7))
+        elif b == 102 and _j_lit(st, "false", 5):
+            col.data[col.n >> 3] &= <uint8_t>~(1 << (col.n & 7))
+        else:
+            return J_DEFER
+    elif kind == JK_F32 or kind == JK_F64:
+        if _j_float(st, &x):
+            return J_DEFER
+        if kind == JK_F64:
+            (<double*>col.data)[col.n] = x
+        else:
+            if x > _J_F32_MAX:
+                x = HUGE_VAL
+            elif x < -_J_F32_MAX:
+                x = -HUGE_VAL
+            (<float*>col.data)[col.n] = <float>x
+    elif kind == JK_DATE:
+        if b != 34 or _j_raw_text(st, &s, &n) or _j_date_text(s, n, &day):
+            return J_DEFER
+        (<int32_t*>col.data)[col.n] = day
+    elif kind == JK_TS:
+        if b == 34:
+            if _j_raw_text(st, &s, &n) or _j_timestamp_text(s, n, &v):
+                return J_DEFER
+        else:
+            # integer seconds since the epoch
+            if (b != 45 and not 48 <= b <= 57) or _j_number(st, &s, &n, &integral) or not integral:
+                return J_DEFER
+            if _j_integer(s, n, 64, &v) or not _J_SECONDS_MIN <= v <= _J_SECONDS_MAX:
+                return J_DEFER
+            v *= 1000000
+        (<int64_t*>col.data)[col.n] = v
+    else:
+        # the integers: integral numbers in range only
+        if (b != 45 and not 48 <= b <= 57) or _j_number(st, &s, &n, &integral) or not integral:
+            return J_DEFER
+        if _j_integer(s, n, sp.width * 8, &v):
+            return J_DEFER
+        if kind == JK_I64:
+            (<int64_t*>col.data)[col.n] = v
+        elif kind == JK_I32:
+            (<int32_t*>col.data)[col.n] = <int32_t>v
+        elif kind == JK_I16:
+            (<int16_t*>col.data)[col.n] = <int16_t>v
+        else:
+            (<int8_t*>col.data)[col.n] = <int8_t>v
+    _j_valid(col)
+    col.n += 1
+    return J_OK
+
+
+# ------------------------------------------------------------------ rows
+
+cdef int _j_row(JParse* st, const uint8_t* p, const uint8_t* end) noexcept nogil:
+    # one value: J_OK (a row, or a null row for a blank value), or why not
+    st.p = p
+    st.end = end
+    st.depth = 0
+    _j_ws(st)
+    if st.p == end:
+        return _j_null(st, 0)      # empty or blank: a null row, no error
+    if _jpeek(st) != 123:
+        return J_DEFER             # not an object, or other leading space: the Python reader's
+    # the text after the object is ignored, as Spark reads only the first value
+    return _j_struct(st, 0)
+
+
+cdef inline void _j_snap(JParse* st, int ncols) noexcept nogil:
+    cdef int k
+    for k in range(ncols):
+        st.cols[k].snap_n = st.cols[k].n
+        st.cols[k].snap_used = st.cols[k].used
+        st.cols[k].snap_nulls = st.cols[k].nulls
+
+
+cdef inline void _j_rollback(JParse* st, int ncols) noexcept nogil:
+    cdef int k
+    for k in range(ncols):
+        st.cols[k].n = st.cols[k].snap_n
+        st.cols[k].used = st.cols[k].snap_used
+        st.cols[k].nulls = st.cols[k].snap_nulls
+
+
+cdef object _j_buffer(const uint8_t* p, Py_ssize_t n):
+    # a pa.Buffer holding a copy of n bytes (the columns are freed after the decode)
+    if n == 0 or p == NULL:
+        return pa.py_buffer(b"")
+    return pa.py_buffer(PyBytes_FromStringAndSize(<const char*>p, n))
+
+
+cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c, object arrow_type,
+                     object names):
+    # column c (and its children) as a pyarrow array of arrow_type
+    cdef const JSpec* sp = &specs[c]
+    cdef JCol* col = &cols[c]
+    cdef Py_ssize_t n = col.n
+    cdef int f
+    if n & 7:
+        col.valid[n >> 3] &= <uint8_t>((1 << (n & 7)) - 1)
+    validity = _j_buffer(col.valid, (n + 7) >> 3) if col.nulls else None
+    if sp.kind == JK_STRUCT:
+        children = [_j_array(specs, cols, fields, fields[f].col, arrow_type[f - sp.fstart].type, names)
+                    for f in range(sp.fstart, sp.fstart + sp.nfields)]
+        return pa.StructArray.from_buffers(arrow_type, n, [validity], null_count=col.nulls,
+                                           children=children)
+    if sp.kind == JK_LIST:
+        if n == 0:
+            (<int32_t*>col.data)[0] = 0
+        item = _j_array(specs, cols, fields, sp.child, arrow_type.value_type, names)
+        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, (n + 1) * 4)],
+                                     null_count=col.nulls, children=[item])
+    if sp.kind == JK_STR:
+        if n == 0:
+            (<int32_t*>col.data)[0] = 0
+        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, (n + 1) * 4),
+                                                     _j_buffer(col.bytes, col.used)],
+                                     null_count=col.nulls)
+    if sp.kind == JK_BOOL:
+        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, (n + 7) >> 3)],
+                                     null_count=col.nulls)
+    return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, n * sp.width)],
+                                 null_count=col.nulls)
+
+
+def json_decode(JsonProgram program, values):
+    """JSON values (a binary or string array with int32 offsets) -> (struct array of the
+    program's type, rows deferred to the Python reader). A null value is a null row; a
+    deferred row is null in the array. Raises MemoryError, or ValueError when a column would
+    pass 2 GiB (Arrow's int32 offsets)."""
+    if not (pa.types.is_binary(values.type) or pa.types.is_string(values.type)):
+        raise TypeError(f"json_decode takes a binary or string array, not {values.type}")
+    cdef Py_ssize_t n = len(values)
+    cdef Py_ssize_t base = values.offset
+    bufs = values.buffers()
+    cdef const uint8_t* vbits = _av_address(bufs[0])
+    cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
+    cdef const uint8_t* data = _av_data(bufs[2])
+    cdef JParse st
+    cdef int ncols = program.ncols
+    cdef Py_ssize_t i, k, ndeferred = 0
+    cdef int r = J_OK
+    cdef JCol* cols = <JCol*>malloc(ncols * sizeof(JCol))
+    cdef uint8_t* seen = <uint8_t*>malloc(program.nfields + 1)
+    cdef uint8_t* deferred = <uint8_t*>malloc(n + 1)
+    if cols == NULL or seen == NULL or deferred == NULL:
+        free(cols)
+        free(seen)
+        free(deferred)
+        raise MemoryError()
+    memset(cols, 0, ncols * sizeof(JCol))
+    memset(deferred, 0, n + 1)
+    st.specs = <const JSpec*><char*>program._specs
+    st.fields = <const JField*><char*>program._fields
+    st.table = <const int32_t*><char*>program._table
+    st.names = <const uint8_t*><char*>program._names
+    st.cols = cols
+    st.seen = seen
+    try:
+        with nogil:
+            # every column starts with its first offset, and room for a row's worth
+            for k in range(ncols):
+                r = _j_grow(&cols[k], &st.specs[k], n + 2 if k == 0 else 16, 0)
+                if r:
+                    break
+                if st.specs[k].kind == JK_LIST or st.specs[k].kind == JK_STR:
+                    (<int32_t*>cols[k].data)[0] = 0
+            i = 0
+            while r == J_OK and i < n:
+                _j_snap(&st, ncols)
+                if vbits != NULL and not (vbits[(base + i) >> 3] >> ((base + i) & 7)) & 1:
+                    r = _j_null(&st, 0)
+                else:
+                    r = _j_row(&st, data + offs[base + i], data + offs[base + i + 1])
+                    if r == J_DEFER:
+                        _j_rollback(&st, ncols)
+                        deferred[i] = 1
+                        ndeferred += 1
+                        r = _j_null(&st, 0)
+                i += 1
+        if r == J_NOMEM:
+            raise MemoryError()
+        if r == J_BIG:
+            raise ValueError("a JSON column would pass 2**31 entries or bytes (Arrow's int32 "
+                             "offsets): decode fewer values at a time")
+        array = _j_array(st.specs, cols, st.fields, 0, program.arrow_type, None)
+        rows = [k for k in range(n) if deferred[k]] if ndeferred else []
+        return array, rows
+    finally:
+        for k in range(ncols):
+            free(cols[k].valid)
+            free(cols[k].data)
+            free(cols[k].bytes)
+        free(cols)
+        free(seen)
+        free(deferred)
