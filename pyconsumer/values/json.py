@@ -74,7 +74,7 @@ def decode_json(
         return Decoded(pa.array([], type=target), {})
     program = compiled_program(target) if pa.types.is_binary(data.type) else None
     if program is not None:
-        return decode_compiled(data, target, program, partial_results)
+        return decode_compiled(data, target, program, partial_results, parse_row)
     present = data.is_valid()
     fast = fast_rows(data, target)
 

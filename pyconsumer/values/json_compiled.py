@@ -19,6 +19,7 @@ over 2 GiB (large binary offsets).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +30,9 @@ from pyconsumer.values.json_rows import parse_row
 from pyconsumer.values.result import Decoded
 
 __all__ = ["compiled_program", "decode_compiled"]
+
+#: the Python reader of one row: (value, type) -> (row, reason or None, malformed)
+RowReader = Callable[[bytes, pa.StructType], tuple[Any, "str | None", bool]]
 
 # column kinds of pyext/json.pxd (JKind)
 _STRUCT, _LIST, _BOOL, _I8, _I16, _I32, _I64, _F32, _F64, _STR, _TS, _DATE = range(12)
@@ -96,15 +100,17 @@ def compiled_program(target: pa.StructType) -> Any | None:
     return _records.JsonProgram(target, [tuple(s) for s in specs], fields)
 
 
-def decode_compiled(data: pa.Array, target: pa.StructType, program: Any, partial_results: bool) -> Decoded:
+def decode_compiled(data: pa.Array, target: pa.StructType, program: Any, partial_results: bool,
+                    read_row: RowReader = parse_row) -> Decoded:
     """``data`` (binary, int32 offsets, no chunks) through ``program``; the rows it defers
-    through the Python reader, with their reasons."""
+    through the Python reader ``read_row`` (:func:`~pyconsumer.values.json_rows.parse_row`),
+    with their reasons."""
     array, deferred = _records.json_decode(program, data)
     errors: dict[int, str] = {}
     replaced: list[int] = []
     replacements: list[Any] = []
     for i in deferred:
-        row, reason, malformed = parse_row(data[i].as_py(), target)
+        row, reason, malformed = read_row(data[i].as_py(), target)
         if reason is not None:
             errors[i] = reason
             if not partial_results:
