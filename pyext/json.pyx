@@ -317,11 +317,32 @@ cdef inline int _j_escape(JParse* st, uint8_t* out, Py_ssize_t* wrote) noexcept 
     return J_OK
 
 
+cdef uint8_t _J_PLAIN[256]      # 1: a string byte that needs no look (not ", \\, a control)
+
+
+cdef void _j_tables() noexcept:
+    cdef int b
+    for b in range(256):
+        _J_PLAIN[b] = 1 if (b >= 32 and b != 34 and b != 92) else 0
+
+_j_tables()
+
+
+cdef inline void _j_plain(JParse* st) noexcept nogil:
+    # past the run of plain string bytes at p
+    cdef const uint8_t* p = st.p
+    cdef const uint8_t* end = st.end
+    while p < end and _J_PLAIN[p[0]]:
+        p += 1
+    st.p = p
+
+
 cdef int _j_skip_string(JParse* st) noexcept nogil:
     # a string checked as the json module checks it (p past its opening quote)
     cdef int b
     cdef Py_ssize_t wrote
     while True:
+        _j_plain(st)
         b = _jpeek(st)
         if b == 34:
             st.p += 1
@@ -333,14 +354,29 @@ cdef int _j_skip_string(JParse* st) noexcept nogil:
             return J_DEFER
 
 
+cdef inline bint _j_has_high(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t acc = 0
+    cdef uint64_t w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, s + i, 8)
+        acc |= w
+        i += 8
+    while i < n:
+        acc |= s[i]
+        i += 1
+    return (acc & 0x8080808080808080ULL) != 0
+
+
 cdef int _j_string(JParse* st, int c) noexcept nogil:
     # a string (p at its opening quote) into string column c
     cdef JCol* col = &st.cols[c]
     cdef int r = _j_room(st, c)
     cdef int b
     cdef Py_ssize_t wrote, start
-    cdef bint high = False
+    cdef bint high
     cdef uint8_t* out
+    cdef const uint8_t* run
     if r:
         return r
     # the rest of the value bounds the string's decoded bytes
@@ -352,6 +388,11 @@ cdef int _j_string(JParse* st, int c) noexcept nogil:
     start = col.used
     out = col.bytes + col.used
     while True:
+        run = st.p
+        _j_plain(st)
+        if st.p > run:
+            memcpy(out, run, st.p - run)
+            out += st.p - run
         b = _jpeek(st)
         if b == 34:
             st.p += 1
@@ -359,16 +400,12 @@ cdef int _j_string(JParse* st, int c) noexcept nogil:
         if b < 32:
             return J_DEFER
         st.p += 1
-        if b == 92:
-            if _j_escape(st, out, &wrote):
-                return J_DEFER
-            out += wrote
-        else:
-            if b >= 128:
-                high = True
-            out[0] = <uint8_t>b
-            out += 1
+        if _j_escape(st, out, &wrote):      # b is the backslash
+            return J_DEFER
+        out += wrote
     col.used = out - col.bytes
+    # any byte over 127: the whole value is checked for UTF-8
+    high = _j_has_high(col.bytes + start, col.used - start)
     # the Python reader replaces invalid UTF-8: such a value is left to it
     if high and not pyx_utf8_valid(col.bytes + start, col.used - start):
         return J_DEFER
@@ -457,9 +494,46 @@ cdef int _j_integer(const uint8_t* s, Py_ssize_t n, int bits, int64_t* out) noex
     return J_OK
 
 
+cdef double[23] _J_POW10 = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                            1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]
+
+
 cdef int _j_double(const uint8_t* s, Py_ssize_t n, double* out) noexcept nogil:
-    # the correctly rounded double of a number's text, as Python's float() gives it
+    # the correctly rounded double of a number's text, as Python's float() gives it: at most
+    # 15 digits and a power of ten up to 22 are exact doubles, so one product or quotient
+    # rounds correctly (Clinger); other numbers go through strtod
     cdef char buf[_J_NUM_MAX + 1]
+    cdef Py_ssize_t i = 0
+    cdef int digits = 0, scale = 0, e = 0, esign = 1
+    cdef uint64_t m = 0
+    cdef bint neg = s[0] == 45
+    if neg:
+        i = 1
+    while i < n and 48 <= s[i] <= 57:
+        m = m * 10 + (s[i] - 48)
+        digits += 1
+        i += 1
+    if i < n and s[i] == 46:
+        i += 1
+        while i < n and 48 <= s[i] <= 57:
+            m = m * 10 + (s[i] - 48)
+            digits += 1
+            scale -= 1
+            i += 1
+    if i < n:
+        i += 1                  # e or E: the grammar was checked
+        if s[i] == 45 or s[i] == 43:
+            esign = -1 if s[i] == 45 else 1
+            i += 1
+        while i < n and e < 1000:
+            e = e * 10 + (s[i] - 48)
+            i += 1
+        scale += esign * e
+    if digits <= 15 and i == n and -22 <= scale <= 22:
+        out[0] = <double>m * _J_POW10[scale] if scale >= 0 else <double>m / _J_POW10[-scale]
+        if neg:
+            out[0] = -out[0]
+        return J_OK
     if n > _J_NUM_MAX:
         return J_DEFER
     memcpy(buf, s, n)
