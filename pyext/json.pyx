@@ -6,7 +6,7 @@
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport HUGE_VAL, NAN
-from libc.stdlib cimport free, malloc, realloc, strtod
+from libc.stdlib cimport free, malloc, realloc, strtod, strtof
 from libc.string cimport memcmp, memcpy, memset
 
 cdef enum:
@@ -15,8 +15,6 @@ cdef enum:
     # numbers with more characters go to the Python reader (strtod needs a NUL-ended copy)
     _J_NUM_MAX = 64
 
-# the largest float32, as the Python reader compares (a larger double becomes infinity)
-cdef double _J_F32_MAX = 3.4028234663852886e38
 # integer seconds for a timestamp from year 2 to 9998 (the Python reader decides the edges)
 cdef int64_t _J_SECONDS_MIN = -62104060800
 cdef int64_t _J_SECONDS_MAX = 253370678400
@@ -559,12 +557,51 @@ cdef int _j_constant(const uint8_t* s, Py_ssize_t n, bint quoted, double* out) n
     return J_OK
 
 
-cdef int _j_float(JParse* st, double* out) noexcept nogil:
-    # a FLOAT or DOUBLE value: a number, a bare constant, or a quoted constant
+cdef float[11] _J_POW10F = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10]
+
+
+cdef int _j_single(const uint8_t* s, Py_ssize_t n, float* out) noexcept nogil:
+    # the correctly rounded float of a number's text (one rounding, as pyarrow.json and
+    # Jackson read a FLOAT): Clinger's fast path for 7 digits and powers of ten up to 10
+    cdef char buf[_J_NUM_MAX + 1]
+    cdef Py_ssize_t i = 0
+    cdef int digits = 0, scale = 0
+    cdef uint32_t m = 0
+    cdef bint neg = s[0] == 45
+    if neg:
+        i = 1
+    while i < n and 48 <= s[i] <= 57 and digits < 8:
+        m = m * 10 + (s[i] - 48)
+        digits += 1
+        i += 1
+    if i < n and s[i] == 46:
+        i += 1
+        while i < n and 48 <= s[i] <= 57 and digits < 8:
+            m = m * 10 + (s[i] - 48)
+            digits += 1
+            scale -= 1
+            i += 1
+    if i == n and digits <= 7 and -10 <= scale:
+        out[0] = <float>m / _J_POW10F[-scale]
+        if neg:
+            out[0] = -out[0]
+        return J_OK
+    if n > _J_NUM_MAX:
+        return J_DEFER
+    memcpy(buf, s, n)
+    buf[n] = 0
+    out[0] = strtof(buf, NULL)
+    return J_OK
+
+
+cdef int _j_float(JParse* st, bint single, double* out) noexcept nogil:
+    # a FLOAT or DOUBLE value: a number, a bare constant, or a quoted constant; a FLOAT's
+    # number is rounded once from its text to a float (held exactly by the double out)
     cdef int b = _jpeek(st)
     cdef const uint8_t* s
     cdef Py_ssize_t n
     cdef bint integral
+    cdef float f
     if b == 34:
         if _j_raw_text(st, &s, &n):
             return J_DEFER
@@ -582,6 +619,11 @@ cdef int _j_float(JParse* st, double* out) noexcept nogil:
         return J_DEFER
     if _j_number(st, &s, &n, &integral):
         return J_DEFER
+    if single:
+        if _j_single(s, n, &f):
+            return J_DEFER
+        out[0] = f
+        return J_OK
     return _j_double(s, n, out)
 
 
@@ -947,15 +989,11 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
         else:
             return J_DEFER
     elif kind == JK_F32 or kind == JK_F64:
-        if _j_float(st, &x):
+        if _j_float(st, kind == JK_F32, &x):
             return J_DEFER
         if kind == JK_F64:
             (<double*>col.data)[col.n] = x
         else:
-            if x > _J_F32_MAX:
-                x = HUGE_VAL
-            elif x < -_J_F32_MAX:
-                x = -HUGE_VAL
             (<float*>col.data)[col.n] = <float>x
     elif kind == JK_DATE:
         if b != 34 or _j_raw_text(st, &s, &n) or _j_date_text(s, n, &day):

@@ -380,7 +380,10 @@ def _read_dates(array: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Arra
     if pa.types.is_date(target):
         parsed = pc.strptime(array, format="%Y-%m-%d", unit="s", error_is_null=True)
         strict = pc.match_substring_regex(array, _STRICT_DATE)
-        good = pc.or_kleene(array.is_null(), pc.and_kleene(strict, parsed.is_valid()))
+        # strptime rolls a day past the month's end over (2024-02-30 -> 2024-03-01): written
+        # back, such a date differs from its text
+        kept = pc.equal(pc.strftime(parsed, format="%Y-%m-%d"), array)
+        good = pc.or_kleene(array.is_null(), pc.and_kleene(pc.and_kleene(strict, parsed.is_valid()), kept))
         bad = pc.indices_nonzero(pc.invert(pc.fill_null(good, False)))
         return parsed.cast(pa.date32()), pc.cast(bad, pa.int64())
     if not _has(target, pa.types.is_date):

@@ -56,7 +56,8 @@ _DECODER = _json.JSONDecoder(
 _INT_RANGES = {8: "TINYINT", 16: "SMALLINT", 32: "INT", 64: "BIGINT"}
 _NON_NUMERIC = {"NaN": math.nan, "Infinity": math.inf, "+Infinity": math.inf, "-Infinity": -math.inf,
                 "INF": math.inf, "+INF": math.inf, "-INF": -math.inf}
-_FLOAT32_MAX = 3.4028234663852886e38
+# from here up a double rounds to a float32 infinity (halfway past the largest float32)
+_FLOAT32_OVERFLOW = 3.4028235677973366e38
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 # Spark's DateTimeUtils.stringToDate / stringToTimestamp (the lenient fallback its JSON reader uses)
@@ -119,7 +120,7 @@ def _float(value: Any, single: bool) -> float:
         number = _NON_NUMERIC[value]
     else:
         raise _Bad(f"expected a number for {'FLOAT' if single else 'DOUBLE'}, got {_describe(value)}")
-    if single and math.isfinite(number) and abs(number) > _FLOAT32_MAX:
+    if single and math.isfinite(number) and abs(number) >= _FLOAT32_OVERFLOW:
         number = math.copysign(math.inf, number)
     return number
 
