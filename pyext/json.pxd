@@ -4,7 +4,7 @@
 # value writes the columns through raw pointers with the GIL released; every byte is read
 # through _jpeek. A value the parser cannot give exactly as the Python reader
 # (pyconsumer/values/json_rows.py) does -- every bad value, and the rare good one it leaves
-# to that reader (a repeated key, an escaped key, a zone name, ...) -- is "deferred": its
+# to that reader (a repeated key, a zone name, ...) -- is "deferred": its
 # columns are rolled back, the row is null, and json_decode names it for the Python reader.
 
 cdef enum JKind:

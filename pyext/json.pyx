@@ -14,6 +14,8 @@ cdef enum:
     _J_MAX_DEPTH = 64
     # numbers with more characters go to the Python reader (strtod needs a NUL-ended copy)
     _J_NUM_MAX = 64
+    # escaped keys decoded longer than this go to the Python reader
+    _J_KEY_MAX = 256
 
 # integer seconds for a timestamp from year 2 to 9998 (the Python reader decides the edges)
 cdef int64_t _J_SECONDS_MIN = -62104060800
@@ -828,6 +830,29 @@ cdef int _j_skip(JParse* st) noexcept nogil:
     return _j_number(st, &s, &n, &integral)
 
 
+cdef int _j_key_escaped(JParse* st, uint8_t* out, Py_ssize_t* n) noexcept nogil:
+    # a key with escapes (p at its first byte) decoded into out, p left at its closing quote;
+    # a long one or one with a lone surrogate is left to the Python reader
+    cdef Py_ssize_t k = 0
+    cdef Py_ssize_t wrote
+    cdef int b
+    while True:
+        b = _jpeek(st)
+        if b == 34:
+            n[0] = k
+            return J_OK
+        if b < 32 or k > _J_KEY_MAX:
+            return J_DEFER
+        st.p += 1
+        if b == 92:
+            if _j_escape(st, out + k, &wrote):
+                return J_DEFER
+            k += wrote
+        else:
+            out[k] = <uint8_t>b
+            k += 1
+
+
 cdef int _j_struct(JParse* st, int c) noexcept nogil:
     # an object (p at "{") into struct column c: known fields converted, others checked and
     # passed over, missing ones null; a key met twice is left to the Python reader
@@ -841,6 +866,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
     cdef int32_t f
     cdef int b, r
     cdef bint high
+    cdef uint8_t keybuf[_J_KEY_MAX + 4]
     if st.depth >= _J_MAX_DEPTH:
         return J_DEFER
     st.depth += 1
@@ -865,13 +891,24 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
                 b = _jpeek(st)
                 if b == 34:
                     break
-                if b < 32 or b == 92:      # the end, a control character, an escaped key
+                if b < 32:                 # the end, or a control character
                     return J_DEFER
+                if b == 92:
+                    break
                 if b >= 128:
                     high = True
                 h = (h ^ <uint32_t>b) * 16777619u
                 st.p += 1
-            klen = st.p - key
+            if b == 92:
+                # a key with escapes: decoded into keybuf, then looked up as any other
+                st.p = key
+                if _j_key_escaped(st, keybuf, &klen):
+                    return J_DEFER
+                key = keybuf
+                h = _j_hash(keybuf, klen)
+                high = True
+            else:
+                klen = st.p - key
             st.p += 1
             if high and not pyx_utf8_valid(key, klen):
                 return J_DEFER

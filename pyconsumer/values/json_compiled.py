@@ -5,9 +5,10 @@ pyext/json.pyx) once, and decode a column with it, handing the rows it defers to
 reader (:mod:`~pyconsumer.values.json_rows`), which gives them, and names every bad row.
 
 The parser gives a row only when it is the Python reader's row: every bad row, and the rare good
-row it does not read itself (a key met twice or written with escapes, a non-string value for a
-STRING field, invalid UTF-8 in a kept string, a year outside 2..9998, a zone name, a number over
-64 characters, nesting over 64 levels, leading space other than JSON's), is deferred to it.
+row it does not read itself (a schema field's key met twice, a key over 256 bytes with escapes, a
+non-string value for a STRING field, invalid UTF-8 in a kept string, a year outside 2..9998, a
+zone name, a number over 64 characters, nesting over 64 levels, leading space other than JSON's),
+is deferred to it.
 
 Types the program expresses: STRING, BOOLEAN, TINYINT..BIGINT, FLOAT, DOUBLE, TIMESTAMP
 (``timestamp[us, UTC]``), DATE, ARRAY and STRUCT (a struct whose field names are distinct).

@@ -65,19 +65,44 @@ OTHERS = ["null", "true", "false", '"s"', "[]", "{}", "[1, [2, {}]]", '{"a": {"b
           "NaN", "tru", "nul", "[1,]", "[1 2]", '{"a" 1}', "{,}", "]", "+1", ".5", "\"\\u00"]
 
 
+GOOD_TIMES = ['"2024-01-01T00:00:00Z"', '"2024-01-01T01:02:03.123456+02:00"', '"2024-01-01 00:00:00"',
+              '"2024-1-5"', '"2024"', '"2024-01-01T10"', '"1999-12-31T23:59:59.9-0530"', "1700000000", "-1"]
+GOOD_DATES = ['"2024-01-31"', '"2024-1-5"', '"2024-01-31T23:00:00-05:00"', '"2024"', '"2024-06"', '"2000-02-29"']
+
+
+def _good(data_type: pa.DataType) -> st.SearchStrategy[str]:
+    """Texts that fit a leaf type."""
+    if pa.types.is_integer(data_type):
+        bits = data_type.bit_width
+        return st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1).map(str)
+    if pa.types.is_floating(data_type):
+        return st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.integers().map(str),
+                         st.decimals(allow_nan=False, allow_infinity=False, places=3).map(str))
+    if pa.types.is_timestamp(data_type):
+        return st.sampled_from(GOOD_TIMES)
+    if pa.types.is_date32(data_type):
+        return st.sampled_from(GOOD_DATES)
+    if pa.types.is_boolean(data_type):
+        return st.sampled_from(["true", "false"])
+    return st.builds(json.dumps, st.text(max_size=12).filter(lambda t: not any(0xD800 <= ord(c) < 0xE000 for c in t)),
+                     ensure_ascii=st.booleans())
+
+
 @st.composite
-def text_for(draw: st.DrawFn, data_type: pa.DataType, depth: int = 0) -> str:
-    """A JSON text for a value of ``data_type``: fitting most of the time."""
+def text_for(draw: st.DrawFn, data_type: pa.DataType, depth: int = 0, clean: bool = False) -> str:
+    """A JSON text for a value of ``data_type``: fitting most of the time (always if clean)."""
     kind = draw(st.integers(0, 9))
-    if kind == 0:
+    if kind == 0 and not clean:
         return draw(st.sampled_from(OTHERS))
     if kind == 1:
         return "null"
     if isinstance(data_type, pa.StructType):
-        return draw(object_text(data_type, depth + 1))
+        return draw(object_text(data_type, depth + 1, clean))
     if isinstance(data_type, pa.ListType):
-        items = draw(st.lists(text_for(data_type.value_type, depth + 1), max_size=4))
+        items = draw(st.lists(text_for(data_type.value_type, depth + 1, clean), max_size=4))
         return "[" + draw(separator()).join(items) + "]"
+    if clean or kind < 5:
+        return draw(_good(data_type))
     if pa.types.is_integer(data_type):
         return draw(st.one_of(st.sampled_from(INTS), st.integers(-(1 << 64), 1 << 64).map(str)))
     if pa.types.is_floating(data_type):
@@ -99,20 +124,20 @@ def separator(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def object_text(draw: st.DrawFn, data_type: pa.StructType, depth: int = 0) -> str:
+def object_text(draw: st.DrawFn, data_type: pa.StructType, depth: int = 0, clean: bool = False) -> str:
     """An object for ``data_type``: its fields in any order, some missing, some twice, unknown
     keys between them, whitespace anywhere JSON allows it."""
     pairs: list[tuple[str, str]] = []
     for field in data_type:
         if draw(st.integers(0, 5)) == 0:
             continue
-        pairs.append((json.dumps(field.name), draw(text_for(field.type, depth))))
-        if draw(st.integers(0, 15)) == 0:
+        pairs.append((json.dumps(field.name), draw(text_for(field.type, depth, clean))))
+        if not clean and draw(st.integers(0, 15)) == 0:
             pairs.append((json.dumps(field.name), draw(text_for(field.type, depth))))
     for _ in range(draw(st.integers(0, 2))):
         pairs.append((json.dumps(draw(st.sampled_from(["q", "zz", "A", "id2", "\u00e9t\u00e9"]))),
                       draw(st.sampled_from(OTHERS[:10]))))
-    if data_type.num_fields and draw(st.integers(0, 20)) == 0:
+    if not clean and data_type.num_fields and draw(st.integers(0, 20)) == 0:
         # an escaped key naming a field
         name = data_type[0].name
         pairs.append(('"' + "".join(f"\\u{ord(c):04x}" for c in name) + '"', "null"))
@@ -142,4 +167,6 @@ def documents(draw: st.DrawFn, data_type: pa.StructType) -> bytes | None:
     if kind == 6:
         pos = draw(st.integers(0, len(text)))
         return text[:pos] + draw(st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\\", b'"', b"\xed\xa0\x80"])) + text[pos:]
+    if kind >= 12:
+        return draw(object_text(data_type, 0, True)).encode()
     return text

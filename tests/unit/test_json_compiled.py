@@ -64,7 +64,8 @@ def test_rows_the_compiled_parser_gives_itself() -> None:
               b'"f": [1, null, -2147483648], "g": {"x": 7, "y": 8}, "t": "2024-01-01T01:02:03.123456+02:00", '
               b'"dt": "2024-1-5", "zz": [1, {"q": [null, "s\\n"]}], "c2": NaN}',
               b' \t\r\n{"a":1}trailing', b"", b"  ", None, b'{"t": 1700000000, "c": "-Infinity", "d": "\\u0000"}',
-              b'{"dt": "2024-01-31T23:00:00-05:00", "t": "2024-01-01 10", "c": -0}']
+              b'{"dt": "2024-01-31T23:00:00-05:00", "t": "2024-01-01 10", "c": -0}',
+              b'{"\\u0061": 5, "\\u00e9t\\u00e9": 1, "\\ud83d\\ude00": [], "\\"": 2}']
     assert deferred(DDL, values) == []
     got = decode_json(pa.array(values, pa.binary()), DDL).array.to_pylist()
     assert got[0] == {"a": 1, "b": -9223372036854775808, "c": 1500.0, "d": "caf\u00e9 \U0001F600", "e": True,
@@ -76,13 +77,14 @@ def test_rows_the_compiled_parser_gives_itself() -> None:
     assert got[5]["c"] == -math.inf and got[5]["d"] == "\x00"
     assert got[6]["dt"] == dt.date(2024, 1, 31) and got[6]["t"] == dt.datetime(2024, 1, 1, 10, tzinfo=UTC)
     assert math.copysign(1, got[6]["c"]) == -1
+    assert got[7]["a"] == 5  # an escaped key names its field
 
 
 def test_rows_left_to_the_python_reader() -> None:
     # every bad row, and the good rows it cannot give exactly: a repeated key, an escaped key, a
     # non-string value for STRING, bad UTF-8 in a kept string, a zone name, leading space json
     # does not know
-    values = [b'{"a": 1, "a": 2}', b'{"\\u0061": 1}', b'{"d": 5}', b'{"d": "\xff"}',
+    values = [b'{"a": 1, "a": 2}', b'{"\\u0061": 1, "a": 2}', b'{"d": 5}', b'{"d": "\xff"}',
               b'{"t": "2024-07-01T00:00:00Europe/Paris"}', b'\x0b{"a": 1}', b'{"a": "1"}', b"[1]",
               b'{"a": 1', b'{"zz": "\\ud800", "a": 1}', b'{"zz": "\xff", "q": 1}']
     assert deferred(DDL, values) == list(range(9))
