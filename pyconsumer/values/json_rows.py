@@ -372,7 +372,9 @@ def parse_row(raw: bytes, data_type: pa.StructType) -> tuple[Any, str | None, bo
         return None, f"not a JSON object: {_describe(value)}", True
     problems: list[str] = []
     row = _compile(data_type)(value, "", problems)
-    if not problems and "\\u" in text and _has_lone_surrogate(row):
+    # a lone surrogate makes the whole row malformed, whatever else is wrong: the row could not
+    # be given even partially (an Arrow string holds UTF-8 only)
+    if "\\u" in text and _has_lone_surrogate(row):
         return None, "a string holds a lone UTF-16 surrogate escape", True
     return row, (problems[0] if problems else None), False
 
