@@ -157,6 +157,14 @@ def avro_decode(
     skip: int = 0,
 ) -> tuple[list[tuple[int, pa.Buffer | None, pa.Buffer | None, pa.Buffer | None]],
            list[tuple[int, str]]]: ...
+@final
+class JsonProgram:
+    def __init__(self, arrow_type: pa.StructType, specs: list[tuple[int, int, int, int]],
+                 fields: list[tuple[int, bytes]]) -> None: ...
+    @property
+    def arrow_type(self) -> pa.StructType: ...
+
+def json_decode(program: JsonProgram, values: pa.Array) -> tuple[pa.StructArray, list[int]]: ...
 def decode_records(
     record_set: _Buffer | None,
     topic: str,

@@ -64,7 +64,7 @@ class _Inexpressible(Exception):
 
 
 @functools.lru_cache(maxsize=256)
-def compiled_program(target: pa.StructType) -> Any | None:
+def compiled_program(target: pa.StructType) -> _records.JsonProgram | None:
     """The program of ``target`` (built once per type), or None when it holds a type the
     compiled parser cannot build (the module docstring lists them)."""
     specs: list[list[int]] = []
@@ -98,10 +98,10 @@ def compiled_program(target: pa.StructType) -> Any | None:
         add(target)
     except _Inexpressible:
         return None
-    return _records.JsonProgram(target, [tuple(s) for s in specs], fields)
+    return _records.JsonProgram(target, [(s[0], s[1], s[2], s[3]) for s in specs], fields)
 
 
-def decode_compiled(data: pa.Array, target: pa.StructType, program: Any, partial_results: bool,
+def decode_compiled(data: pa.Array, target: pa.StructType, program: _records.JsonProgram, partial_results: bool,
                     read_row: RowReader = parse_row) -> Decoded:
     """``data`` (binary, int32 offsets, no chunks) through ``program``; the rows it defers
     through the Python reader ``read_row`` (:func:`~pyconsumer.values.json_rows.parse_row`),
