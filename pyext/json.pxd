@@ -20,6 +20,7 @@ cdef enum JKind:
     JK_STR = 9          # int32 offsets + UTF-8 bytes
     JK_TS = 10          # int64 microseconds, UTC (a zoned timestamp)
     JK_DATE = 11        # int32 days
+    JK_DEC = 12         # 16-byte little-endian two's complement, unscaled (decimal128)
 
 cdef enum JStatus:
     J_OK = 0
@@ -36,6 +37,8 @@ ctypedef struct JSpec:
     int nfields
     int tstart          # JK_STRUCT: its hash table's first slot
     uint32_t tmask      # its table's size - 1 (a power of two)
+    int precision       # JK_DEC: digits, 1..38
+    int scale           # JK_DEC: digits after the point, 0..precision
 
 ctypedef struct JField:
     int col             # the field's column

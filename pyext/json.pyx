@@ -32,6 +32,8 @@ cdef inline int _j_width(int kind) noexcept nogil:
         return 4
     if kind == JK_I64 or kind == JK_F64 or kind == JK_TS:
         return 8
+    if kind == JK_DEC:
+        return 16
     return 0
 
 
@@ -39,7 +41,8 @@ cdef inline int _j_width(int kind) noexcept nogil:
 cdef class JsonProgram:
     """The columns of an Arrow struct type for json_decode, compiled once per type.
 
-    ``specs``: per column in pre-order, (kind, child column, first field, field count);
+    ``specs``: per column in pre-order, (kind, child column, first field, field count,
+    precision, scale);
     ``fields``: (column, name as UTF-8 bytes) per struct field, each struct's fields together.
     pyconsumer.values.json_compiled builds these from the type; the program checks them.
     """
@@ -63,9 +66,11 @@ cdef class JsonProgram:
         fp = <JField*><char*>self._fields
         size = 0
         for k in range(self.ncols):
-            kind, child, fstart, nfields = specs[k]
-            if not JK_STRUCT <= kind <= JK_DATE:
+            kind, child, fstart, nfields, precision, scale = specs[k]
+            if not JK_STRUCT <= kind <= JK_DEC:
                 raise ValueError(f"column {k}: unknown kind {kind}")
+            if kind == JK_DEC and not 0 <= scale <= precision <= 38 or precision < 0 or scale < 0:
+                raise ValueError(f"column {k}: DECIMAL({precision},{scale}) is not a decimal128")
             if kind == JK_LIST and not k < child < self.ncols:
                 raise ValueError(f"column {k}: its item column {child} is not after it")
             if kind == JK_STRUCT and not (0 <= fstart and 0 <= nfields
@@ -78,6 +83,8 @@ cdef class JsonProgram:
             sp[k].nfields = nfields
             sp[k].tstart = size
             sp[k].tmask = 0
+            sp[k].precision = precision
+            sp[k].scale = scale
             if kind == JK_STRUCT:
                 slot = 2
                 while slot < 2 * nfields:
@@ -767,6 +774,100 @@ cdef int _j_timestamp_text(const uint8_t* s, Py_ssize_t n, int64_t* out) noexcep
     return J_OK
 
 
+# ------------------------------------------------------------------ decimals
+
+cdef extern from *:
+    # gcc's 128-bit integers hold every decimal128 (precision up to 38)
+    ctypedef unsigned long long _j_u128 "unsigned __int128"
+    ctypedef long long _j_i128 "__int128"
+
+
+cdef bint _j_whole_number(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    # the text is one number by the json module's grammar, nothing around it
+    cdef JParse sub
+    cdef const uint8_t* t
+    cdef Py_ssize_t m
+    cdef bint integral
+    if n == 0:
+        return False
+    sub.p = s
+    sub.end = s + n
+    return _j_number(&sub, &t, &m, &integral) == J_OK and m == n
+
+
+cdef int _j_decimal(const uint8_t* s, Py_ssize_t n, const JSpec* sp, uint8_t* out) noexcept nogil:
+    # a number's text (the json module's grammar, checked) as DECIMAL(precision, scale), as
+    # the Python reader gives it: refused (deferred) with more integer digits than the type
+    # holds, rounded half-up to the scale, refused when rounding passes the precision
+    cdef Py_ssize_t i = 0, first = -1, last = -1, frac = 0, k, ndig, keep
+    cdef int64_t e = 0, exp10, adjusted, shift
+    cdef int esign = 1, j
+    cdef bint neg = s[0] == 45
+    cdef bint point = False
+    cdef _j_u128 u = 0, limit = 1
+    cdef _j_i128 v
+    cdef const uint8_t* digits
+    if neg:
+        i = 1
+    # the coefficient's digits: those of the integer and fraction parts, the point skipped
+    while i < n and (48 <= s[i] <= 57 or s[i] == 46):
+        if s[i] == 46:
+            point = True
+        else:
+            if point:
+                frac += 1
+            if first < 0 and s[i] != 48:
+                first = i
+            last = i
+        i += 1
+    if i < n:
+        i += 1                  # e or E
+        if s[i] == 45 or s[i] == 43:
+            esign = -1 if s[i] == 45 else 1
+            i += 1
+        while i < n:
+            if e > 100000:
+                return J_DEFER
+            e = e * 10 + (s[i] - 48)
+            i += 1
+    for j in range(sp.precision):
+        limit *= 10
+    if first < 0:
+        memset(out, 0, 16)      # zero, whatever its exponent
+        return J_OK
+    exp10 = esign * e - frac
+    # the significant digits run from first to last (the point, if any, between them)
+    ndig = 0
+    for k in range(first, last + 1):
+        if s[k] != 46:
+            ndig += 1
+    adjusted = ndig - 1 + exp10
+    if adjusted >= sp.precision - sp.scale:
+        return J_DEFER
+    shift = exp10 + sp.scale
+    keep = ndig + shift if shift < 0 else ndig
+    j = 0
+    for k in range(first, last + 1):
+        if s[k] == 46:
+            continue
+        if j < keep:
+            u = u * 10 + (s[k] - 48)
+        elif j == keep:
+            if s[k] >= 53:      # half-up: the first digit dropped decides
+                u += 1
+        j += 1
+    if shift > 0:
+        for j in range(shift):
+            u *= 10
+    if u >= limit:
+        return J_DEFER
+    v = <_j_i128>u
+    if neg:
+        v = -v
+    memcpy(out, &v, 16)
+    return J_OK
+
+
 # ------------------------------------------------------------------ values
 
 cdef int _j_skip(JParse* st) noexcept nogil:
@@ -1032,6 +1133,15 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
             (<double*>col.data)[col.n] = x
         else:
             (<float*>col.data)[col.n] = <float>x
+    elif kind == JK_DEC:
+        # a number, or a string holding exactly one (other text is the Python reader's)
+        if b == 34:
+            if _j_raw_text(st, &s, &n) or not _j_whole_number(s, n):
+                return J_DEFER
+        elif (b != 45 and not 48 <= b <= 57) or _j_number(st, &s, &n, &integral):
+            return J_DEFER
+        if _j_decimal(s, n, sp, col.data + col.n * 16):
+            return J_DEFER
     elif kind == JK_DATE:
         if b != 34 or _j_raw_text(st, &s, &n) or _j_date_text(s, n, &day):
             return J_DEFER

@@ -86,10 +86,13 @@ def _has(data_type: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
 
 def _python_only(data_type: pa.DataType) -> bool:
     """Types pyarrow.json cannot read as Spark does: MAP (no conversion at all), BINARY (Spark
-    decodes base64, pyarrow keeps the text) and TIMESTAMP_NTZ (pyarrow shifts a zoned text to
-    UTC, Spark refuses it)."""
+    decodes base64, pyarrow keeps the text), TIMESTAMP_NTZ (pyarrow shifts a zoned text to
+    UTC, Spark refuses it) and a DECIMAL whose scaled digits may pass 38."""
     return (pa.types.is_map(data_type) or pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type)
-            or (pa.types.is_timestamp(data_type) and data_type.tz is None))
+            or (pa.types.is_timestamp(data_type) and data_type.tz is None)
+            # pyarrow checks a decimal's digits as written, then scales it: past 38 digits
+            # scaled (12345.6 as DECIMAL(38,38)) it wraps around silently
+            or (pa.types.is_decimal(data_type) and data_type.precision + data_type.scale > 38))
 
 
 def _fast_type(data_type: pa.DataType) -> pa.DataType:

@@ -10,9 +10,10 @@ non-string value for a STRING field, invalid UTF-8 in a kept string, a year outs
 zone name, a number over 64 characters, nesting over 64 levels, leading space other than JSON's),
 is deferred to it.
 
-Types the program expresses: STRING, BOOLEAN, TINYINT..BIGINT, FLOAT, DOUBLE, TIMESTAMP
-(``timestamp[us, UTC]``), DATE, ARRAY and STRUCT (a struct whose field names are distinct).
-A schema holding any other (DECIMAL, BINARY, MAP, TIMESTAMP_NTZ, large lists or strings) is
+Types the program expresses: STRING, BOOLEAN, TINYINT..BIGINT, FLOAT, DOUBLE, DECIMAL
+(decimal128), TIMESTAMP (``timestamp[us, UTC]``), DATE, ARRAY and STRUCT (a struct whose field
+names are distinct). A schema holding any other (BINARY, MAP, TIMESTAMP_NTZ, large lists or
+strings) is
 decoded by the pyarrow path of :mod:`~pyconsumer.values.json_blocks`, as is a column of values
 over 2 GiB (large binary offsets).
 """
@@ -36,7 +37,7 @@ __all__ = ["compiled_program", "decode_compiled"]
 RowReader = Callable[[bytes, pa.StructType], tuple[Any, "str | None", bool]]
 
 # column kinds of pyext/json.pxd (JKind)
-_STRUCT, _LIST, _BOOL, _I8, _I16, _I32, _I64, _F32, _F64, _STR, _TS, _DATE = range(12)
+_STRUCT, _LIST, _BOOL, _I8, _I16, _I32, _I64, _F32, _F64, _STR, _TS, _DATE, _DEC = range(13)
 _INTS = {8: _I8, 16: _I16, 32: _I32, 64: _I64}
 
 
@@ -56,6 +57,8 @@ def _kind(data_type: pa.DataType) -> int | None:
         return _TS
     if pa.types.is_date32(data_type):
         return _DATE
+    if isinstance(data_type, pa.Decimal128Type):
+        return _DEC
     return None
 
 
@@ -76,7 +79,7 @@ def compiled_program(target: pa.StructType) -> _records.JsonProgram | None:
             names = [f.name for f in data_type]
             if len(set(names)) != len(names):
                 raise _Inexpressible
-            specs.append([_STRUCT, -1, 0, len(names)])
+            specs.append([_STRUCT, -1, 0, len(names), 0, 0])
             # a struct's fields are together in the table, their columns after it
             own = [(len(fields) + i, f) for i, f in enumerate(data_type)]
             fields.extend((0, f.name.encode()) for f in data_type)
@@ -85,20 +88,23 @@ def compiled_program(target: pa.StructType) -> _records.JsonProgram | None:
                 fields[index] = (add(field.type), fields[index][1])
             return at
         if isinstance(data_type, pa.ListType):
-            specs.append([_LIST, -1, 0, 0])
+            specs.append([_LIST, -1, 0, 0, 0, 0])
             specs[at][1] = add(data_type.value_type)
             return at
         kind = _kind(data_type)
         if kind is None:
             raise _Inexpressible
-        specs.append([kind, -1, 0, 0])
+        if isinstance(data_type, pa.Decimal128Type):
+            specs.append([kind, -1, 0, 0, data_type.precision, data_type.scale])
+        else:
+            specs.append([kind, -1, 0, 0, 0, 0])
         return at
 
     try:
         add(target)
     except _Inexpressible:
         return None
-    return _records.JsonProgram(target, [(s[0], s[1], s[2], s[3]) for s in specs], fields)
+    return _records.JsonProgram(target, [(s[0], s[1], s[2], s[3], s[4], s[5]) for s in specs], fields)
 
 
 def decode_compiled(data: pa.Array, target: pa.StructType, program: _records.JsonProgram, partial_results: bool,

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 LEAVES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.string(),
-          pa.bool_(), TIMESTAMP, pa.date32()]
+          pa.bool_(), TIMESTAMP, pa.date32(), pa.decimal128(5, 2), pa.decimal128(38, 10), pa.decimal128(3, 0)]
 NAMES = ["a", "b", "c", "id", "user", "x", "y", "z", "\u00e9", "a b", ""]
 
 
@@ -54,6 +54,10 @@ TIMES = ['"2024-01-01T00:00:00Z"', '"2024-01-01T01:02:03.123456+02:00"', '"2024-
          '"0001-01-01T00:00:00Z"', '"9999-12-31T23:59:59Z"', '"+2024-01-01"', '"20240"', '"2024-13-01"',
          '" 2024-01-01"', '"2024-01-01T"', '"2024-01-01t10"', '"2024-01-01T10:00:00\\u005a"',
          "1700000000", "-1", "0", "1700000000.5", "1e9", "99999999999999", "-62135596800", '"x"']
+DECIMALS = ["0", "-0", "1.234", "1.235", "-1.235", "1.2349999", "999.995", "999.994", "-999.995", "1e2", "1E-2",
+            "12345.6", "1e+78", "1e-78", "0e5", "0.000", "00", "1.", '"1.5"', '" 1.5"', '"1e2"', '"abc"', '"NaN"',
+            "NaN", "Infinity", "true", "[]", '"-0.005"', "9" * 38, "9" * 39, "0." + "9" * 38, "0." + "5" * 40,
+            "1" * 60 + "e-58", "-" + "9" * 36 + ".995", "5e-1", "4.9e-1", "0.5e-1", "5e-2"]
 DATES = ['"2024-01-31"', '"2024-1-5"', '"2024-01-31T23:00:00-05:00"', '"2024-01-31 anything"',
          '"2024-01-31T"', '"2024"', '"2024-06"', '"2024-06T10"', '"2024-02-30"', '"0001-01-01"',
          '"9999-12-31"', '"02024-01-01"', '"2024-01-01Z"', '" 2024-01-01 "', "19000", '"x"', '"2024-00-10"']
@@ -72,6 +76,10 @@ GOOD_DATES = ['"2024-01-31"', '"2024-1-5"', '"2024-01-31T23:00:00-05:00"', '"202
 
 def _good(data_type: pa.DataType) -> st.SearchStrategy[str]:
     """Texts that fit a leaf type."""
+    if pa.types.is_decimal(data_type):
+        whole = data_type.precision - data_type.scale
+        return st.decimals(min_value=-(10 ** whole) + 1, max_value=10 ** whole - 1, allow_nan=False,
+                           allow_infinity=False, places=data_type.scale + 1).map(str)
     if pa.types.is_integer(data_type):
         bits = data_type.bit_width
         return st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1).map(str)
@@ -110,6 +118,8 @@ def text_for(draw: st.DrawFn, data_type: pa.DataType, depth: int = 0, clean: boo
                               st.floats(width=32, allow_nan=False).map(repr)))
     if pa.types.is_timestamp(data_type):
         return draw(st.sampled_from(TIMES))
+    if pa.types.is_decimal(data_type):
+        return draw(st.one_of(st.sampled_from(DECIMALS), st.decimals(allow_nan=False, allow_infinity=False).map(str)))
     if pa.types.is_date32(data_type):
         return draw(st.sampled_from(DATES))
     if pa.types.is_boolean(data_type):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -16,12 +17,11 @@ from pyconsumer import _records
 from pyconsumer.values.json import decode_json, decode_json_pyarrow, json_type
 from pyconsumer.values.json_compiled import compiled_program
 from pyconsumer.values.schema import parse_ddl
-from tests.unit.json_docs import DATES, FLOATS, INTS, OTHERS, STRINGS, TIMES, documents, schemas
+from tests.unit.json_docs import DATES, DECIMALS, FLOATS, INTS, OTHERS, STRINGS, TIMES, documents, schemas
 from tests.unit.test_values_json import CASES, same
 
 UTC = dt.timezone.utc
-# the shared cases' schema without its DECIMAL (a type the compiled parser leaves to pyarrow)
-DDL = "a INT, b BIGINT, c DOUBLE, d STRING, e BOOLEAN, f ARRAY<INT>, g STRUCT<x: INT>, t TIMESTAMP, dt DATE"
+from tests.unit.test_values_json import DDL, FIELDS  # noqa: E402  (the shared cases' schema)
 WIDE = ("i8 TINYINT, i16 SMALLINT, i32 INT, i64 BIGINT, f32 FLOAT, f64 DOUBLE, s STRING, b BOOLEAN, "
         "t TIMESTAMP, d DATE, l ARRAY<ARRAY<STRING>>, st STRUCT<x: INT, y: ARRAY<STRUCT<z: DOUBLE>>>")
 
@@ -70,8 +70,9 @@ def test_rows_the_compiled_parser_gives_itself() -> None:
     got = decode_json(pa.array(values, pa.binary()), DDL).array.to_pylist()
     assert got[0] == {"a": 1, "b": -9223372036854775808, "c": 1500.0, "d": "caf\u00e9 \U0001F600", "e": True,
                       "f": [1, None, -2147483648], "g": {"x": 7}, "t": dt.datetime(2023, 12, 31, 23, 2, 3, 123456, tzinfo=UTC),
-                      "dt": dt.date(2024, 1, 5)}
-    assert got[1] == {"a": 1, "b": None, "c": None, "d": None, "e": None, "f": None, "g": None, "t": None, "dt": None}
+                      "dt": dt.date(2024, 1, 5), "dec": None}
+    assert got[1] == {"a": 1, "b": None, "c": None, "d": None, "e": None, "f": None, "g": None, "t": None, "dt": None,
+                      "dec": None}
     assert got[2:5] == [None, None, None]
     assert got[5]["t"] == dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
     assert got[5]["c"] == -math.inf and got[5]["d"] == "\x00"
@@ -95,6 +96,8 @@ def test_rows_left_to_the_python_reader() -> None:
     ("v TINYINT", INTS), ("v SMALLINT", INTS), ("v INT", INTS), ("v BIGINT", INTS),
     ("v FLOAT", FLOATS + INTS), ("v DOUBLE", FLOATS + INTS), ("v STRING", STRINGS + OTHERS),
     ("v TIMESTAMP", TIMES), ("v DATE", DATES), ("v BOOLEAN", ["true", "false", "1", '"true"', "True"] + OTHERS),
+    ("v DECIMAL(5,2)", DECIMALS), ("v DECIMAL(38,0)", DECIMALS), ("v DECIMAL(38,38)", DECIMALS),
+    ("v DECIMAL(1,1)", DECIMALS), ("v DECIMAL(10,3)", DECIMALS + INTS + FLOATS),
     ("v ARRAY<INT>", ["[]", "[1, null]", "[1, 2.5]", "[[1]]", "[1,]", "[ 1 , 2 ]"] + OTHERS),
     ("v STRUCT<w: INT>", ['{"w": 1}', '{"w": 1, "w": 2}', '{"w": "x"}', "{}", '{"x": 1}'] + OTHERS),
 ])
@@ -131,7 +134,7 @@ def test_deep_nesting_is_a_bad_row_not_a_crash() -> None:
     for partial in (False, True):
         got = decode_json(pa.array(deep, pa.binary()), DDL, partial_results=partial)
         assert got.errors == dict.fromkeys(range(3), "not valid JSON: nested too deeply")
-        assert got.array.to_pylist() == [{f: None for f in "abcdefg"} | {"t": None, "dt": None} if partial else None] * 3
+        assert got.array.to_pylist() == [{f: None for f in FIELDS} if partial else None] * 3
 
 
 def test_a_wide_schema_of_every_type() -> None:
@@ -154,7 +157,7 @@ def test_slices_chunks_and_strings() -> None:
 
 
 def test_schemas_the_compiled_parser_leaves_to_pyarrow() -> None:
-    for ddl in ("a DECIMAL(5,2)", "m MAP<STRING, INT>", "b BINARY", "t TIMESTAMP_NTZ", "s STRUCT<x: ARRAY<DECIMAL(4,1)>>"):
+    for ddl in ("m MAP<STRING, INT>", "b BINARY", "t TIMESTAMP_NTZ", "s STRUCT<x: ARRAY<BINARY>>"):
         assert compiled_program(json_type(parse_ddl(ddl))) is None
     # a struct naming one field twice
     assert compiled_program(pa.struct([pa.field("a", pa.int32()), pa.field("a", pa.string())])) is None
@@ -164,11 +167,21 @@ def test_a_malformed_program_is_refused() -> None:
     with pytest.raises(ValueError, match="root struct"):
         _records.JsonProgram(pa.struct([]), [], [])
     with pytest.raises(ValueError, match="item column"):
-        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 1), (1, 0, 0, 0)], [(1, b"a")])
+        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 1, 0, 0), (1, 0, 0, 0, 0, 0)], [(1, b"a")])
     with pytest.raises(ValueError, match="out of the table"):
-        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 3)], [])
+        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 3, 0, 0)], [])
+    with pytest.raises(ValueError, match="not a decimal128"):
+        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 1, 0, 0), (12, -1, 0, 0, 39, 2)], [(1, b"a")])
     with pytest.raises(TypeError, match="binary or string"):
         _records.json_decode(program("a INT"), pa.array([1]))
+
+
+def test_decimals_given_by_the_compiled_parser() -> None:
+    values = [b'{"v": 1.234}', b'{"v": 1.235}', b'{"v": "-1.5"}', b'{"v": 1e2}', b'{"v": -0.005}', b'{"v": 999.994}',
+              b'{"v": 0E+10}', b'{"v": 0.00000000000000000000000000000000000000000001}']
+    assert deferred("v DECIMAL(5,2)", values) == []
+    got = [r["v"] for r in decode_json(pa.array(values, pa.binary()), "v DECIMAL(5,2)").array.to_pylist()]
+    assert got == [Decimal(t) for t in ("1.23", "1.24", "-1.50", "100.00", "-0.01", "999.99", "0.00", "0.00")]
 
 
 GENERATED = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
