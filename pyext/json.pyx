@@ -422,6 +422,46 @@ cdef int _j_string(JParse* st, int c) noexcept nogil:
     return J_OK
 
 
+cdef int _j_text(JParse* st, int c, int b) noexcept nogil:
+    # a non-string value for a STRING column: its JSON text, as the Python reader writes it
+    # for an integer (as written), true, false and the bare constants; the rest (a fraction,
+    # rewritten through a double as Java would; an object or array) is that reader's
+    cdef JCol* col = &st.cols[c]
+    cdef const uint8_t* s = st.p
+    cdef Py_ssize_t n
+    cdef bint integral
+    cdef int r
+    if b == 116 and _j_lit(st, "true", 4):
+        n = 4
+    elif b == 102 and _j_lit(st, "false", 5):
+        n = 5
+    elif b == 78 and _j_lit(st, "NaN", 3):
+        n = 3
+    elif b == 73 and _j_lit(st, "Infinity", 8):
+        n = 8
+    elif b == 45 and _jpeek_at(st, 1) == 73:
+        if not _j_lit(st, "-Infinity", 9):
+            return J_DEFER
+        n = 9
+    elif (b == 45 or 48 <= b <= 57) and _j_number(st, &s, &n, &integral) == J_OK and integral:
+        pass
+    else:
+        return J_DEFER
+    r = _j_room(st, c)
+    if r:
+        return r
+    if col.used + n > col.bcap:
+        r = _j_grow(col, &st.specs[c], 0, col.used + n)
+        if r:
+            return r
+    memcpy(col.bytes + col.used, s, n)
+    col.used += n
+    _j_valid(col)
+    (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
+    col.n += 1
+    return J_OK
+
+
 cdef int _j_raw_text(JParse* st, const uint8_t** text, Py_ssize_t* n) noexcept nogil:
     # a string without escapes (p at its opening quote): its bytes; escapes are deferred
     cdef int b
@@ -1114,8 +1154,9 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
     if kind == JK_LIST:
         return _j_list(st, c) if b == 91 else J_DEFER
     if kind == JK_STR:
-        # a non-string value's JSON text is left to the Python reader
-        return _j_string(st, c) if b == 34 else J_DEFER
+        if b == 34:
+            return _j_string(st, c)
+        return _j_text(st, c, b)
     r = _j_room(st, c)
     if r:
         return r
