@@ -1003,10 +1003,10 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
     cdef const JField* fd
     cdef const uint8_t* key
     cdef Py_ssize_t klen
-    cdef uint32_t h, slot
+    cdef uint32_t slot
     cdef int32_t f
     cdef int b, r
-    cdef bint high
+    cdef int expect = 0
     cdef uint8_t keybuf[_J_KEY_MAX + 4]
     if st.depth >= _J_MAX_DEPTH:
         return J_DEFER
@@ -1026,48 +1026,47 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
                 return J_DEFER
             st.p += 1
             key = st.p
-            h = 2166136261u
-            high = False
-            while True:
-                b = _jpeek(st)
-                if b == 34:
-                    break
-                if b < 32:                 # the end, or a control character
-                    return J_DEFER
-                if b == 92:
-                    break
-                if b >= 128:
-                    high = True
-                h = (h ^ <uint32_t>b) * 16777619u
-                st.p += 1
+            _j_plain(st)
+            b = _jpeek(st)
             if b == 92:
                 # a key with escapes: decoded into keybuf, then looked up as any other
                 st.p = key
                 if _j_key_escaped(st, keybuf, &klen):
                     return J_DEFER
                 key = keybuf
-                h = _j_hash(keybuf, klen)
-                high = True
+            elif b != 34:
+                return J_DEFER             # the end, or a control character
             else:
                 klen = st.p - key
             st.p += 1
-            if high and not pyx_utf8_valid(key, klen):
+            # keys that are not UTF-8 (or hold escapes) are checked: such a key matches no field
+            # only if the Python reader's U+FFFD replacement cannot make it one
+            if (b == 92 or _j_has_high(key, klen)) and not pyx_utf8_valid(key, klen):
                 return J_DEFER
             _j_ws(st)
             if _jpeek(st) != 58:
                 return J_DEFER
             st.p += 1
             _j_ws(st)
-            slot = h & sp.tmask
+            # keys mostly come in the schema's order: the field after the last one met is tried
+            # first, the hash table then
             f = -1
-            while True:
-                f = st.table[sp.tstart + slot]
-                if f < 0:
-                    break
-                fd = &st.fields[f]
+            if expect < sp.nfields:
+                fd = &st.fields[sp.fstart + expect]
                 if fd.name_len == klen and memcmp(st.names + fd.name_at, key, klen) == 0:
-                    break
-                slot = (slot + 1) & sp.tmask
+                    f = sp.fstart + expect
+            if f < 0:
+                slot = _j_hash(key, klen) & sp.tmask
+                while True:
+                    f = st.table[sp.tstart + slot]
+                    if f < 0:
+                        break
+                    fd = &st.fields[f]
+                    if fd.name_len == klen and memcmp(st.names + fd.name_at, key, klen) == 0:
+                        break
+                    slot = (slot + 1) & sp.tmask
+            if f >= 0:
+                expect = f - sp.fstart + 1
             if f >= 0:
                 if seen[f - sp.fstart]:
                     return J_DEFER
@@ -1250,11 +1249,23 @@ cdef inline void _j_rollback(JParse* st, int ncols) noexcept nogil:
         st.cols[k].nulls = st.cols[k].snap_nulls
 
 
-cdef object _j_buffer(const uint8_t* p, Py_ssize_t n):
-    # a pa.Buffer holding a copy of n bytes (the columns are freed after the decode)
-    if n == 0 or p == NULL:
+cdef object _j_buffer(uint8_t** p, Py_ssize_t n, Py_ssize_t cap):
+    # the first n bytes of a column's block as a pa.Buffer that owns the block (*p is NULL
+    # after: the decode frees what it still holds); a block much larger than n is cut first
+    cdef _CBuf owner = _CBuf()
+    cdef void* q
+    if p[0] == NULL or n == 0:
         return pa.py_buffer(b"")
-    return pa.py_buffer(PyBytes_FromStringAndSize(<const char*>p, n))
+    if cap - n > (64 << 10):
+        q = realloc(p[0], n)
+        if q != NULL:
+            p[0] = <uint8_t*>q
+            cap = n
+    owner.ptr = p[0]
+    owner.cap = cap
+    owner.size = n
+    p[0] = NULL
+    return pa.py_buffer(owner)
 
 
 cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c, object arrow_type,
@@ -1266,7 +1277,7 @@ cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c
     cdef int f
     if n & 7:
         col.valid[n >> 3] &= <uint8_t>((1 << (n & 7)) - 1)
-    validity = _j_buffer(col.valid, (n + 7) >> 3) if col.nulls else None
+    validity = _j_buffer(&col.valid, (n + 7) >> 3, col.cap // 8 + 8) if col.nulls else None
     if sp.kind == JK_STRUCT:
         children = [_j_array(specs, cols, fields, fields[f].col, arrow_type[f - sp.fstart].type, names)
                     for f in range(sp.fstart, sp.fstart + sp.nfields)]
@@ -1276,18 +1287,18 @@ cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c
         if n == 0:
             (<int32_t*>col.data)[0] = 0
         item = _j_array(specs, cols, fields, sp.child, arrow_type.value_type, names)
-        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, (n + 1) * 4)],
+        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 1) * 4, (col.cap + 1) * 4)],
                                      null_count=col.nulls, children=[item])
     if sp.kind == JK_STR:
         if n == 0:
             (<int32_t*>col.data)[0] = 0
-        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, (n + 1) * 4),
-                                                     _j_buffer(col.bytes, col.used)],
+        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 1) * 4, (col.cap + 1) * 4),
+                                                     _j_buffer(&col.bytes, col.used, col.bcap)],
                                      null_count=col.nulls)
     if sp.kind == JK_BOOL:
-        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, (n + 7) >> 3)],
+        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 7) >> 3, col.cap // 8 + 8)],
                                      null_count=col.nulls)
-    return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(col.data, n * sp.width)],
+    return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, n * sp.width, col.cap * sp.width)],
                                  null_count=col.nulls)
 
 
