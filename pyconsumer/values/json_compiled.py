@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyconsumer import _records
+from pyconsumer import records
 from pyconsumer.values.json_rows import parse_row
 from pyconsumer.values.result import Decoded
 
@@ -67,7 +67,7 @@ class _Inexpressible(Exception):
 
 
 @functools.lru_cache(maxsize=256)
-def compiled_program(target: pa.StructType) -> _records.JsonProgram | None:
+def compiled_program(target: pa.StructType) -> records.JsonProgram | None:
     """The program of ``target`` (built once per type), or None when it holds a type the
     compiled parser cannot build (the module docstring lists them)."""
     specs: list[list[int]] = []
@@ -104,15 +104,15 @@ def compiled_program(target: pa.StructType) -> _records.JsonProgram | None:
         add(target)
     except _Inexpressible:
         return None
-    return _records.JsonProgram(target, [(s[0], s[1], s[2], s[3], s[4], s[5]) for s in specs], fields)
+    return records.JsonProgram(target, [(s[0], s[1], s[2], s[3], s[4], s[5]) for s in specs], fields)
 
 
-def decode_compiled(data: pa.Array, target: pa.StructType, program: _records.JsonProgram, partial_results: bool,
+def decode_compiled(data: pa.Array, target: pa.StructType, program: records.JsonProgram, partial_results: bool,
                     read_row: RowReader = parse_row) -> Decoded:
     """``data`` (binary, int32 offsets, no chunks) through ``program``; the rows it defers
     through the Python reader ``read_row`` (:func:`~pyconsumer.values.json_rows.parse_row`),
     with their reasons."""
-    array, deferred = _records.json_decode(program, data)
+    array, deferred = records.json_decode(program, data)
     errors: dict[int, str] = {}
     replaced: list[int] = []
     replacements: list[Any] = []

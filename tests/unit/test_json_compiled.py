@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from pyconsumer import _records
+from pyconsumer import records
 from pyconsumer.values.json import decode_json, decode_json_pyarrow, json_type
 from pyconsumer.values.json_compiled import compiled_program
 from pyconsumer.values.schema import parse_ddl
@@ -34,7 +34,7 @@ def program(ddl: str) -> Any:
 
 def deferred(ddl: str, values: list[bytes | None]) -> list[int]:
     """The rows the compiled parser leaves to the Python reader."""
-    return list(_records.json_decode(program(ddl), pa.array(values, pa.binary()))[1])
+    return list(records.json_decode(program(ddl), pa.array(values, pa.binary()))[1])
 
 
 def check(values: list[bytes | None], schema: Any) -> None:
@@ -169,15 +169,15 @@ def test_schemas_the_compiled_parser_leaves_to_pyarrow() -> None:
 
 def test_a_malformed_program_is_refused() -> None:
     with pytest.raises(ValueError, match="root struct"):
-        _records.JsonProgram(pa.struct([]), [], [])
+        records.JsonProgram(pa.struct([]), [], [])
     with pytest.raises(ValueError, match="item column"):
-        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 1, 0, 0), (1, 0, 0, 0, 0, 0)], [(1, b"a")])
+        records.JsonProgram(pa.struct([]), [(0, -1, 0, 1, 0, 0), (1, 0, 0, 0, 0, 0)], [(1, b"a")])
     with pytest.raises(ValueError, match="out of the table"):
-        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 3, 0, 0)], [])
+        records.JsonProgram(pa.struct([]), [(0, -1, 0, 3, 0, 0)], [])
     with pytest.raises(ValueError, match="not a decimal128"):
-        _records.JsonProgram(pa.struct([]), [(0, -1, 0, 1, 0, 0), (12, -1, 0, 0, 39, 2)], [(1, b"a")])
+        records.JsonProgram(pa.struct([]), [(0, -1, 0, 1, 0, 0), (12, -1, 0, 0, 39, 2)], [(1, b"a")])
     with pytest.raises(TypeError, match="binary or string"):
-        _records.json_decode(program("a INT"), pa.array([1]))
+        records.json_decode(program("a INT"), pa.array([1]))
 
 
 def test_decimals_given_by_the_compiled_parser() -> None:
