@@ -21,6 +21,7 @@ cdef enum JKind:
     JK_TS = 10          # int64 microseconds, UTC (a zoned timestamp)
     JK_DATE = 11        # int32 days
     JK_DEC = 12         # 16-byte little-endian two's complement, unscaled (decimal128)
+    JK_MAP = 13         # int32 offsets into its child, a struct column of (key STRING, value)
 
 cdef enum JStatus:
     J_OK = 0
@@ -32,7 +33,7 @@ ctypedef struct JSpec:
     # one column of the program
     int kind
     int width           # bytes per value (fixed-width kinds)
-    int child           # JK_LIST: the item column
+    int child           # JK_LIST: the item column; JK_MAP: the entries struct column
     int fstart          # JK_STRUCT: its first field in the field table
     int nfields
     int tstart          # JK_STRUCT: its hash table's first slot

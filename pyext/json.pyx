@@ -16,6 +16,8 @@ cdef enum:
     _J_NUM_MAX = 64
     # escaped keys decoded longer than this go to the Python reader
     _J_KEY_MAX = 256
+    # maps with more entries go to the Python reader (their keys are compared pairwise)
+    _J_MAP_CHECKED = 64
 
 # integer seconds for a timestamp from year 2 to 9998 (the Python reader decides the edges)
 cdef int64_t _J_SECONDS_MIN = -62104060800
@@ -67,11 +69,11 @@ cdef class JsonProgram:
         size = 0
         for k in range(self.ncols):
             kind, child, fstart, nfields, precision, scale = specs[k]
-            if not JK_STRUCT <= kind <= JK_DEC:
+            if not JK_STRUCT <= kind <= JK_MAP:
                 raise ValueError(f"column {k}: unknown kind {kind}")
             if kind == JK_DEC and not 0 <= scale <= precision <= 38 or precision < 0 or scale < 0:
                 raise ValueError(f"column {k}: DECIMAL({precision},{scale}) is not a decimal128")
-            if kind == JK_LIST and not k < child < self.ncols:
+            if (kind == JK_LIST or kind == JK_MAP) and not k < child < self.ncols:
                 raise ValueError(f"column {k}: its item column {child} is not after it")
             if kind == JK_STRUCT and not (0 <= fstart and 0 <= nfields
                                           and fstart + nfields <= self.nfields):
@@ -176,7 +178,7 @@ cdef int _j_grow(JCol* col, const JSpec* sp, Py_ssize_t need, Py_ssize_t bneed) 
         col.valid = <uint8_t*>q
         if sp.kind == JK_BOOL:
             vbytes = cap // 8 + 8
-        elif sp.kind == JK_LIST or sp.kind == JK_STR:
+        elif sp.kind == JK_LIST or sp.kind == JK_STR or sp.kind == JK_MAP:
             vbytes = (cap + 1) * 4
         else:
             vbytes = cap * sp.width
@@ -229,7 +231,7 @@ cdef int _j_null(JParse* st, int c) noexcept nogil:
             r = _j_null(st, st.fields[f].col)
             if r:
                 return r
-    elif sp.kind == JK_LIST:
+    elif sp.kind == JK_LIST or sp.kind == JK_MAP:
         (<int32_t*>col.data)[col.n + 1] = <int32_t>st.cols[sp.child].n
     elif sp.kind == JK_STR:
         (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
@@ -1134,6 +1136,77 @@ cdef int _j_list(JParse* st, int c) noexcept nogil:
     return J_OK
 
 
+cdef int _j_map(JParse* st, int c) noexcept nogil:
+    # an object (p at "{") into MAP<STRING, V> column c: each key and value an entry, in the
+    # text's order; a key met twice (and a map of more than _J_MAP_CHECKED entries, whose keys
+    # are not compared) is left to the Python reader
+    cdef const JSpec* sp = &st.specs[c]
+    cdef int entries = sp.child
+    cdef int kc = st.fields[st.specs[entries].fstart].col
+    cdef int vc = st.fields[st.specs[entries].fstart + 1].col
+    cdef JCol* keys = &st.cols[kc]
+    cdef JCol* ent
+    cdef JCol* col
+    cdef Py_ssize_t first = keys.n, a, b2
+    cdef const int32_t* offs
+    cdef int b, r
+    if st.depth >= _J_MAX_DEPTH:
+        return J_DEFER
+    st.depth += 1
+    st.p += 1
+    _j_ws(st)
+    if _jpeek(st) == 125:
+        st.p += 1
+    else:
+        while True:
+            if _jpeek(st) != 34:
+                return J_DEFER
+            r = _j_string(st, kc)
+            if r:
+                return r
+            _j_ws(st)
+            if _jpeek(st) != 58:
+                return J_DEFER
+            st.p += 1
+            _j_ws(st)
+            r = _j_value(st, vc)
+            if r:
+                return r
+            r = _j_room(st, entries)
+            if r:
+                return r
+            ent = &st.cols[entries]
+            _j_valid(ent)
+            ent.n += 1
+            _j_ws(st)
+            b = _jpeek(st)
+            st.p += 1
+            if b == 125:
+                break
+            if b != 44:
+                return J_DEFER
+            _j_ws(st)
+    # repeated keys: the Python reader's dict keeps the first place and the last value
+    keys = &st.cols[kc]
+    if keys.n - first > _J_MAP_CHECKED:
+        return J_DEFER
+    offs = <const int32_t*>keys.data
+    for a in range(first, keys.n):
+        for b2 in range(a + 1, keys.n):
+            if (offs[a + 1] - offs[a] == offs[b2 + 1] - offs[b2]
+                    and memcmp(keys.bytes + offs[a], keys.bytes + offs[b2], offs[a + 1] - offs[a]) == 0):
+                return J_DEFER
+    r = _j_room(st, c)
+    if r:
+        return r
+    col = &st.cols[c]
+    _j_valid(col)
+    (<int32_t*>col.data)[col.n + 1] = <int32_t>st.cols[entries].n
+    col.n += 1
+    st.depth -= 1
+    return J_OK
+
+
 cdef int _j_value(JParse* st, int c) noexcept nogil:
     cdef const JSpec* sp = &st.specs[c]
     cdef JCol* col = &st.cols[c]
@@ -1152,6 +1225,8 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
         return _j_struct(st, c) if b == 123 else J_DEFER
     if kind == JK_LIST:
         return _j_list(st, c) if b == 91 else J_DEFER
+    if kind == JK_MAP:
+        return _j_map(st, c) if b == 123 else J_DEFER
     if kind == JK_STR:
         if b == 34:
             return _j_string(st, c)
@@ -1283,6 +1358,11 @@ cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c
                     for f in range(sp.fstart, sp.fstart + sp.nfields)]
         return pa.StructArray.from_buffers(arrow_type, n, [validity], null_count=col.nulls,
                                            children=children)
+    if sp.kind == JK_MAP:
+        entries_type = pa.struct([arrow_type.key_field, arrow_type.item_field])
+        entries = _j_array(specs, cols, fields, sp.child, entries_type, names)
+        return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 1) * 4, (col.cap + 1) * 4)],
+                                     null_count=col.nulls, children=[entries])
     if sp.kind == JK_LIST:
         if n == 0:
             (<int32_t*>col.data)[0] = 0
@@ -1342,7 +1422,7 @@ def json_decode(JsonProgram program, values):
                 r = _j_grow(&cols[k], &st.specs[k], n + 2 if k == 0 else 16, 0)
                 if r:
                     break
-                if st.specs[k].kind == JK_LIST or st.specs[k].kind == JK_STR:
+                if st.specs[k].kind == JK_LIST or st.specs[k].kind == JK_STR or st.specs[k].kind == JK_MAP:
                     (<int32_t*>cols[k].data)[0] = 0
             i = 0
             while r == J_OK and i < n:

@@ -11,9 +11,9 @@ zone name, a number over 64 characters, nesting over 64 levels, leading space ot
 is deferred to it.
 
 Types the program expresses: STRING, BOOLEAN, TINYINT..BIGINT, FLOAT, DOUBLE, DECIMAL
-(decimal128), TIMESTAMP (``timestamp[us, UTC]``), DATE, ARRAY and STRUCT (a struct whose field
-names are distinct). A schema holding any other (BINARY, MAP, TIMESTAMP_NTZ, large lists or
-strings) is
+(decimal128), TIMESTAMP (``timestamp[us, UTC]``), DATE, ARRAY, MAP with STRING keys, and STRUCT (a
+struct whose field names are distinct). A schema holding any other (BINARY, TIMESTAMP_NTZ, a MAP
+with other keys, large lists or strings) is
 decoded by the pyarrow path of :mod:`~pyconsumer.values.json_blocks`, as is a column of values
 over 2 GiB (large binary offsets).
 """
@@ -37,7 +37,7 @@ __all__ = ["compiled_program", "decode_compiled"]
 RowReader = Callable[[bytes, pa.StructType], tuple[Any, "str | None", bool]]
 
 # column kinds of pyext/json.pxd (JKind)
-_STRUCT, _LIST, _BOOL, _I8, _I16, _I32, _I64, _F32, _F64, _STR, _TS, _DATE, _DEC = range(13)
+_STRUCT, _LIST, _BOOL, _I8, _I16, _I32, _I64, _F32, _F64, _STR, _TS, _DATE, _DEC, _MAP = range(14)
 _INTS = {8: _I8, 16: _I16, 32: _I32, 64: _I64}
 
 
@@ -90,6 +90,13 @@ def compiled_program(target: pa.StructType) -> records.JsonProgram | None:
         if isinstance(data_type, pa.ListType):
             specs.append([_LIST, -1, 0, 0, 0, 0])
             specs[at][1] = add(data_type.value_type)
+            return at
+        if isinstance(data_type, pa.MapType):
+            if not pa.types.is_string(data_type.key_type):
+                raise _Inexpressible  # other keys take the text's meaning: the Python reader's
+            specs.append([_MAP, -1, 0, 0, 0, 0])
+            # its entries: a struct column of the key and the value
+            specs[at][1] = add(pa.struct([pa.field("key", data_type.key_type), pa.field("value", data_type.item_type)]))
             return at
         kind = _kind(data_type)
         if kind is None:

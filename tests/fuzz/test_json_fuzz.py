@@ -13,10 +13,10 @@ from tests.unit.json_docs import DECIMALS, FLOATS, INTS, STRINGS, TIMES
 from tests.unit.test_values_json import same
 
 DDL = ("i8 TINYINT, i16 SMALLINT, i32 INT, i64 BIGINT, f32 FLOAT, f64 DOUBLE, s STRING, b BOOLEAN, "
-       "t TIMESTAMP, d DATE, dc DECIMAL(10,3), l ARRAY<INT>, st STRUCT<x: INT, y: ARRAY<STRUCT<z: STRING>>>")
+       "t TIMESTAMP, d DATE, dc DECIMAL(10,3), mp MAP<STRING, INT>, l ARRAY<INT>, st STRUCT<x: INT, y: ARRAY<STRUCT<z: STRING>>>")
 SEED = json.dumps({"i8": -128, "i16": 32767, "i32": 7, "i64": -9223372036854775808, "f32": 0.5, "f64": 1e-300,
                    "s": "caf\u00e9 \"q\" \U0001F600", "b": True, "t": "2024-02-29T23:59:59.999999+01:00",
-                   "d": "2024-1-5", "dc": -1234567.0005, "l": [1, None, -2], "st": {"x": 1, "y": [{"z": "a\nb"}, None, {}]},
+                   "d": "2024-1-5", "dc": -1234567.0005, "mp": {"a": 1, "b": None}, "l": [1, None, -2], "st": {"x": 1, "y": [{"z": "a\nb"}, None, {}]},
                    "unknown": {"deep": [[1, 2], {"k": "\u2028"}]}}, ensure_ascii=False).encode()
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -51,7 +51,7 @@ def test_cut_flipped_and_spliced(cut: int, pos: int, bit: int, insert: bytes) ->
 
 
 @FUZZ
-@given(field=st.sampled_from(["i8", "i16", "i32", "i64", "f32", "f64", "s", "t", "dc", "l", "st"]),
+@given(field=st.sampled_from(["i8", "i16", "i32", "i64", "f32", "f64", "s", "t", "dc", "mp", "l", "st"]),
        text=st.sampled_from(INTS + FLOATS + STRINGS + TIMES + DECIMALS),
        space=st.sampled_from(["", " ", "\n\t", "\r\n "]))
 def test_edges_of_every_type(field: str, text: str, space: str) -> None:
@@ -72,7 +72,7 @@ def test_nesting(depth: int, opener: bytes) -> None:
                                  "\u00e9", "\\u", "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\/"]), max_size=6))
 def test_escapes_and_surrogates(parts: list[str]) -> None:
     text = "".join(parts)
-    agree([f'{{"s": "{text}"}}'.encode(), f'{{"{text}": 1, "s": "k"}}'.encode(),
+    agree([f'{{"s": "{text}"}}'.encode(), f'{{"{text}": 1, "s": "k"}}'.encode(), f'{{"mp": {{"{text}": 1}}}}'.encode(),
            f'{{"st": {{"y": [{{"z": "{text}"}}]}}}}'.encode()])
 
 

@@ -19,7 +19,7 @@ def types(depth: int = 3) -> st.SearchStrategy[pa.DataType]:
     if depth == 0:
         return leaves
     inner = types(depth - 1)
-    return st.one_of(leaves, leaves, inner.map(pa.list_), structs(inner))
+    return st.one_of(leaves, leaves, inner.map(pa.list_), inner.map(lambda t: pa.map_(pa.string(), t)), structs(inner))
 
 
 def structs(inner: st.SearchStrategy[pa.DataType]) -> st.SearchStrategy[pa.StructType]:
@@ -109,6 +109,11 @@ def text_for(draw: st.DrawFn, data_type: pa.DataType, depth: int = 0, clean: boo
     if isinstance(data_type, pa.ListType):
         items = draw(st.lists(text_for(data_type.value_type, depth + 1, clean), max_size=4))
         return "[" + draw(separator()).join(items) + "]"
+    if isinstance(data_type, pa.MapType):
+        keys = draw(st.lists(st.sampled_from(["k", "a", "", "\\u00e9", "\\\\", "\\ud800", "k2", "\\u006b"]), max_size=4,
+                             unique=clean))
+        pairs = [f'"{k}": {draw(text_for(data_type.item_type, depth + 1, clean))}' for k in keys]
+        return "{" + draw(separator()).join(pairs) + "}"
     if clean or kind < 5:
         return draw(_good(data_type))
     if pa.types.is_integer(data_type):
