@@ -22,6 +22,8 @@ cdef enum JKind:
     JK_DATE = 11        # int32 days
     JK_DEC = 12         # 16-byte little-endian two's complement, unscaled (decimal128)
     JK_MAP = 13         # int32 offsets into its child, a struct column of (key STRING, value)
+    JK_TSN = 14         # int64 microseconds of a wall-clock time (TIMESTAMP_NTZ)
+    JK_BIN = 15         # int32 offsets + bytes, from base64 text (BINARY)
 
 cdef enum JStatus:
     J_OK = 0

@@ -32,7 +32,7 @@ cdef inline int _j_width(int kind) noexcept nogil:
         return 2
     if kind == JK_I32 or kind == JK_F32 or kind == JK_DATE:
         return 4
-    if kind == JK_I64 or kind == JK_F64 or kind == JK_TS:
+    if kind == JK_I64 or kind == JK_F64 or kind == JK_TS or kind == JK_TSN:
         return 8
     if kind == JK_DEC:
         return 16
@@ -69,7 +69,7 @@ cdef class JsonProgram:
         size = 0
         for k in range(self.ncols):
             kind, child, fstart, nfields, precision, scale = specs[k]
-            if not JK_STRUCT <= kind <= JK_MAP:
+            if not JK_STRUCT <= kind <= JK_BIN:
                 raise ValueError(f"column {k}: unknown kind {kind}")
             if kind == JK_DEC and not 0 <= scale <= precision <= 38 or precision < 0 or scale < 0:
                 raise ValueError(f"column {k}: DECIMAL({precision},{scale}) is not a decimal128")
@@ -178,7 +178,7 @@ cdef int _j_grow(JCol* col, const JSpec* sp, Py_ssize_t need, Py_ssize_t bneed) 
         col.valid = <uint8_t*>q
         if sp.kind == JK_BOOL:
             vbytes = cap // 8 + 8
-        elif sp.kind == JK_LIST or sp.kind == JK_STR or sp.kind == JK_MAP:
+        elif sp.kind == JK_LIST or sp.kind == JK_STR or sp.kind == JK_MAP or sp.kind == JK_BIN:
             vbytes = (cap + 1) * 4
         else:
             vbytes = cap * sp.width
@@ -233,7 +233,7 @@ cdef int _j_null(JParse* st, int c) noexcept nogil:
                 return r
     elif sp.kind == JK_LIST or sp.kind == JK_MAP:
         (<int32_t*>col.data)[col.n + 1] = <int32_t>st.cols[sp.child].n
-    elif sp.kind == JK_STR:
+    elif sp.kind == JK_STR or sp.kind == JK_BIN:
         (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
     elif sp.kind == JK_BOOL:
         col.data[col.n >> 3] &= <uint8_t>~(1 << (col.n & 7))
@@ -458,6 +458,74 @@ cdef int _j_text(JParse* st, int c, int b) noexcept nogil:
             return r
     memcpy(col.bytes + col.used, s, n)
     col.used += n
+    _j_valid(col)
+    (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
+    col.n += 1
+    return J_OK
+
+
+cdef int8_t _J_B64[256]          # a base64 digit's value, or -1
+
+
+cdef void _j_b64_table() noexcept:
+    cdef int b
+    for b in range(256):
+        _J_B64[b] = -1
+    for b in range(26):
+        _J_B64[65 + b] = <int8_t>b
+        _J_B64[97 + b] = <int8_t>(26 + b)
+    for b in range(10):
+        _J_B64[48 + b] = <int8_t>(52 + b)
+    _J_B64[43] = 62
+    _J_B64[47] = 63
+
+_j_b64_table()
+
+
+cdef int _j_base64(JParse* st, int c) noexcept nogil:
+    # a BINARY value: base64 text (p at its opening quote) decoded into column c; only the
+    # canonical form (whole quads, padding only to end the last, no stray bits) is read here,
+    # the rest (line breaks, other padding) is the Python reader's
+    cdef JCol* col = &st.cols[c]
+    cdef const uint8_t* s
+    cdef Py_ssize_t n, i, pad = 0
+    cdef uint32_t q
+    cdef int r, k
+    cdef uint8_t* out
+    if _j_raw_text(st, &s, &n) or n % 4:
+        return J_DEFER
+    if n and s[n - 1] == 61:
+        pad = 2 if s[n - 2] == 61 else 1
+    r = _j_room(st, c)
+    if r:
+        return r
+    if col.used + n > col.bcap:
+        r = _j_grow(col, &st.specs[c], 0, col.used + n)
+        if r:
+            return r
+    out = col.bytes + col.used
+    i = 0
+    while i < n:
+        q = 0
+        for k in range(4):
+            if i + k >= n - pad:
+                q <<= 6             # padding
+            elif _J_B64[s[i + k]] < 0:
+                return J_DEFER
+            else:
+                q = (q << 6) | <uint32_t>_J_B64[s[i + k]]
+        out[0] = <uint8_t>(q >> 16)
+        out[1] = <uint8_t>(q >> 8)
+        out[2] = <uint8_t>q
+        if i + 4 >= n and pad:
+            # the last quad: 3 - pad bytes, the bits under the padding must be zero
+            if (pad == 1 and (q & 0xFF)) or (pad == 2 and (q & 0xFFFF)):
+                return J_DEFER
+            out += 3 - pad
+        else:
+            out += 3
+        i += 4
+    col.used = out - col.bytes
     _j_valid(col)
     (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
     col.n += 1
@@ -779,8 +847,9 @@ cdef int _j_zone(const uint8_t* s, Py_ssize_t n, Py_ssize_t i, int* minutes) noe
     return J_OK
 
 
-cdef int _j_timestamp_text(const uint8_t* s, Py_ssize_t n, int64_t* out) noexcept nogil:
+cdef int _j_timestamp_text(const uint8_t* s, Py_ssize_t n, bint zoned, int64_t* out) noexcept nogil:
     # a TIMESTAMP text: a date, after a full date [T ]h[h][:m[m][:s[s][.fraction]]], a zone
+    # (a TIMESTAMP_NTZ text has none: a zone makes it a bad row, the Python reader's)
     cdef Py_ssize_t i = 0
     cdef int k, parts, y, m, d, zone
     cdef int hh = 0, mi = 0, ss = 0
@@ -809,7 +878,7 @@ cdef int _j_timestamp_text(const uint8_t* s, Py_ssize_t n, int64_t* out) noexcep
                     while k < 6:
                         micros *= 10
                         k += 1
-    if hh > 23 or mi > 59 or ss > 59 or _j_zone(s, n, i, &zone):
+    if hh > 23 or mi > 59 or ss > 59 or (not zoned and i < n) or _j_zone(s, n, i, &zone):
         return J_DEFER
     out[0] = ((_j_days(y, m, d) * 86400 + hh * 3600 + mi * 60 + ss - <int64_t>zone * 60)
               * 1000000 + micros)
@@ -1231,6 +1300,8 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
         if b == 34:
             return _j_string(st, c)
         return _j_text(st, c, b)
+    if kind == JK_BIN:
+        return _j_base64(st, c) if b == 34 else J_DEFER
     r = _j_room(st, c)
     if r:
         return r
@@ -1261,9 +1332,13 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
         if b != 34 or _j_raw_text(st, &s, &n) or _j_date_text(s, n, &day):
             return J_DEFER
         (<int32_t*>col.data)[col.n] = day
+    elif kind == JK_TSN:
+        if b != 34 or _j_raw_text(st, &s, &n) or _j_timestamp_text(s, n, False, &v):
+            return J_DEFER
+        (<int64_t*>col.data)[col.n] = v
     elif kind == JK_TS:
         if b == 34:
-            if _j_raw_text(st, &s, &n) or _j_timestamp_text(s, n, &v):
+            if _j_raw_text(st, &s, &n) or _j_timestamp_text(s, n, True, &v):
                 return J_DEFER
         else:
             # integer seconds since the epoch
@@ -1369,7 +1444,7 @@ cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c
         item = _j_array(specs, cols, fields, sp.child, arrow_type.value_type, names)
         return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 1) * 4, (col.cap + 1) * 4)],
                                      null_count=col.nulls, children=[item])
-    if sp.kind == JK_STR:
+    if sp.kind == JK_STR or sp.kind == JK_BIN:
         if n == 0:
             (<int32_t*>col.data)[0] = 0
         return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 1) * 4, (col.cap + 1) * 4),
@@ -1422,7 +1497,8 @@ def json_decode(JsonProgram program, values):
                 r = _j_grow(&cols[k], &st.specs[k], n + 2 if k == 0 else 16, 0)
                 if r:
                     break
-                if st.specs[k].kind == JK_LIST or st.specs[k].kind == JK_STR or st.specs[k].kind == JK_MAP:
+                if (st.specs[k].kind == JK_LIST or st.specs[k].kind == JK_STR or st.specs[k].kind == JK_MAP
+                        or st.specs[k].kind == JK_BIN):
                     (<int32_t*>cols[k].data)[0] = 0
             i = 0
             while r == J_OK and i < n:

@@ -11,9 +11,9 @@ zone name, a number over 64 characters, nesting over 64 levels, leading space ot
 is deferred to it.
 
 Types the program expresses: STRING, BOOLEAN, TINYINT..BIGINT, FLOAT, DOUBLE, DECIMAL
-(decimal128), TIMESTAMP (``timestamp[us, UTC]``), DATE, ARRAY, MAP with STRING keys, and STRUCT (a
-struct whose field names are distinct). A schema holding any other (BINARY, TIMESTAMP_NTZ, a MAP
-with other keys, large lists or strings) is
+(decimal128), TIMESTAMP (``timestamp[us, UTC]``), TIMESTAMP_NTZ, DATE, BINARY (base64), ARRAY,
+MAP with STRING keys, and STRUCT (a struct whose field names are distinct). A schema holding any
+other (a MAP with other keys, large lists, strings or binaries) is
 decoded by the pyarrow path of :mod:`~pyconsumer.values.json_blocks`, as is a column of values
 over 2 GiB (large binary offsets).
 """
@@ -37,7 +37,7 @@ __all__ = ["compiled_program", "decode_compiled"]
 RowReader = Callable[[bytes, pa.StructType], tuple[Any, "str | None", bool]]
 
 # column kinds of pyext/json.pxd (JKind)
-_STRUCT, _LIST, _BOOL, _I8, _I16, _I32, _I64, _F32, _F64, _STR, _TS, _DATE, _DEC, _MAP = range(14)
+_STRUCT, _LIST, _BOOL, _I8, _I16, _I32, _I64, _F32, _F64, _STR, _TS, _DATE, _DEC, _MAP, _TSN, _BIN = range(16)
 _INTS = {8: _I8, 16: _I16, 32: _I32, 64: _I64}
 
 
@@ -53,8 +53,10 @@ def _kind(data_type: pa.DataType) -> int | None:
         return _F32
     if pa.types.is_float64(data_type):
         return _F64
-    if pa.types.is_timestamp(data_type) and data_type.unit == "us" and data_type.tz == "UTC":
-        return _TS
+    if pa.types.is_timestamp(data_type) and data_type.unit == "us" and data_type.tz in ("UTC", None):
+        return _TS if data_type.tz else _TSN
+    if pa.types.is_binary(data_type):
+        return _BIN
     if pa.types.is_date32(data_type):
         return _DATE
     if isinstance(data_type, pa.Decimal128Type):

@@ -9,14 +9,14 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pyconsumer.values.json import decode_json, decode_json_pyarrow
-from tests.unit.json_docs import DECIMALS, FLOATS, INTS, STRINGS, TIMES
+from tests.unit.json_docs import BASE64, DECIMALS, FLOATS, INTS, STRINGS, TIMES
 from tests.unit.test_values_json import same
 
 DDL = ("i8 TINYINT, i16 SMALLINT, i32 INT, i64 BIGINT, f32 FLOAT, f64 DOUBLE, s STRING, b BOOLEAN, "
-       "t TIMESTAMP, d DATE, dc DECIMAL(10,3), mp MAP<STRING, INT>, l ARRAY<INT>, st STRUCT<x: INT, y: ARRAY<STRUCT<z: STRING>>>")
+       "t TIMESTAMP, tn TIMESTAMP_NTZ, bn BINARY, d DATE, dc DECIMAL(10,3), mp MAP<STRING, INT>, l ARRAY<INT>, st STRUCT<x: INT, y: ARRAY<STRUCT<z: STRING>>>")
 SEED = json.dumps({"i8": -128, "i16": 32767, "i32": 7, "i64": -9223372036854775808, "f32": 0.5, "f64": 1e-300,
                    "s": "caf\u00e9 \"q\" \U0001F600", "b": True, "t": "2024-02-29T23:59:59.999999+01:00",
-                   "d": "2024-1-5", "dc": -1234567.0005, "mp": {"a": 1, "b": None}, "l": [1, None, -2], "st": {"x": 1, "y": [{"z": "a\nb"}, None, {}]},
+                   "d": "2024-1-5", "dc": -1234567.0005, "tn": "2024-01-01 10:00", "bn": "AAE=", "mp": {"a": 1, "b": None}, "l": [1, None, -2], "st": {"x": 1, "y": [{"z": "a\nb"}, None, {}]},
                    "unknown": {"deep": [[1, 2], {"k": "\u2028"}]}}, ensure_ascii=False).encode()
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -51,8 +51,8 @@ def test_cut_flipped_and_spliced(cut: int, pos: int, bit: int, insert: bytes) ->
 
 
 @FUZZ
-@given(field=st.sampled_from(["i8", "i16", "i32", "i64", "f32", "f64", "s", "t", "dc", "mp", "l", "st"]),
-       text=st.sampled_from(INTS + FLOATS + STRINGS + TIMES + DECIMALS),
+@given(field=st.sampled_from(["i8", "i16", "i32", "i64", "f32", "f64", "s", "t", "tn", "bn", "dc", "mp", "l", "st"]),
+       text=st.sampled_from(INTS + FLOATS + STRINGS + TIMES + DECIMALS + BASE64),
        space=st.sampled_from(["", " ", "\n\t", "\r\n "]))
 def test_edges_of_every_type(field: str, text: str, space: str) -> None:
     doc = f'{{{space}"{field}"{space}:{space}{text}{space}}}'.encode()

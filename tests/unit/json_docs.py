@@ -3,13 +3,15 @@ and JSON texts for them (mostly fitting, often not: wrong types, numbers at the 
 type, escapes and surrogates, repeated and unknown keys, odd whitespace, cut or padded texts)."""
 from __future__ import annotations
 
+import base64
 import json
 import pyarrow as pa
 from hypothesis import strategies as st
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 LEAVES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64(), pa.string(),
-          pa.bool_(), TIMESTAMP, pa.date32(), pa.decimal128(5, 2), pa.decimal128(38, 10), pa.decimal128(3, 0)]
+          pa.bool_(), TIMESTAMP, pa.date32(), pa.decimal128(5, 2), pa.decimal128(38, 10), pa.decimal128(3, 0),
+          pa.timestamp("us"), pa.binary()]
 NAMES = ["a", "b", "c", "id", "user", "x", "y", "z", "\u00e9", "a b", ""]
 
 
@@ -58,6 +60,8 @@ DECIMALS = ["0", "-0", "1.234", "1.235", "-1.235", "1.2349999", "999.995", "999.
             "12345.6", "1e+78", "1e-78", "0e5", "0.000", "00", "1.", '"1.5"', '" 1.5"', '"1e2"', '"abc"', '"NaN"',
             "NaN", "Infinity", "true", "[]", '"-0.005"', "9" * 38, "9" * 39, "0." + "9" * 38, "0." + "5" * 40,
             "1" * 60 + "e-58", "-" + "9" * 36 + ".995", "5e-1", "4.9e-1", "0.5e-1", "5e-2"]
+BASE64 = ['"aGVsbG8="', '"aGVsbA=="', '"aGVsbG8"', '"aGVsbB=="', '"aGVsbG9="', '"+/+/"', '""', '"===="', '"a=b="',
+          '"aGVs\\nbG8="', '"aGVs bG8="', '"aGVsbG8=="', '"AAE="', '"-_-_"', "5", '"\\u0041AAA"', '"AAAA\\r\\n"']
 DATES = ['"2024-01-31"', '"2024-1-5"', '"2024-01-31T23:00:00-05:00"', '"2024-01-31 anything"',
          '"2024-01-31T"', '"2024"', '"2024-06"', '"2024-06T10"', '"2024-02-30"', '"0001-01-01"',
          '"9999-12-31"', '"02024-01-01"', '"2024-01-01Z"', '" 2024-01-01 "', "19000", '"x"', '"2024-00-10"']
@@ -87,7 +91,9 @@ def _good(data_type: pa.DataType) -> st.SearchStrategy[str]:
         return st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.integers().map(str),
                          st.decimals(allow_nan=False, allow_infinity=False, places=3).map(str))
     if pa.types.is_timestamp(data_type):
-        return st.sampled_from(GOOD_TIMES)
+        return st.sampled_from(GOOD_TIMES if data_type.tz else [t for t in GOOD_TIMES if t[-2] in "0123456789"])
+    if pa.types.is_binary(data_type):
+        return st.binary(max_size=10).map(lambda b: '"' + base64.b64encode(b).decode() + '"')
     if pa.types.is_date32(data_type):
         return st.sampled_from(GOOD_DATES)
     if pa.types.is_boolean(data_type):
@@ -123,6 +129,9 @@ def text_for(draw: st.DrawFn, data_type: pa.DataType, depth: int = 0, clean: boo
                               st.floats(width=32, allow_nan=False).map(repr)))
     if pa.types.is_timestamp(data_type):
         return draw(st.sampled_from(TIMES))
+    if pa.types.is_binary(data_type):
+        return draw(st.one_of(st.sampled_from(BASE64), st.binary(max_size=10).map(
+            lambda b: '"' + base64.b64encode(b).decode() + '"')))
     if pa.types.is_decimal(data_type):
         return draw(st.one_of(st.sampled_from(DECIMALS), st.decimals(allow_nan=False, allow_infinity=False).map(str)))
     if pa.types.is_date32(data_type):

@@ -17,7 +17,7 @@ from pyconsumer import records
 from pyconsumer.values.json import decode_json, decode_json_pyarrow, json_type
 from pyconsumer.values.json_compiled import compiled_program
 from pyconsumer.values.schema import parse_ddl
-from tests.unit.json_docs import DATES, DECIMALS, FLOATS, INTS, OTHERS, STRINGS, TIMES, documents, schemas
+from tests.unit.json_docs import BASE64, DATES, DECIMALS, FLOATS, INTS, OTHERS, STRINGS, TIMES, documents, schemas
 from tests.unit.test_values_json import CASES, same
 
 UTC = dt.timezone.utc
@@ -99,7 +99,7 @@ def test_rows_left_to_the_python_reader() -> None:
 @pytest.mark.parametrize("ddl,texts", [
     ("v TINYINT", INTS), ("v SMALLINT", INTS), ("v INT", INTS), ("v BIGINT", INTS),
     ("v FLOAT", FLOATS + INTS), ("v DOUBLE", FLOATS + INTS), ("v STRING", STRINGS + OTHERS),
-    ("v TIMESTAMP", TIMES), ("v DATE", DATES), ("v BOOLEAN", ["true", "false", "1", '"true"', "True"] + OTHERS),
+    ("v TIMESTAMP", TIMES), ("v TIMESTAMP_NTZ", TIMES), ("v DATE", DATES), ("v BINARY", BASE64 + STRINGS), ("v BOOLEAN", ["true", "false", "1", '"true"', "True"] + OTHERS),
     ("v DECIMAL(5,2)", DECIMALS), ("v DECIMAL(38,0)", DECIMALS), ("v DECIMAL(38,38)", DECIMALS),
     ("v DECIMAL(1,1)", DECIMALS), ("v DECIMAL(10,3)", DECIMALS + INTS + FLOATS),
     ("v ARRAY<INT>", ["[]", "[1, null]", "[1, 2.5]", "[[1]]", "[1,]", "[ 1 , 2 ]"] + OTHERS),
@@ -165,9 +165,19 @@ def test_slices_chunks_and_strings() -> None:
         assert got.errors == want.errors and got.array.to_pylist() == want.array.to_pylist()
 
 
+def test_the_spark_differentials_go_through_the_compiled_parser() -> None:
+    # tests/spark/test_values_json_vs_spark.py compares decode_json with Spark's from_json on
+    # these schemas: the compiled parser is what it checks
+    from tests.spark.test_values_json_vs_spark import EXTRA_DDL
+
+    for ddl in (EXTRA_DDL, DDL, "b BINARY, n TIMESTAMP_NTZ, s STRUCT<b: BINARY>"):
+        assert compiled_program(json_type(parse_ddl(ddl))) is not None
+
+
 def test_schemas_the_compiled_parser_leaves_to_pyarrow() -> None:
-    for ddl in ("m MAP<INT, STRING>", "b BINARY", "t TIMESTAMP_NTZ", "s STRUCT<x: ARRAY<BINARY>>"):
+    for ddl in ("m MAP<INT, STRING>", "s STRUCT<x: ARRAY<MAP<DATE, INT>>>"):
         assert compiled_program(json_type(parse_ddl(ddl))) is None
+    assert compiled_program(pa.struct([pa.field("a", pa.large_string())])) is None
     # a struct naming one field twice
     assert compiled_program(pa.struct([pa.field("a", pa.int32()), pa.field("a", pa.string())])) is None
 
