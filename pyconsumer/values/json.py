@@ -6,7 +6,7 @@ one struct array of a given schema, reporting every bad row by index instead of 
 How. Readers share the work, each in its module. The compiled parser
 (:mod:`~pyconsumer.values.json_compiled`, pyext/json.pyx) reads every value in C when the schema
 holds only types it builds (that module lists them), and leaves to the Python reader the rows it
-cannot give exactly. For the other schemas (BINARY, MAP, TIMESTAMP_NTZ, ...), the pyarrow path
+cannot give exactly. For the other schemas (a MAP with non-STRING keys, large lists), the pyarrow path
 (:mod:`~pyconsumer.values.json_blocks`) reads most rows in a few ``pyarrow.json`` calls and isolates
 the rows it cannot read. The Python reader (:mod:`~pyconsumer.values.json_rows`) follows Spark's
 rules for the rest, one row at a time, with the row's reason. :func:`decode_string` (string values)
