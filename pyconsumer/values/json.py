@@ -74,6 +74,8 @@ def decode_json(
     target = json_type(schema)
     check_types(target)  # an unsupported type is refused before any row is read
     data = as_binary(values, "JSON values")
+    if pa.types.is_large_binary(data.type) and data.nbytes < (1 << 31) - (1 << 20):
+        data = data.cast(pa.binary())  # the compiled parser reads int32 offsets
     if len(data) and pa.types.is_binary(data.type):
         program = compiled_program(target)
         if program is not None:
