@@ -1418,8 +1418,7 @@ cdef object _j_buffer(uint8_t** p, Py_ssize_t n, Py_ssize_t cap):
     return pa.py_buffer(owner)
 
 
-cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c, object arrow_type,
-                     object names):
+cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c, object arrow_type):
     # column c (and its children) as a pyarrow array of arrow_type
     cdef const JSpec* sp = &specs[c]
     cdef JCol* col = &cols[c]
@@ -1429,19 +1428,19 @@ cdef object _j_array(const JSpec* specs, JCol* cols, const JField* fields, int c
         col.valid[n >> 3] &= <uint8_t>((1 << (n & 7)) - 1)
     validity = _j_buffer(&col.valid, (n + 7) >> 3, col.cap // 8 + 8) if col.nulls else None
     if sp.kind == JK_STRUCT:
-        children = [_j_array(specs, cols, fields, fields[f].col, arrow_type[f - sp.fstart].type, names)
+        children = [_j_array(specs, cols, fields, fields[f].col, arrow_type[f - sp.fstart].type)
                     for f in range(sp.fstart, sp.fstart + sp.nfields)]
         return pa.StructArray.from_buffers(arrow_type, n, [validity], null_count=col.nulls,
                                            children=children)
     if sp.kind == JK_MAP:
         entries_type = pa.struct([arrow_type.key_field, arrow_type.item_field])
-        entries = _j_array(specs, cols, fields, sp.child, entries_type, names)
+        entries = _j_array(specs, cols, fields, sp.child, entries_type)
         return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 1) * 4, (col.cap + 1) * 4)],
                                      null_count=col.nulls, children=[entries])
     if sp.kind == JK_LIST:
         if n == 0:
             (<int32_t*>col.data)[0] = 0
-        item = _j_array(specs, cols, fields, sp.child, arrow_type.value_type, names)
+        item = _j_array(specs, cols, fields, sp.child, arrow_type.value_type)
         return pa.Array.from_buffers(arrow_type, n, [validity, _j_buffer(&col.data, (n + 1) * 4, (col.cap + 1) * 4)],
                                      null_count=col.nulls, children=[item])
     if sp.kind == JK_STR or sp.kind == JK_BIN:
@@ -1518,7 +1517,7 @@ def json_decode(JsonProgram program, values):
         if r == J_BIG:
             raise ValueError("a JSON column would pass 2**31 entries or bytes (Arrow's int32 "
                              "offsets): decode fewer values at a time")
-        array = _j_array(st.specs, cols, st.fields, 0, program.arrow_type, None)
+        array = _j_array(st.specs, cols, st.fields, 0, program.arrow_type)
         rows = [k for k in range(n) if deferred[k]] if ndeferred else []
         return array, rows
     finally:

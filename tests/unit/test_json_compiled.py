@@ -159,7 +159,7 @@ def test_slices_chunks_and_strings() -> None:
     values = [b'{"a": %d}' % i for i in range(100)] + [None, b'{"a": "x"}']
     arr = pa.array(values, pa.binary())
     for data in (arr.slice(7, 90), arr.slice(95), pa.chunked_array([arr.slice(0, 50), arr.slice(50)]),
-                 arr.cast(pa.string()).slice(3)):
+                 arr.cast(pa.string()).slice(3), arr.cast(pa.large_binary()), arr.cast(pa.large_string()).slice(2)):
         got = decode_json(data, DDL)
         want = decode_json_pyarrow(data, DDL)
         assert got.errors == want.errors and got.array.to_pylist() == want.array.to_pylist()
