@@ -211,3 +211,18 @@ GENERATED = settings(max_examples=150, deadline=None, suppress_health_check=list
 def test_generated_schemas_and_documents(data: st.DataObject, schema: pa.StructType) -> None:
     values = data.draw(st.lists(documents(schema), min_size=1, max_size=12))
     check(values, pa.schema(list(schema)))
+
+
+def test_decode_threads_share_one_program() -> None:
+    # the parse runs without the GIL on the consumer's decode threads: one program, many
+    # threads, each its own columns
+    from concurrent.futures import ThreadPoolExecutor
+
+    values = [json.dumps({"a": i, "d": f"row {i}", "f": list(range(i % 5)), "t": i}).encode() for i in range(20_000)]
+    values[777] = b'{"a": "bad"}'
+    arr = pa.array(values, pa.binary())
+    want = decode_json_pyarrow(arr, DDL)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda k: decode_json(arr.slice(k * 5000, 5000), DDL), range(4)))
+    assert [r.errors for r in results] == [{777: want.errors[777]}, {}, {}, {}]
+    assert pa.concat_arrays([r.array for r in results]).to_pylist() == want.array.to_pylist()
