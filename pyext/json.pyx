@@ -4,7 +4,6 @@
 # of pyconsumer/values/json_rows.py; this parser gives a row only when it is sure to give
 # the same row, and defers the rest to that reader (which also names every bad row).
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport HUGE_VAL, NAN
 from libc.stdlib cimport free, malloc, realloc, strtod, strtof
 from libc.string cimport memcmp, memcpy, memset
@@ -18,6 +17,8 @@ cdef enum:
     _J_KEY_MAX = 256
     # maps with more entries go to the Python reader (their keys are compared pairwise)
     _J_MAP_CHECKED = 64
+    # objects written back as STRING with more keys go to the Python reader (the same)
+    _J_TEXT_KEYS = 32
 
 # integer seconds for a timestamp from year 2 to 9998 (the Python reader decides the edges)
 cdef int64_t _J_SECONDS_MIN = -62104060800
@@ -424,19 +425,191 @@ cdef int _j_string(JParse* st, int c) noexcept nogil:
     return J_OK
 
 
-cdef int _j_text(JParse* st, int c, int b) noexcept nogil:
-    # a non-string value for a STRING column: its JSON text, as the Python reader writes it
-    # for an integer (as written), true, false and the bare constants; the rest (a fraction,
-    # rewritten through a double as Java would; an object or array) is that reader's
-    cdef JCol* col = &st.cols[c]
+cdef inline void _j_put_utf8(uint8_t** out, uint32_t u) noexcept nogil:
+    cdef uint8_t* o = out[0]
+    if u < 0x80:
+        o[0] = <uint8_t>u
+        out[0] = o + 1
+    elif u < 0x800:
+        o[0] = <uint8_t>(0xC0 | (u >> 6))
+        o[1] = <uint8_t>(0x80 | (u & 0x3F))
+        out[0] = o + 2
+    elif u < 0x10000:
+        o[0] = <uint8_t>(0xE0 | (u >> 12))
+        o[1] = <uint8_t>(0x80 | ((u >> 6) & 0x3F))
+        o[2] = <uint8_t>(0x80 | (u & 0x3F))
+        out[0] = o + 3
+    else:
+        o[0] = <uint8_t>(0xF0 | (u >> 18))
+        o[1] = <uint8_t>(0x80 | ((u >> 12) & 0x3F))
+        o[2] = <uint8_t>(0x80 | ((u >> 6) & 0x3F))
+        o[3] = <uint8_t>(0x80 | (u & 0x3F))
+        out[0] = o + 4
+
+
+cdef inline void _j_put_escaped(uint8_t** out, uint32_t u) noexcept nogil:
+    # one character as json.dumps(ensure_ascii=False) writes it: a esc escape, \u00xx for
+    # the other controls, the rest as UTF-8
+    cdef uint8_t* o = out[0]
+    cdef uint8_t esc = 0
+    if u == 34 or u == 92:
+        esc = <uint8_t>u
+    elif u == 8:
+        esc = 98
+    elif u == 12:
+        esc = 102
+    elif u == 10:
+        esc = 110
+    elif u == 13:
+        esc = 114
+    elif u == 9:
+        esc = 116
+    if esc:
+        o[0] = 92
+        o[1] = esc
+        out[0] = o + 2
+    elif u < 32:
+        o[0] = 92
+        o[1] = 117
+        o[2] = 48
+        o[3] = 48
+        o[4] = <uint8_t>(48 + (u >> 4))
+        o[5] = <uint8_t>((48 + (u & 15)) if (u & 15) < 10 else (87 + (u & 15)))
+        out[0] = o + 6
+    else:
+        _j_put_utf8(out, u)
+
+
+cdef int _j_write_string(JParse* st, uint8_t** out) noexcept nogil:
+    # a string (p at its opening quote) written back as json.dumps(ensure_ascii=False) does;
+    # never longer than its text
+    cdef uint8_t* o = out[0]
+    cdef uint8_t* first = o
+    cdef const uint8_t* run
+    cdef int b
+    cdef uint32_t u, lo
+    o[0] = 34
+    o += 1
+    st.p += 1
+    while True:
+        run = st.p
+        _j_plain(st)
+        if st.p > run:
+            memcpy(o, run, st.p - run)
+            o += st.p - run
+        b = _jpeek(st)
+        if b == 34:
+            st.p += 1
+            break
+        if b < 32:
+            return J_DEFER
+        st.p += 1
+        b = _jpeek(st)
+        st.p += 1
+        if b == 34 or b == 92:
+            u = <uint32_t>b
+        elif b == 47:
+            u = 47
+        elif b == 98:
+            u = 8
+        elif b == 102:
+            u = 12
+        elif b == 110:
+            u = 10
+        elif b == 114:
+            u = 13
+        elif b == 116:
+            u = 9
+        elif b == 117:
+            if _j_hex4(st, &u):
+                return J_DEFER
+            if 0xD800 <= u <= 0xDBFF:
+                if _jpeek(st) != 92 or _jpeek_at(st, 1) != 117:
+                    return J_DEFER
+                st.p += 2
+                if _j_hex4(st, &lo) or not 0xDC00 <= lo <= 0xDFFF:
+                    return J_DEFER
+                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00)
+            elif 0xDC00 <= u <= 0xDFFF:
+                return J_DEFER
+        else:
+            return J_DEFER
+        _j_put_escaped(&o, u)
+    o[0] = 34
+    o += 1
+    if _j_has_high(first, o - first) and not pyx_utf8_valid(first, o - first):
+        return J_DEFER
+    out[0] = o
+    return J_OK
+
+
+cdef int _j_write_json(JParse* st, uint8_t** out) noexcept nogil:
+    # one value (p at it) written back as the Python reader's compact JSON text: integers as
+    # written, strings as json.dumps writes them, no space; a fraction (rewritten through a
+    # double, as Java would), a key met twice in one object (or an object of more than
+    # _J_TEXT_KEYS keys) is left to that reader
+    cdef int b = _jpeek(st)
     cdef const uint8_t* s = st.p
-    cdef Py_ssize_t n
+    cdef Py_ssize_t n, k
     cdef bint integral
-    cdef int r
+    cdef int close, r
+    cdef int nk = 0
+    cdef uint8_t* keys[_J_TEXT_KEYS]
+    cdef Py_ssize_t klen[_J_TEXT_KEYS]
+    if b == 34:
+        return _j_write_string(st, out)
+    if b == 123 or b == 91:
+        if st.depth >= _J_MAX_DEPTH:
+            return J_DEFER
+        st.depth += 1
+        close = b + 2
+        out[0][0] = <uint8_t>b
+        out[0] += 1
+        st.p += 1
+        _j_ws(st)
+        if _jpeek(st) != close:
+            while True:
+                if b == 123:
+                    if _jpeek(st) != 34 or nk == _J_TEXT_KEYS:
+                        return J_DEFER
+                    keys[nk] = out[0]
+                    if _j_write_string(st, out):
+                        return J_DEFER
+                    klen[nk] = out[0] - keys[nk]
+                    for k in range(nk):
+                        if klen[k] == klen[nk] and memcmp(keys[k], keys[nk], klen[nk]) == 0:
+                            return J_DEFER
+                    nk += 1
+                    _j_ws(st)
+                    if _jpeek(st) != 58:
+                        return J_DEFER
+                    st.p += 1
+                    out[0][0] = 58
+                    out[0] += 1
+                    _j_ws(st)
+                r = _j_write_json(st, out)
+                if r:
+                    return r
+                _j_ws(st)
+                if _jpeek(st) == close:
+                    break
+                if _jpeek(st) != 44:
+                    return J_DEFER
+                st.p += 1
+                out[0][0] = 44
+                out[0] += 1
+                _j_ws(st)
+        st.p += 1
+        out[0][0] = <uint8_t>close
+        out[0] += 1
+        st.depth -= 1
+        return J_OK
     if b == 116 and _j_lit(st, "true", 4):
         n = 4
     elif b == 102 and _j_lit(st, "false", 5):
         n = 5
+    elif b == 110 and _j_lit(st, "null", 4):
+        n = 4
     elif b == 78 and _j_lit(st, "NaN", 3):
         n = 3
     elif b == 73 and _j_lit(st, "Infinity", 8):
@@ -449,15 +622,28 @@ cdef int _j_text(JParse* st, int c, int b) noexcept nogil:
         pass
     else:
         return J_DEFER
-    r = _j_room(st, c)
+    memcpy(out[0], s, n)
+    out[0] += n
+    return J_OK
+
+
+cdef int _j_text(JParse* st, int c, int b) noexcept nogil:
+    # a non-string value for a STRING column: its JSON text, as the Python reader writes it
+    cdef JCol* col = &st.cols[c]
+    cdef uint8_t* out
+    cdef int r = _j_room(st, c)
     if r:
         return r
-    if col.used + n > col.bcap:
-        r = _j_grow(col, &st.specs[c], 0, col.used + n)
+    # the rest of the value bounds the text written back
+    if col.used + (st.end - st.p) > col.bcap:
+        r = _j_grow(col, &st.specs[c], 0, col.used + (st.end - st.p))
         if r:
             return r
-    memcpy(col.bytes + col.used, s, n)
-    col.used += n
+    out = col.bytes + col.used
+    r = _j_write_json(st, &out)
+    if r:
+        return r
+    col.used = out - col.bytes
     _j_valid(col)
     (<int32_t*>col.data)[col.n + 1] = <int32_t>col.used
     col.n += 1

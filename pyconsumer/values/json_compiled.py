@@ -6,7 +6,7 @@ reader (:mod:`~pyconsumer.values.json_rows`), which gives them, and names every 
 
 The parser gives a row only when it is the Python reader's row: every bad row, and the rare good
 row it does not read itself (a schema field's key met twice, a key over 256 bytes with escapes, a
-fraction, object or array for a STRING field, invalid UTF-8 in a kept string, a year outside 2..9998, a
+fraction (at any depth) or a key met twice in an object read as STRING, invalid UTF-8 in a kept string, a year outside 2..9998, a
 zone name, a number over 64 characters, nesting over 64 levels, leading space other than JSON's),
 is deferred to it.
 

@@ -79,10 +79,12 @@ def test_rows_the_compiled_parser_gives_itself() -> None:
     assert got[6]["dt"] == dt.date(2024, 1, 31) and got[6]["t"] == dt.datetime(2024, 1, 1, 10, tzinfo=UTC)
     assert math.copysign(1, got[6]["c"]) == -1
     assert got[7]["a"] == 5  # an escaped key names its field
-    texts = [b'{"d": %s}' % t for t in (b"-12345678901234567890123", b"true", b"false", b"NaN", b"-Infinity", b"0")]
+    texts = [b'{"d": %s}' % t for t in (b"-12345678901234567890123", b"true", b"false", b"NaN", b"-Infinity", b"0",
+                                         b'{ "x" : [1, {"y": null}], "k\\u00e9\\u0001" : "\\/\\"\\ud83d\\ude00" }')]
     assert deferred(DDL, texts) == []
     got = decode_json(pa.array(texts, pa.binary()), DDL).array.to_pylist()
-    assert [r["d"] for r in got] == ["-12345678901234567890123", "true", "false", "NaN", "-Infinity", "0"]
+    assert [r["d"] for r in got] == ["-12345678901234567890123", "true", "false", "NaN", "-Infinity", "0",
+                                     '{"x":[1,{"y":null}],"k\u00e9\\u0001":"/\\"\U0001F600"}']
 
 
 def test_rows_left_to_the_python_reader() -> None:
