@@ -5,17 +5,17 @@ pyext/json.pyx) once, and decode a column with it, handing the rows it defers to
 reader (:mod:`~pyconsumer.values.json_rows`), which gives them, and names every bad row.
 
 The parser gives a row only when it is the Python reader's row: every bad row, and the rare good
-row it does not read itself (a schema field's key met twice, a key over 256 bytes with escapes, a
-fraction (at any depth) or a key met twice in an object read as STRING, invalid UTF-8 in a kept string, a year outside 2..9998, a
-zone name, a number over 64 characters, nesting over 64 levels, leading space other than JSON's),
-is deferred to it.
+row it does not read itself (a schema field's or a MAP's key met twice, a MAP of over 64 entries, a
+key over 256 bytes with escapes, a fraction (at any depth) or a key met twice in an object read as
+STRING, invalid UTF-8 in a kept string, base64 with line breaks or odd padding, a year outside
+2..9998, a zone name, a number over 64 characters, nesting over 64 levels, leading space other
+than JSON's), is deferred to it.
 
 Types the program expresses: STRING, BOOLEAN, TINYINT..BIGINT, FLOAT, DOUBLE, DECIMAL
 (decimal128), TIMESTAMP (``timestamp[us, UTC]``), TIMESTAMP_NTZ, DATE, BINARY (base64), ARRAY,
 MAP with STRING keys, and STRUCT (a struct whose field names are distinct). A schema holding any
-other (a MAP with other keys, large lists, strings or binaries) is
-decoded by the pyarrow path of :mod:`~pyconsumer.values.json_blocks`, as is a column of values
-over 2 GiB (large binary offsets).
+other (a MAP with other keys, large lists, strings or binaries) is decoded by the pyarrow path of
+:mod:`~pyconsumer.values.json_blocks`, as is a column of values over 2 GiB (large binary offsets).
 """
 
 from __future__ import annotations
