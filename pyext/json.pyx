@@ -1416,7 +1416,7 @@ cdef int _j_map(JParse* st, int c) noexcept nogil:
         while True:
             if _jpeek(st) != 34:
                 return J_DEFER
-            r = _j_string(st, kc)
+            r = _j_value(st, kc)          # a string column: _j_string
             if r:
                 return r
             _j_ws(st)
@@ -1488,9 +1488,10 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
         return _j_text(st, c, b)
     if kind == JK_BIN:
         return _j_base64(st, c) if b == 34 else J_DEFER
-    r = _j_room(st, c)
-    if r:
-        return r
+    if col.n + 1 >= col.cap:
+        r = _j_grow(col, sp, col.n + 2, 0)
+        if r:
+            return r
     if kind == JK_BOOL:
         if b == 116 and _j_lit(st, "true", 4):
             col.data[col.n >> 3] |= <uint8_t>(1 << (col.n & 7))
@@ -1518,14 +1519,12 @@ cdef int _j_value(JParse* st, int c) noexcept nogil:
         if b != 34 or _j_raw_text(st, &s, &n) or _j_date_text(s, n, &day):
             return J_DEFER
         (<int32_t*>col.data)[col.n] = day
-    elif kind == JK_TSN:
-        if b != 34 or _j_raw_text(st, &s, &n) or _j_timestamp_text(s, n, False, &v):
-            return J_DEFER
-        (<int64_t*>col.data)[col.n] = v
-    elif kind == JK_TS:
+    elif kind == JK_TS or kind == JK_TSN:
         if b == 34:
-            if _j_raw_text(st, &s, &n) or _j_timestamp_text(s, n, True, &v):
+            if _j_raw_text(st, &s, &n) or _j_timestamp_text(s, n, kind == JK_TS, &v):
                 return J_DEFER
+        elif kind == JK_TSN:
+            return J_DEFER      # a number is no TIMESTAMP_NTZ: the Python reader's bad row
         else:
             # integer seconds since the epoch
             if (b != 45 and not 48 <= b <= 57) or _j_number(st, &s, &n, &integral) or not integral:
