@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
+
 import pyarrow as pa
 from hypothesis import strategies as st
 
@@ -194,3 +196,12 @@ def documents(draw: st.DrawFn, data_type: pa.StructType) -> bytes | None:
     if kind >= 12:
         return draw(object_text(data_type, 0, True)).encode()
     return text
+
+
+def untupled(value: Any) -> Any:
+    """A row with its MAP entries (tuples) as lists, for ``same``, which walks lists and dicts."""
+    if isinstance(value, (list, tuple)):
+        return [untupled(v) for v in value]
+    if isinstance(value, dict):
+        return {k: untupled(v) for k, v in value.items()}
+    return value

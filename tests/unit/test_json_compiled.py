@@ -17,7 +17,7 @@ from pyconsumer import records
 from pyconsumer.values.json import decode_json, decode_json_pyarrow, json_type
 from pyconsumer.values.json_compiled import compiled_program
 from pyconsumer.values.schema import parse_ddl
-from tests.unit.json_docs import BASE64, DATES, DECIMALS, FLOATS, INTS, OTHERS, STRINGS, TIMES, documents, schemas
+from tests.unit.json_docs import BASE64, DATES, DECIMALS, FLOATS, INTS, OTHERS, STRINGS, TIMES, documents, schemas, untupled
 from tests.unit.test_values_json import CASES, same
 
 UTC = dt.timezone.utc
@@ -47,7 +47,7 @@ def check(values: list[bytes | None], schema: Any) -> None:
         assert got.errors == want.errors
         assert got.array.type == want.array.type
         differ = [(values[i], g, w) for i, (g, w) in enumerate(zip(got.array.to_pylist(), want.array.to_pylist()))
-                  if not same(g, w)]
+                  if not same(untupled(g), untupled(w))]
         assert not differ
         got.array.validate(full=True)
 
