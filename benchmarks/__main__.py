@@ -222,7 +222,6 @@ def run_values(quick: bool, rounds: int, only: list[str] | None, records: int | 
             notes.append(f"{', '.join(sampled_here)} decode{'s' if len(sampled_here) == 1 else ''} the first "
                          f"{sampled} records only (per-row decoders; rates are per record)")
         notes.append("every rate is the best of 3 runs in a row within a round, on one core "
-                     f"{'(pc_json_threads: pyarrow.json with its thread pool) ' if fmt == 'json' else ''}"
                      "and no broker")
         cases.append(Case(f"values_{fmt}", title, rates, [r for r in refs if r in rates], descriptions, notes))
     return cases

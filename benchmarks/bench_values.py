@@ -18,8 +18,10 @@ JSON: 8-field objects (~130 B: BIGINT, STRING, DOUBLE, BOOLEAN, STRING, INT, TIM
 ARRAY<STRING>) into a struct of that DDL. Contenders:
 
 * ``pc_json``           ``values.decode_json`` (one thread: the consumer's decode threads run
-                        several at once)
-* ``pc_json_threads``   the same with pyarrow's threads
+                        several at once): the compiled parser (pyext/json.pyx) for this schema
+* ``pc_json_pyarrow``   ``values.decode_json_pyarrow``: the pyarrow path alone (pyarrow.json, bad
+                        rows isolated, the Python reader for them), decode_json's path before the
+                        compiled parser and still its path for schemas the parser leaves to it
 * ``pc_json_1bad``, ``pc_json_cut1pct``, ``pc_json_type1pct``: ``decode_json`` with one bad row
                         in the middle, 1 % of rows cut short, 1 % with a string for the INT
 * ``pyarrow_json``      bare ``pyarrow.json.read_json`` on the values already joined into one
@@ -68,7 +70,7 @@ import pyarrow.json as pajson
 from timing import best  # noqa: E402  (benchmarks/ is on sys.path when run)
 from pyconsumer.values.avro import parse_schema
 from pyconsumer.values.avro_decode import WriterSchemas, decode_avro
-from pyconsumer.values.json import decode_json
+from pyconsumer.values.json import decode_json, decode_json_pyarrow
 from pyconsumer.values.schema import parse_ddl
 
 #: (the function, how many records one call decodes)
@@ -100,7 +102,7 @@ AVRO_DESCRIPTIONS = {
 }
 JSON_DESCRIPTIONS = {
     "pc_json": "pyconsumer decode_json, one thread",
-    "pc_json_threads": "decode_json with pyarrow's threads",
+    "pc_json_pyarrow": "decode_json_pyarrow: the pyarrow.json path alone",
     "pc_json_1bad": "decode_json, one bad row in the middle",
     "pc_json_cut1pct": "decode_json, 1 % of rows cut short",
     "pc_json_type1pct": "decode_json, 1 % of rows with a string for the INT",
@@ -296,7 +298,7 @@ def json_contenders(n: int) -> tuple[dict[str, Contender], list[str]]:
 
     return {
         "pc_json": (lambda: decode_json(clean, schema), n),
-        "pc_json_threads": (lambda: decode_json(clean, schema, use_threads=True), n),
+        "pc_json_pyarrow": (lambda: decode_json_pyarrow(clean, schema), n),
         **{name: ((lambda a=arr: decode_json(a, schema)), n) for name, arr in arrays.items()},
         "pyarrow_json": (lambda: pajson.read_json(io.BytesIO(ndjson), read_options=read,
                                                   parse_options=parse), n),

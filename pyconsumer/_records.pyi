@@ -187,6 +187,13 @@ def protobuf_decode(
     skips: _Buffer | None = None,
 ) -> tuple[list[tuple[int, pa.Buffer | None, pa.Buffer | None, pa.Buffer | None]],
            list[tuple[int, str]]]: ...
+class JsonProgram:
+    def __init__(self, arrow_type: pa.StructType, specs: list[tuple[int, int, int, int, int, int]],
+                 fields: list[tuple[int, bytes]]) -> None: ...
+    @property
+    def arrow_type(self) -> pa.StructType: ...
+
+def json_decode(program: JsonProgram, values: pa.Array) -> tuple[pa.StructArray, list[int]]: ...
 def decode_records(
     record_set: _Buffer | None,
     topic: str,

@@ -3,9 +3,12 @@
 The one job: decode a batch of Kafka values (a binary array, one JSON document per value) into
 one struct array of a given schema, reporting every bad row by index instead of failing the batch.
 
-How. Two readers share the work, each in its module: the fast path
+How. Readers share the work, each in its module. The compiled parser
+(:mod:`~pyconsumer.values.json_compiled`, pyext/json.pyx) reads every value in C when the schema
+holds only types it builds (that module lists them), and leaves to the Python reader the rows it
+cannot give exactly. For the other schemas (a MAP with non-STRING keys, large lists), the pyarrow path
 (:mod:`~pyconsumer.values.json_blocks`) reads most rows in a few ``pyarrow.json`` calls and isolates
-the rows it cannot read; the Python reader (:mod:`~pyconsumer.values.json_rows`) follows Spark's
+the rows it cannot read. The Python reader (:mod:`~pyconsumer.values.json_rows`) follows Spark's
 rules for the rest, one row at a time, with the row's reason. :func:`decode_string` (string values)
 is in :mod:`~pyconsumer.values.string`.
 
@@ -42,13 +45,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyconsumer.values.json_compiled import compiled_program, decode_compiled
 from pyconsumer.values.json_blocks import assemble, fast_rows, read_fast_rows
 from pyconsumer.values.json_rows import check_types, decode_json_rows, json_type, parse_row
 from pyconsumer.values.result import Decoded, as_binary
 from pyconsumer.values.string import decode_string
 
 # decode_string and decode_json_rows live with their jobs; they stay importable from here
-__all__ = ["decode_json", "decode_string", "decode_json_rows"]
+__all__ = ["decode_json", "decode_json_pyarrow", "decode_string", "decode_json_rows"]
 
 
 def decode_json(
@@ -62,12 +66,38 @@ def decode_json(
 
     ``values`` is a binary (or string) array, one JSON document per entry, nulls allowed. The
     result has one row per value; a bad row is null (or, with ``partial_results``, what Spark's
-    ``from_json`` gives) and its reason is in ``errors``. ``use_threads`` lets pyarrow parse
-    blocks on its own threads (off by default: the callers already decode on several threads).
+    ``from_json`` gives) and its reason is in ``errors``. The compiled parser reads every schema
+    it expresses (:mod:`~pyconsumer.values.json_compiled`), the pyarrow path the others;
+    ``use_threads`` lets pyarrow parse blocks on its own threads there (off by default: the
+    callers already decode on several threads).
     """
     target = json_type(schema)
     check_types(target)  # an unsupported type is refused before any row is read
     data = as_binary(values, "JSON values")
+    if pa.types.is_large_binary(data.type) and data.nbytes < (1 << 31) - (1 << 20):
+        data = data.cast(pa.binary())  # the compiled parser reads int32 offsets
+    if len(data) and pa.types.is_binary(data.type):
+        program = compiled_program(target)
+        if program is not None:
+            return decode_compiled(data, target, program, partial_results, parse_row)
+    return _pyarrow_path(data, target, partial_results, use_threads)
+
+
+def decode_json_pyarrow(
+    values: pa.Array | pa.ChunkedArray,
+    schema: Any,
+    *,
+    partial_results: bool = False,
+    use_threads: bool = False,
+) -> Decoded:
+    """:func:`decode_json` through the pyarrow path alone, whatever the schema (the oracle the
+    compiled parser is tested against)."""
+    target = json_type(schema)
+    check_types(target)
+    return _pyarrow_path(as_binary(values, "JSON values"), target, partial_results, use_threads)
+
+
+def _pyarrow_path(data: pa.Array, target: pa.StructType, partial_results: bool, use_threads: bool) -> Decoded:
     n = len(data)
     if n == 0:
         return Decoded(pa.array([], type=target), {})

@@ -86,10 +86,13 @@ def _has(data_type: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
 
 def _python_only(data_type: pa.DataType) -> bool:
     """Types pyarrow.json cannot read as Spark does: MAP (no conversion at all), BINARY (Spark
-    decodes base64, pyarrow keeps the text) and TIMESTAMP_NTZ (pyarrow shifts a zoned text to
-    UTC, Spark refuses it)."""
+    decodes base64, pyarrow keeps the text), TIMESTAMP_NTZ (pyarrow shifts a zoned text to
+    UTC, Spark refuses it) and a DECIMAL whose scaled digits may pass 38."""
     return (pa.types.is_map(data_type) or pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type)
-            or (pa.types.is_timestamp(data_type) and data_type.tz is None))
+            or (pa.types.is_timestamp(data_type) and data_type.tz is None)
+            # pyarrow checks a decimal's digits as written, then scales it: past 38 digits
+            # scaled (12345.6 as DECIMAL(38,38)) it wraps around silently
+            or (pa.types.is_decimal(data_type) and data_type.precision + data_type.scale > 38))
 
 
 def _fast_type(data_type: pa.DataType) -> pa.DataType:
@@ -380,7 +383,10 @@ def _read_dates(array: pa.Array, target: pa.DataType) -> tuple[pa.Array, pa.Arra
     if pa.types.is_date(target):
         parsed = pc.strptime(array, format="%Y-%m-%d", unit="s", error_is_null=True)
         strict = pc.match_substring_regex(array, _STRICT_DATE)
-        good = pc.or_kleene(array.is_null(), pc.and_kleene(strict, parsed.is_valid()))
+        # strptime rolls a day past the month's end over (2024-02-30 -> 2024-03-01): written
+        # back, such a date differs from its text
+        kept = pc.equal(pc.strftime(parsed, format="%Y-%m-%d"), array)
+        good = pc.or_kleene(array.is_null(), pc.and_kleene(pc.and_kleene(strict, parsed.is_valid()), kept))
         bad = pc.indices_nonzero(pc.invert(pc.fill_null(good, False)))
         return parsed.cast(pa.date32()), pc.cast(bad, pa.int64())
     if not _has(target, pa.types.is_date):

@@ -56,7 +56,6 @@ _DECODER = _json.JSONDecoder(
 _INT_RANGES = {8: "TINYINT", 16: "SMALLINT", 32: "INT", 64: "BIGINT"}
 _NON_NUMERIC = {"NaN": math.nan, "Infinity": math.inf, "+Infinity": math.inf, "-Infinity": -math.inf,
                 "INF": math.inf, "+INF": math.inf, "-INF": -math.inf}
-_FLOAT32_MAX = 3.4028234663852886e38
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 # Spark's DateTimeUtils.stringToDate / stringToTimestamp (the lenient fallback its JSON reader uses)
@@ -114,14 +113,16 @@ def _int(value: Any, bits: int) -> int:
 
 def _float(value: Any, single: bool) -> float:
     if isinstance(value, _Num):
-        number = float(value.text) if not isinstance(value, _Constant) else _NON_NUMERIC[value.text]
-    elif isinstance(value, str) and value in _NON_NUMERIC:
-        number = _NON_NUMERIC[value]
-    else:
-        raise _Bad(f"expected a number for {'FLOAT' if single else 'DOUBLE'}, got {_describe(value)}")
-    if single and math.isfinite(number) and abs(number) > _FLOAT32_MAX:
-        number = math.copysign(math.inf, number)
-    return number
+        if isinstance(value, _Constant):
+            return _NON_NUMERIC[value.text]
+        if single:
+            # rounded once from the text, as pyarrow.json and Jackson read a FLOAT (through a
+            # double, a number at a float32 midpoint or past the largest float32 could round twice)
+            return float(pa.array([value.text], pa.string()).cast(pa.float32())[0].as_py())
+        return float(value.text)
+    if isinstance(value, str) and value in _NON_NUMERIC:
+        return _NON_NUMERIC[value]
+    raise _Bad(f"expected a number for {'FLOAT' if single else 'DOUBLE'}, got {_describe(value)}")
 
 
 def _decimal(value: Any, data_type: pa.Decimal128Type) -> decimal.Decimal:
@@ -371,7 +372,9 @@ def parse_row(raw: bytes, data_type: pa.StructType) -> tuple[Any, str | None, bo
         return None, f"not a JSON object: {_describe(value)}", True
     problems: list[str] = []
     row = _compile(data_type)(value, "", problems)
-    if not problems and "\\u" in text and _has_lone_surrogate(row):
+    # a lone surrogate makes the whole row malformed, whatever else is wrong: the row could not
+    # be given even partially (an Arrow string holds UTF-8 only)
+    if "\\u" in text and _has_lone_surrogate(row):
         return None, "a string holds a lone UTF-16 surrogate escape", True
     return row, (problems[0] if problems else None), False
 

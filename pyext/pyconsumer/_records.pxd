@@ -24,3 +24,4 @@ include "record.pxd"                # ConsumerRecord
 include "api.pxd"                   # CompletedFetch, decode_records, decode_arrow
 include "avro.pxd"                  # Avro values -> Arrow columns (pyconsumer.values)
 include "protobuf.pxd"              # Protobuf values -> Arrow columns, on avro.pxd's columns
+include "json.pxd"                  # JSON values -> Arrow columns, directed by the Arrow type

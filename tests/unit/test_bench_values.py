@@ -68,7 +68,7 @@ def test_json_contenders_check_their_bad_rows(bench_values: ModuleType) -> None:
     per-row one reads a sample of a twentieth (at least 1,000)."""
     contenders, notes = bench_values.json_contenders(2000)
     assert notes == []
-    assert list(contenders) == ["pc_json", "pc_json_threads", "pc_json_1bad", "pc_json_cut1pct",
+    assert list(contenders) == ["pc_json", "pc_json_pyarrow", "pc_json_1bad", "pc_json_cut1pct",
                                 "pc_json_type1pct", "pyarrow_json", "loads_pylist"]
     assert {k: n for k, (_, n) in contenders.items()} == {**{k: 2000 for k in contenders}, "loads_pylist": 1000}
     batch = contenders["loads_pylist"][0]()
