@@ -157,6 +157,8 @@ def avro_decode(
     skip: int = 0,
 ) -> tuple[list[tuple[int, pa.Buffer | None, pa.Buffer | None, pa.Buffer | None]],
            list[tuple[int, str]]]: ...
+
+
 @final
 class ProtobufProgram:
     def __init__(
@@ -187,6 +189,9 @@ def protobuf_decode(
     skips: _Buffer | None = None,
 ) -> tuple[list[tuple[int, pa.Buffer | None, pa.Buffer | None, pa.Buffer | None]],
            list[tuple[int, str]]]: ...
+
+
+@final
 class JsonProgram:
     def __init__(self, arrow_type: pa.StructType, specs: list[tuple[int, int, int, int, int, int]],
                  fields: list[tuple[int, bytes]]) -> None: ...
