@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,6 +31,11 @@ _INSTALL = {
     "java": "install Java 17 or newer (apt-get install openjdk-17-jre-headless)",
     "mvn": "install Maven (apt-get install maven) so the jars can be fetched from Maven Central",
 }
+
+
+#: the line of Maven's output that says why an artifact was not fetched
+_MAVEN_REASON = re.compile(r"(Could not find artifact|Could not transfer artifact|Could not resolve "
+                           r"dependencies)[^\n\x1b]*")
 
 
 class MissingToolError(BrokerStartError):
@@ -107,9 +113,11 @@ def fetch_jars(name: str, dependencies: Sequence[str], *, user: str = "fetch_jar
                     f"Maven did not fetch {', '.join(dependencies)} within {timeout:.0f} s") from None
             if run.returncode != 0 or not staging.is_dir() or not any(staging.glob("*.jar")):
                 output = (run.stdout + run.stderr).strip()[-3000:]
+                # the first line says why (a one-line report keeps only it): Maven's own reason
+                why = next((m.group(0) for m in [_MAVEN_REASON.search(output)] if m), None)
                 raise BrokerStartError(
                     f"Maven could not fetch {', '.join(dependencies)} from Maven Central "
-                    f"(exit {run.returncode}):\n{output}")
+                    f"(exit {run.returncode}{'' if why is None else ': ' + why}):\n{output}")
             if libs.exists():
                 shutil.rmtree(libs)
             staging.rename(libs)
