@@ -6,7 +6,6 @@ life of the plan: every writer resolves into it."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,11 +20,10 @@ from pyconsumer.values.registry import (
     RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, subject_name,
 )
 from pyconsumer.values.result import Decoded
+from pyconsumer.values.writers import NOT_FOUND_TTL_S, RegistryWriters
 
 __all__ = ["AvroFormat", "NOT_FOUND_TTL_S"]
 
-#: how long an id the registry answered "not found" for is not asked again
-NOT_FOUND_TTL_S = 30.0
 
 
 class AvroFormat(ValueFormat):
@@ -94,7 +92,7 @@ class _AvroColumn:
         self.strategy = strategy
         self._given: Schema | None = None if spec.schema is None else _parse(spec.schema, column)
         self._readers: dict[str, tuple[Schema, WriterSchemas | None]] = {}
-        self._missing: dict[SchemaId, tuple[float, str]] = {}
+        self._writers = None if registry is None else RegistryWriters(registry)
         self._lock = threading.Lock()
 
     def reader(self, topic: str) -> tuple[Schema, WriterSchemas | None]:
@@ -117,21 +115,8 @@ class _AvroColumn:
         return _from_registry(registered, f"the latest schema of subject {subject!r}")
 
     def _writer(self, schema_id: SchemaId) -> Schema:
-        assert self.registry is not None
-        # an id the registry did not know is asked again only after a while: a topic full of
-        # records naming a deleted schema must not send one request per batch
-        missing = self._missing.get(schema_id)
-        if missing is not None and time.monotonic() - missing[0] < NOT_FOUND_TTL_S:
-            raise UnknownSchemaError(missing[1])
-        try:
-            if isinstance(schema_id, int):
-                registered = self.registry.schema_by_id(schema_id)
-            else:
-                registered = self.registry.schema_by_guid(schema_id)
-        except SchemaNotFoundError as e:
-            reason = f"unknown schema {'id' if isinstance(schema_id, int) else 'GUID'} {schema_id} ({e})"
-            self._missing[schema_id] = (time.monotonic(), reason)
-            raise UnknownSchemaError(reason) from e
+        assert self._writers is not None
+        registered = self._writers.fetch(schema_id)
         if registered.schema_type.upper() != "AVRO":
             raise UnknownSchemaError(f"schema {schema_id} is a {registered.schema_type} schema, not Avro")
         return _from_registry(registered, f"schema {schema_id}")

@@ -16,8 +16,6 @@ again after a while), and a registry that cannot be reached raises (never null r
 from __future__ import annotations
 
 import threading
-import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +26,6 @@ from pyconsumer import records
 from pyconsumer.errors import ConfigurationError
 from pyconsumer.values.avro_decode import SchemaId, UnknownSchemaError
 from pyconsumer.values.format_api import ColumnDecoder, ColumnSpec, ValueFormat, Words
-from pyconsumer.values.format_avro import NOT_FOUND_TTL_S
 from pyconsumer.values.framing import SCHEMA_ID_HEADERS
 from pyconsumer.values.protobuf import (
     Program, ProtobufOptions, ProtobufSchemaError, Schema, compile_program, load_descriptor_set,
@@ -36,9 +33,10 @@ from pyconsumer.values.protobuf import (
 )
 from pyconsumer.values.protobuf_decode import decode_protobuf, header_prefixes, parse_prefix
 from pyconsumer.values.registry import (
-    RegisteredSchema, SchemaNotFoundError, SchemaRegistryClient, SubjectNameStrategy, subject_name,
+    RegisteredSchema, SchemaRegistryClient, SubjectNameStrategy, subject_name,
 )
 from pyconsumer.values.result import Decoded, as_binary
+from pyconsumer.values.writers import RegistryWriters, schema_name
 
 __all__ = ["ProtobufFormat", "DescriptorFile", "OPTION_NAMES", "options_from"]
 
@@ -212,7 +210,7 @@ class _ProtobufColumn:
         self._unfixed: dict[str, Program] = {}
         self._schemas: dict[str, Schema] = {}
         self._writers: dict[tuple[SchemaId, tuple[int, ...]], str | None] = {}
-        self._missing: dict[SchemaId, tuple[float, str]] = {}
+        self._registered = None if registry is None else RegistryWriters(registry)
         self._lock = threading.Lock()
 
     def _program(self, schema: Schema) -> Program:
@@ -272,7 +270,7 @@ class _ProtobufColumn:
             return None
         sid, indexes = parse_prefix(keys[0])
         try:
-            writer = _from_registry(self._writer(sid), _name(sid))
+            writer = _from_registry(self._writer(sid), schema_name(sid))
             return str(message_by_indexes(writer, indexes).full_name)
         except (UnknownSchemaError, ProtobufSchemaError):
             return None                 # those rows are bad rows of the decode, saying why
@@ -288,7 +286,7 @@ class _ProtobufColumn:
             with self._lock:
                 if key in self._writers:
                     return self._writers[key]
-            name = _name(schema_id)
+            name = schema_name(schema_id)
             try:
                 writer = _from_registry(self._writer(schema_id), name)
                 written = message_by_indexes(writer, indexes).full_name
@@ -305,22 +303,10 @@ class _ProtobufColumn:
         return check
 
     def _writer(self, schema_id: SchemaId) -> RegisteredSchema:
-        assert self.registry is not None
-        # an id the registry did not know is asked again only after a while
-        missing = self._missing.get(schema_id)
-        if missing is not None and time.monotonic() - missing[0] < NOT_FOUND_TTL_S:
-            raise UnknownSchemaError(missing[1])
-        try:
-            if isinstance(schema_id, int):
-                registered = self.registry.schema_by_id(schema_id)
-            else:
-                registered = self.registry.schema_by_guid(schema_id)
-        except SchemaNotFoundError as e:
-            reason = f"unknown {_name(schema_id)} ({e})"
-            self._missing[schema_id] = (time.monotonic(), reason)
-            raise UnknownSchemaError(reason) from e
+        assert self._registered is not None
+        registered = self._registered.fetch(schema_id)
         if registered.schema_type.upper() != "PROTOBUF":
-            raise UnknownSchemaError(f"{_name(schema_id)} is a {registered.schema_type} schema, "
+            raise UnknownSchemaError(f"{schema_name(schema_id)} is a {registered.schema_type} schema, "
                                      "not Protobuf")
         return registered
 
@@ -336,10 +322,6 @@ class _ProtobufColumn:
 
 def _framing(words: Words) -> str:
     return f"{words.column}ProtobufFraming" if words.source else f"{words.column}.protobuf.framing"
-
-
-def _name(schema_id: SchemaId) -> str:
-    return f"schema GUID {schema_id}" if isinstance(schema_id, uuid.UUID) else f"schema id {schema_id}"
 
 
 def _first_message(schema: Schema) -> Any:

@@ -31,7 +31,6 @@ from pyconsumer.records import empty_batch
 from pyconsumer.values.arrays import bools, int_scalar, strings
 from pyconsumer.values.avro_decode import SchemaId
 from pyconsumer.values.format_api import DEFAULT_FRAMING, ColumnDecoder, ValueFormat, Words
-from pyconsumer.values.format_avro import NOT_FOUND_TTL_S
 from pyconsumer.values.formats import (
     DEFAULT_FORMAT, FORMATS, FRAMINGS, Format, format_of, names_where, parse_format,
 )
@@ -39,6 +38,7 @@ from pyconsumer.values.framing import SCHEMA_ID_HEADERS
 from pyconsumer.values.modes import DEFAULT_CORRUPT_COLUMN, MalformedValueError, Mode, apply_mode, parse_mode
 from pyconsumer.values.registry import SchemaRegistryClient, SubjectNameStrategy, shared_client, subject_name
 from pyconsumer.values.result import Decoded, as_binary
+from pyconsumer.values.writers import NOT_FOUND_TTL_S
 
 __all__ = ["Format", "ColumnFormat", "TypedValues", "ValueCounts", "SCHEMA_ID_HEADERS", "parse_format",
            "NOT_FOUND_TTL_S"]
