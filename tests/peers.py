@@ -10,10 +10,24 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyconsumer.protocol import ApiKey, SUPPORTED_VERSIONS, decode_request, encode_response
+
+
+#: the APIs a scripted peer does not offer: it plays a broker without client telemetry, so a
+#: consumer (enable.metrics.push defaults to true) sends none of these between scripted requests
+NOT_OFFERED = (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY)
+
+
+def advertised_api_keys(ranges: Mapping[ApiKey, tuple[int, int]] | None = None
+                        ) -> list[dict[str, int]]:
+    """The ApiVersions answer's api_keys of a scripted peer: every version pyconsumer supports
+    (or ``ranges``), but the APIs in :data:`NOT_OFFERED`."""
+    return [{"api_key": int(k), "min_version": lo, "max_version": hi}
+            for k, (lo, hi) in (SUPPORTED_VERSIONS if ranges is None else ranges).items()
+            if k not in NOT_OFFERED]
 
 
 class PeerHangup(Exception):
@@ -60,10 +74,8 @@ class PeerConnection:
             raise PeerHangup()
         assert request[0] == ApiKey.API_VERSIONS, request
         _, version, correlation_id, _ = request
-        keys = [{"api_key": int(k), "min_version": lo, "max_version": hi}
-                for k, (lo, hi) in SUPPORTED_VERSIONS.items()]
         self.send(encode_response(ApiKey.API_VERSIONS, version, correlation_id,
-                                  {"error_code": 0, "api_keys": keys}))
+                                  {"error_code": 0, "api_keys": advertised_api_keys()}))
 
     def answer_metadata(self, port: int, topics: Iterable[tuple[str, int]] = ()) -> None:
         request = self.read_request()

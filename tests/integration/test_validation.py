@@ -12,7 +12,7 @@ from pyconsumer.errors import LogTruncationError
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, encode_response
 
 from tests import recordsets as rs
-from tests.peers import PeerConnection, ScriptedPeer
+from tests.peers import PeerConnection, ScriptedPeer, advertised_api_keys
 
 TP = TopicPartition("t", 0)
 RECORDS = b"".join(rs.aio_v2(rs.sample_records(10, seed=s), "none", s) for s in (0, 10, 20))
@@ -26,8 +26,7 @@ def make_broker(end_offset: int, epoch_versions: tuple[int, int] = (0, 4),
         versions = dict(SUPPORTED_VERSIONS)
         versions[ApiKey.OFFSET_FOR_LEADER_EPOCH] = epoch_versions
         conn.send(encode_response(ApiKey.API_VERSIONS, request[1], request[2], {
-            "error_code": 0, "api_keys": [{"api_key": int(k), "min_version": lo, "max_version": hi}
-                                          for k, (lo, hi) in versions.items()]}))
+            "error_code": 0, "api_keys": advertised_api_keys(versions)}))
         def epoch_end(version: int, body: dict[str, Any]) -> dict[str, Any]:
             p = body["topics"][0]["partitions"][0]
             if seen is not None:

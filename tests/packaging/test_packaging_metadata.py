@@ -25,7 +25,7 @@ from pyconsumer.net.client import _software_version
 from pyconsumer.protocol import SUPPORTED_VERSIONS, ApiKey, encode_response
 
 from tests import recordsets as rs
-from tests.peers import PeerConnection, ScriptedPeer
+from tests.peers import PeerConnection, ScriptedPeer, advertised_api_keys
 
 pytestmark = pytest.mark.packaging
 
@@ -85,9 +85,7 @@ def test_api_versions_request_carries_the_package_version() -> None:
         _, version, correlation_id, body = request
         seen.append((version, body))
         conn.send(encode_response(ApiKey.API_VERSIONS, version, correlation_id, {
-            "error_code": 0, "api_keys": [{"api_key": int(k), "min_version": lo,
-                                           "max_version": hi}
-                                          for k, (lo, hi) in SUPPORTED_VERSIONS.items()]}))
+            "error_code": 0, "api_keys": advertised_api_keys()}))
         conn.serve({ApiKey.METADATA: lambda v, b: conn.one_partition_metadata()})
 
     with ScriptedPeer([broker]) as peer:
