@@ -128,7 +128,7 @@ def test_bench_spark_scale_set_runs_two_sources_and_is_not_a_default(suite: Modu
     assert {(c, w) for c in bench_spark.CONTENDERS for w in bench_spark.WORKLOADS["scale"]
             if bench_spark.runs("scale", c, w)} == {("kafka", "noop"), ("kafka", "count"),
                                                     ("pyconsumer", "noop"), ("pyconsumer", "count")}
-    assert bench_spark.DEFAULT_DATASETS == ("bytes", "json", "json_typed", "avro_typed")
+    assert bench_spark.DEFAULT_DATASETS == ("bytes", "json", "json_typed", "avro_typed", "protobuf_typed")
     assert suite.SPARK_SCALE_SET == bench_spark.SCALE_SET
 
 
