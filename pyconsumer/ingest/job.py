@@ -387,8 +387,10 @@ def _run_batch(spark: Any, opts: Mapping[str, str], output: str, status: StatusL
         watcher.start()
     sc.setJobGroup(group, "pyconsumer ingest (batch)")
     metrics: Mapping[str, Any] | None = None
-    pinned = pin_range(opts)
+    pinned = None
     try:
+        # inside the try: a Ctrl-C while the end is looked up stops the progress thread too
+        pinned = pin_range(opts)
         df = spark.read.format("pyconsumer").options(**(opts if pinned is None else pinned.options)).load()
         if not plan.sized:
             df.write.mode("append").parquet(output)
