@@ -92,9 +92,33 @@ def local_session(master: str = "local[2]", *, app_name: str = "pyconsumer",
             spark = builder.getOrCreate()
     else:
         spark = builder.getOrCreate()
+    _quiet_accumulator_hangups()
     from pyconsumer.spark import register
     register(spark)
     return spark
+
+
+def _quiet_accumulator_hangups() -> None:
+    """A JVM stopped by Ctrl-C mid-job closes PySpark's accumulator connection mid-read;
+    socketserver prints that EOFError as a traceback from its thread, after the command's one
+    line. A hang-up there is the end of the session, not an error to show."""
+    try:
+        from pyspark import accumulators
+    except ImportError:
+        return
+    for name in ("AccumulatorTCPServer", "AccumulatorUnixServer", "AccumulatorServer"):
+        server = getattr(accumulators, name, None)
+        if server is None or getattr(server, "_pyconsumer_quiet", False):
+            continue
+        shown = server.handle_error
+
+        def handle_error(self: Any, request: Any, client_address: Any, shown: Any = shown) -> None:
+            if isinstance(sys.exc_info()[1], (EOFError, ConnectionError)):
+                return
+            shown(self, request, client_address)
+
+        server.handle_error = handle_error
+        server._pyconsumer_quiet = True
 
 
 def _kill_children_mentioning(marker: str, timeout: float = 5.0) -> None:
