@@ -75,7 +75,7 @@ from pyconsumer.spark.values import (
     PinnedSchema,
     ReaderPins,
     ValueOptions,
-    nullable_type,
+    declared_type,
     parse_value_options,
 )
 from pyconsumer.structs import OffsetAndMetadata, TopicPartition
@@ -138,9 +138,10 @@ class TypedRead:
         texts = {c: schema[c].metadata[PINS_METADATA_KEY] for c in ("key", "value")
                  if PINS_METADATA_KEY in (schema[c].metadata or {})}
         declared = {c: schema[c].dataType for c in ("key", "value")}
+        kinds = {c.column: c.kind for c in values.columns()}
 
         def same_type(column: str, t: pa.DataType) -> bool:
-            return bool(from_arrow_type(nullable_type(t)) == declared[column])
+            return bool(from_arrow_type(declared_type(kinds[column], t)) == declared[column])
 
         self.pins: ReaderPins | None = ReaderPins(values, ReaderPins.from_metadata(texts), same_type)
 
@@ -209,8 +210,9 @@ def _topics(options: Mapping[str, str]) -> list[str]:
 
 def typed_schema(values: ValueOptions, include_headers: bool, topics: Sequence[str]
                  ) -> StructType:
-    """Spark's Kafka schema with ``key`` / ``value`` typed per ``values`` (nullable throughout,
-    as from_json and from_avro declare them), the corrupt record column(s) in PERMISSIVE, and
+    """Spark's Kafka schema with ``key`` / ``value`` typed per ``values`` (nullable throughout
+    as from_json and from_avro declare them, or as from_protobuf does: see
+    :func:`~pyconsumer.spark.values.declared_type`), the corrupt record column(s) in PERMISSIVE, and
     the Avro readers pinned now kept in the typed fields' metadata."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -241,9 +243,9 @@ def typed_schema(values: ValueOptions, include_headers: bool, topics: Sequence[s
             seen.setdefault(column, (topic, t))
         arrow = arrow or candidate
     assert arrow is not None
-    for column in ("key", "value"):
-        i = arrow.get_field_index(column)
-        arrow = arrow.set(i, pa.field(column, nullable_type(arrow.field(column).type), True))
+    for c in values.columns():
+        i = arrow.get_field_index(c.column)
+        arrow = arrow.set(i, pa.field(c.column, declared_type(c.kind, arrow.field(c.column).type), True))
     fields = []
     for f in from_arrow_schema(arrow).fields:
         if f.name in ("key", "value") and values.needs_pins:

@@ -46,7 +46,7 @@ from pyconsumer.values.typed import ColumnFormat, TypedValues
 
 __all__ = [
     "ColumnOptions", "ValueOptions", "PinnedSchema", "ReaderPins", "parse_value_options",
-    "value_option_names", "nullable_type", "PINS_METADATA_KEY",
+    "value_option_names", "nullable_type", "declared_type", "PINS_METADATA_KEY",
 ]
 
 #: the key of the ``key`` / ``value`` StructField metadata holding the pinned reader schemas
@@ -445,6 +445,13 @@ def nullable_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_large_list(t):
         return pa.large_list(pa.field(t.value_field.name, nullable_type(t.value_type), True))
     return t
+
+
+def declared_type(kind: ValueFormat, t: pa.DataType) -> pa.DataType:
+    """The Arrow form of the type the DataFrame declares for a column of format ``kind`` that
+    decodes to ``t``: ``t`` itself where the format's nullability is Spark's own function's
+    (from_protobuf), else :func:`nullable_type`."""
+    return t if kind.exact_nullability else nullable_type(t)
 
 
 class ReaderPins:

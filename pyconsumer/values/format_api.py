@@ -96,6 +96,11 @@ class ValueFormat(ABC):
     #: messages (``Avro``): a subject's latest of another type is refused
     schema_type: ClassVar[str] = ""
     title: ClassVar[str] = ""
+    #: the nested nullability of the decoder's Arrow type is the one Spark's own function for
+    #: the format declares (from_protobuf keeps required fields, repeated elements and map values
+    #: not null), so the Spark source declares it as is; False: every nested field nullable, as
+    #: from_json and from_avro in PERMISSIVE declare
+    exact_nullability: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"<value format {self.name}>"

@@ -121,6 +121,7 @@ class ProtobufFormat(ValueFormat):
     schema_type = "PROTOBUF"
     title = "Protobuf"
     option_names = tuple(OPTION_NAMES)
+    exact_nullability = True
 
     def schema_from_options(self, options: dict[str, Any]) -> Any:
         path = options.get("protobuf.descriptor.file")

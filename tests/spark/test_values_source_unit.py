@@ -282,6 +282,36 @@ def test_a_protobuf_reader_is_pinned_with_its_references_and_from_protobufs_opti
     assert out.column("value").to_pylist() == [{"id": 0, "total": {"cents": 5, "ccy": ""}}]
 
 
+def test_protobuf_nullability_is_from_protobufs(tmp_path: Any) -> None:
+    """As from_protobuf declares it (not asNullable): a proto2 required field, repeated elements
+    and map values are not null; the value column itself and other fields are."""
+    grpc_tools = pytest.importorskip("grpc_tools")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pyconsumer.spark.source import typed_schema
+    (tmp_path / "o.proto").write_text(
+        'syntax = "proto2"; package shop; message Line { required string sku = 1; optional int32 n = 2; } '
+        'message Order { required int64 id = 1; repeated Line lines = 2; map<string, Line> by = 3; '
+        'repeated int64 r = 4; }')
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{tmp_path}",
+                    f"-I{Path(grpc_tools.__file__).parent / '_proto'}", "--include_imports",
+                    f"--descriptor_set_out={tmp_path / 'o.pb'}", "o.proto"], check=True)
+    v = _values(valueFormat="protobuf", valueProtobufFraming="none", valueProtobufMessage="shop.Order",
+                valueProtobufDescriptorFile=str(tmp_path / "o.pb"))
+    value = typed_schema(v, False, [])["value"]
+    assert value.nullable
+    order = value.dataType
+    assert [(f.name, f.nullable) for f in order.fields] == [
+        ("id", False), ("lines", True), ("by", True), ("r", True)]
+    assert not order["lines"].dataType.containsNull
+    assert [(f.name, f.nullable) for f in order["lines"].dataType.elementType.fields] == [
+        ("sku", False), ("n", True)]
+    assert not order["by"].dataType.valueContainsNull
+    assert not order["r"].dataType.containsNull
+
+
 def test_a_descriptor_file_is_read_on_the_driver_and_travels_with_the_options(tmp_path: Any) -> None:
     grpc_tools = pytest.importorskip("grpc_tools")
     import subprocess
