@@ -501,6 +501,10 @@ def spark_cases(stdout: str, broker: str) -> list[Case]:
             # a peer bench_spark.py had to leave out (a connector Maven Central does not serve)
             notes += [f"format('kafka') + {m[2]} is not in this table: {m[3]}" for m in re.finditer(
                 r"^(\w+): format\('kafka'\) \+ (\w+) left out: (.*)$", stdout, re.M) if m[1] == ds]
+            # a peer's jar from elsewhere than Maven Central (built here from Spark's source)
+            notes += [f"format('kafka') + {m[2]}: its jar is not from Maven Central: {m[3]}" for m in re.finditer(
+                r"^(\w+): format\('kafka'\) \+ (\w+) jar not from Maven Central: (.*)$", stdout, re.M)
+                if m[1] == ds]
         elif ds == SPARK_SCALE_SET:
             notes.append("no target: issue 26 asks for the numbers (records/s and planning time on a "
                          "many-partition topic)")

@@ -134,6 +134,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -188,6 +189,19 @@ SCALE_CONTENDERS = ("kafka", "pyconsumer")
 DEFAULT_DATASETS = tuple(ds for ds in WORKLOADS if ds != SCALE_SET)
 #: a binary value has no fields to aggregate
 BINARY_WORKLOADS = ("noop", "count", "parquet")
+
+
+def maven_origin(jar: str, group: str = "org.apache.spark") -> str:
+    """The repository the local Maven repository says ``jar`` (artifact-version.jar, copied
+    from it) came from: "central", another id, or "" for one installed by hand (mvn install)
+    or not found. A peer not from Maven Central is said beside its numbers."""
+    name = Path(jar).name
+    for marker in (Path.home() / ".m2" / "repository" / group.replace(".", "/")).glob(
+            "*/*/_remote.repositories"):
+        for line in marker.read_text().splitlines():
+            if line.startswith(f"{name}>"):
+                return line.split(">", 1)[1].rstrip("=")
+    return ""
 
 
 def runs(ds: str, contender: str, workload: str) -> bool:
@@ -1079,6 +1093,10 @@ def main() -> None:
     if "protobuf_typed" in args.datasets:
         try:
             jars.append(spark_protobuf_jar())  # from_protobuf, for format("kafka")
+            origin = maven_origin(jars[-1])
+            if origin != "central":
+                print(f"protobuf_typed: format('kafka') + from_protobuf jar not from Maven Central: "
+                      f"{Path(jars[-1]).name} came from {origin or 'a local install (mvn install)'}")
         except BrokerStartError as exc:
             UNAVAILABLE[("protobuf_typed", "kafka")] = str(exc).splitlines()[0]
             print(f"protobuf_typed: format('kafka') + from_protobuf left out: {str(exc).splitlines()[0]}")
