@@ -141,6 +141,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 import brokers       # this folder is sys.path[0]: a script, run as one
+import gen_data      # (the same folder)
 from bench_consume import produce_bulk
 from pyconsumer import KafkaConsumer, TopicPartition
 from pyconsumer.spark.source import KafkaDataSource
@@ -330,22 +331,8 @@ def fill_avro(bootstrap: str, topic: str, n: int, partitions: int, registry_url:
 
 def protobuf_descriptor_set() -> bytes:
     """The serialized FileDescriptorSet of ``bench/event.proto`` (:data:`PROTOBUF_MESSAGE`, the
-    fields of :data:`PROTOBUF_FIELDS`, proto3) with the Timestamp file it imports."""
-    from google.protobuf import descriptor_pb2, timestamp_pb2
-
-    event = descriptor_pb2.FileDescriptorProto(
-        name="bench/event.proto", package="bench", syntax="proto3",
-        dependency=["google/protobuf/timestamp.proto"])
-    message = event.message_type.add(name="Event")
-    for number, (name, kind, type_name) in enumerate(PROTOBUF_FIELDS, start=1):
-        f = message.field.add(name=name, number=number, type=kind, json_name=name,
-                              label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
-        if type_name:
-            f.type_name = type_name
-    files = descriptor_pb2.FileDescriptorSet()
-    files.file.add().ParseFromString(timestamp_pb2.DESCRIPTOR.serialized_pb)
-    files.file.append(event)
-    return bytes(files.SerializeToString())
+    fields of :data:`PROTOBUF_FIELDS`) with the Timestamp file it imports."""
+    return gen_data.event_descriptor_set(PROTOBUF_FIELDS)
 
 
 def fill_protobuf(bootstrap: str, topic: str, n: int, partitions: int, registry_url: str,

@@ -68,6 +68,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from timing import best  # noqa: E402  (benchmarks/ is on sys.path when run)
+import gen_data  # noqa: E402
 from pyconsumer.values.avro import parse_schema
 from pyconsumer.values.avro_decode import WriterSchemas, decode_avro
 from pyconsumer.values.json import decode_json, decode_json_pyarrow
@@ -167,24 +168,9 @@ def json_values(n: int, seed: int = 7) -> list[bytes]:
 
 
 def protobuf_descriptor_set() -> bytes:
-    """The serialized FileDescriptorSet of ``bench/event.proto`` (``bench.Event``, the fields of
-    :data:`PROTOBUF_FIELDS`, proto3) with the Timestamp file it imports: built as a descriptor,
-    as a tool that generates no code would."""
-    from google.protobuf import descriptor_pb2, timestamp_pb2
-
-    event = descriptor_pb2.FileDescriptorProto(
-        name="bench/event.proto", package="bench", syntax="proto3",
-        dependency=["google/protobuf/timestamp.proto"])
-    message = event.message_type.add(name="Event")
-    for number, (name, kind, type_name) in enumerate(PROTOBUF_FIELDS, start=1):
-        field = message.field.add(name=name, number=number, type=kind, json_name=name,
-                                  label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
-        if type_name:
-            field.type_name = type_name
-    files = descriptor_pb2.FileDescriptorSet()
-    files.file.add().ParseFromString(timestamp_pb2.DESCRIPTOR.serialized_pb)
-    files.file.append(event)
-    return bytes(files.SerializeToString())
+    """The serialized FileDescriptorSet of ``bench/event.proto`` (:data:`PROTOBUF_MESSAGE`, the
+    fields of :data:`PROTOBUF_FIELDS`) with the Timestamp file it imports."""
+    return gen_data.event_descriptor_set(PROTOBUF_FIELDS)
 
 
 def protobuf_messages(n: int, event_class: Any, seed: int = 7) -> list[Any]:

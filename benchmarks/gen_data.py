@@ -9,6 +9,8 @@ from pathlib import Path
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 DATA = Path(__file__).parent / "data"
+#: one Protobuf field of a generated message: (name, FieldDescriptorProto type, message type name)
+ProtoField = tuple[str, int, str]
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 KINDS = {"v100": (100, 1000), "v10": (10, 1000), "v10k": (10240, 100)}  # value bytes, records per batch
 
@@ -16,6 +18,27 @@ KINDS = {"v100": (100, 1000), "v10": (10, 1000), "v10k": (10240, 100)}  # value 
 def _value(i: int, size: int) -> bytes:
     v = b'{"user":%d,"event":"click","page":"/p/%d","ts":%d}' % (i % 99991, i % 977, i)
     return (v * (size // len(v) + 1))[:size]
+
+
+def event_descriptor_set(fields: tuple[ProtoField, ...]) -> bytes:
+    """The serialized FileDescriptorSet of ``bench/event.proto``: message ``bench.Event`` with
+    ``fields`` (numbered from 1, proto3), and the Timestamp file it imports; built as a
+    descriptor, as a tool that generates no code would."""
+    from google.protobuf import descriptor_pb2, timestamp_pb2
+
+    event = descriptor_pb2.FileDescriptorProto(
+        name="bench/event.proto", package="bench", syntax="proto3",
+        dependency=["google/protobuf/timestamp.proto"])
+    message = event.message_type.add(name="Event")
+    for number, (name, kind, type_name) in enumerate(fields, start=1):
+        field = message.field.add(name=name, number=number, type=kind, json_name=name,
+                                  label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+        if type_name:
+            field.type_name = type_name
+    files = descriptor_pb2.FileDescriptorSet()
+    files.file.add().ParseFromString(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    files.file.append(event)
+    return bytes(files.SerializeToString())
 
 
 def build(kind: str, codec: str, payload_mb: int) -> Path:
