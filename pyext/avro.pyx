@@ -632,6 +632,59 @@ cdef inline const uint8_t* _av_data(object buf):
     return <const uint8_t*><uintptr_t>buf.address if buf is not None else <const uint8_t*>""
 
 
+# --------------------------------------------------------------------------- a decode's arguments
+# (the column decoders' entries, Avro's and Protobuf's, take the same shapes)
+
+cdef object _decode_programs(list programs, type cls, str name, str layout):
+    """The first compiled program of ``programs`` (entries of ``cls``, or str reasons), having
+    checked that every program shares its column layout (``layout`` names it in the error)."""
+    first = None
+    for entry in programs:
+        if isinstance(entry, cls):
+            if first is None:
+                first = entry
+            elif (entry.kinds != first.kinds or entry.children != first.children
+                  or entry.aligned != first.aligned):
+                raise ValueError(f"the programs of one decode must share {layout}")
+        elif not isinstance(entry, str):
+            raise TypeError(f"a program or a reason, got {type(entry).__name__}")
+    if first is None:
+        raise ValueError(f"{name} needs at least one compiled program")
+    return first
+
+
+cdef list _binary_buffers(object values, str name):
+    """The (validity, offsets, data) buffers of a pa.BinaryArray."""
+    bufs = values.buffers()
+    if len(bufs) != 3:
+        raise TypeError(f"{name} takes a pa.BinaryArray")
+    return bufs
+
+
+cdef bytes _per_row(object arg, Py_ssize_t n, Py_ssize_t width, str what):
+    """``arg`` (bytes-like) as bytes of ``width`` bytes a row for ``n`` rows (the caller keeps
+    the bytes alive while it reads them)."""
+    cdef bytes keep = arg if type(arg) is bytes else bytes(memoryview(arg).cast("B"))
+    if len(keep) != width * n:
+        raise ValueError(f"{what}: one {'int32' if width == 4 else 'uint8'} per value")
+    return keep
+
+
+cdef int* _nested_columns(_AvColumns cols, Py_ssize_t* count) except NULL:
+    """The columns not aligned with the rows (a list's items, below): a malloc'd array the
+    caller frees, their number in ``count``."""
+    cdef int* nested = <int*>malloc((cols.ncols + 1) * sizeof(int))
+    cdef Py_ssize_t k
+    if nested == NULL:
+        raise MemoryError()
+    count[0] = 0
+    for k in range(cols.ncols):
+        if not cols.cols[k].aligned:
+            nested[count[0]] = <int>k
+            count[0] += 1
+    return nested
+
+
 cdef inline uint64_t _av_key_hash(const _AvKey* k) noexcept nogil:
     cdef uint64_t h = <uint64_t>k.id
     cdef int j
@@ -762,36 +815,19 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
     cdef Py_ssize_t n = len(values), i, off0 = values.offset, nprog = len(programs), k
     cdef Py_ssize_t start, length, sk, data_bytes
     cdef int32_t slot
-    cdef AvroProgram first = None
-    for prog in programs:
-        if isinstance(prog, AvroProgram):
-            if first is None:
-                first = prog
-            elif ((<AvroProgram>prog).kinds != first.kinds
-                  or (<AvroProgram>prog).children != first.children
-                  or (<AvroProgram>prog).aligned != first.aligned):
-                raise ValueError("the programs of one decode must share the reader schema")
-        elif not isinstance(prog, str):
-            raise TypeError(f"a program or a reason, got {type(prog).__name__}")
-    if first is None:
-        raise ValueError("avro_decode needs at least one compiled program")
-    bufs = values.buffers()
-    if len(bufs) != 3:
-        raise TypeError("avro_decode takes a pa.BinaryArray")
+    cdef AvroProgram first = _decode_programs(programs, AvroProgram, "avro_decode",
+                                              "the reader schema")
+    bufs = _binary_buffers(values, "avro_decode")
     cdef const uint8_t* vbits = _av_address(bufs[0])
     cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
     cdef const uint8_t* data = _av_data(bufs[2])
     cdef const int32_t* slot_of = NULL
     cdef const uint8_t* skip_of = NULL
     if slots is not None:
-        slots_keep = slots if type(slots) is bytes else bytes(memoryview(slots).cast("B"))
-        if len(slots_keep) != 4 * n:
-            raise ValueError("slots: one int32 per value")
+        slots_keep = _per_row(slots, n, 4, "slots")
         slot_of = <const int32_t*><const char*>slots_keep
     if skips is not None:
-        skips_keep = skips if type(skips) is bytes else bytes(memoryview(skips).cast("B"))
-        if len(skips_keep) != n:
-            raise ValueError("skips: one uint8 per value")
+        skips_keep = _per_row(skips, n, 1, "skips")
         skip_of = <const uint8_t*><const char*>skips_keep
     data_bytes = (offs[off0 + n] - offs[off0]) if n else 0
     cols = _AvColumns(first.kinds, first.children, first.widths, first.aligned, n, data_bytes)
@@ -805,13 +841,7 @@ def avro_decode(values, list programs, slots=None, skips=None, Py_ssize_t skip=0
             progs[k].code = NULL
     cdef AvState st
     cdef Py_ssize_t root_n = 0, nnested = 0
-    cdef int* nested = <int*>malloc((cols.ncols + 1) * sizeof(int))
-    if nested == NULL:
-        raise MemoryError()
-    for k in range(cols.ncols):
-        if not cols.cols[k].aligned:
-            nested[nnested] = <int>k
-            nnested += 1
+    cdef int* nested = _nested_columns(cols, &nnested)
     cdef Reader r
     cdef Where where
     cdef int rc = 0, fault

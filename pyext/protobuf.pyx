@@ -880,37 +880,20 @@ def protobuf_decode(values, list programs, slots=None, skips=None):
     cdef Py_ssize_t n = len(values), i, off0 = values.offset, nprog = len(programs), k
     cdef Py_ssize_t start, length, sk, data_bytes
     cdef int32_t slot
-    cdef ProtobufProgram first = None
+    cdef ProtobufProgram first = _decode_programs(programs, ProtobufProgram, "protobuf_decode",
+                                                  "one layout")
     cdef ProtobufProgram prog
-    for entry in programs:
-        if isinstance(entry, ProtobufProgram):
-            if first is None:
-                first = entry
-            elif ((<ProtobufProgram>entry).kinds != first.kinds
-                  or (<ProtobufProgram>entry).children != first.children
-                  or (<ProtobufProgram>entry).aligned != first.aligned):
-                raise ValueError("the programs of one decode must share one layout")
-        elif not isinstance(entry, str):
-            raise TypeError(f"a program or a reason, got {type(entry).__name__}")
-    if first is None:
-        raise ValueError("protobuf_decode needs at least one compiled program")
-    bufs = values.buffers()
-    if len(bufs) != 3:
-        raise TypeError("protobuf_decode takes a pa.BinaryArray")
+    bufs = _binary_buffers(values, "protobuf_decode")
     cdef const uint8_t* vbits = _av_address(bufs[0])
     cdef const int32_t* offs = <const int32_t*>_av_address(bufs[1])
     cdef const uint8_t* data = _av_data(bufs[2])
     cdef const int32_t* slot_of = NULL
     cdef const int32_t* skip_of = NULL
     if slots is not None:
-        slots_keep = slots if type(slots) is bytes else bytes(memoryview(slots).cast("B"))
-        if len(slots_keep) != 4 * n:
-            raise ValueError("slots: one int32 per value")
+        slots_keep = _per_row(slots, n, 4, "slots")
         slot_of = <const int32_t*><const char*>slots_keep
     if skips is not None:
-        skips_keep = skips if type(skips) is bytes else bytes(memoryview(skips).cast("B"))
-        if len(skips_keep) != 4 * n:
-            raise ValueError("skips: one int32 per value")
+        skips_keep = _per_row(skips, n, 4, "skips")
         skip_of = <const int32_t*><const char*>skips_keep
     data_bytes = (offs[off0 + n] - offs[off0]) if n else 0
     cols = _AvColumns(first.kinds, first.children, first.widths, first.aligned, n, data_bytes)
@@ -924,13 +907,7 @@ def protobuf_decode(values, list programs, slots=None, skips=None):
     st.where = &where
     st.cols = cols.cols
     cdef Py_ssize_t root_n = 0, nnested = 0
-    cdef int* nested = <int*>malloc((cols.ncols + 1) * sizeof(int))
-    if nested == NULL:
-        raise MemoryError()
-    for k in range(cols.ncols):
-        if not cols.cols[k].aligned:
-            nested[nnested] = <int>k
-            nnested += 1
+    cdef int* nested = _nested_columns(cols, &nnested)
     cdef int rc = 0, fault
     cdef bint pending_null = False
     cdef PbProgRef* progs = <PbProgRef*>malloc((nprog if nprog else 1) * sizeof(PbProgRef))

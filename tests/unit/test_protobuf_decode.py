@@ -532,6 +532,40 @@ def test_rows_of_one_decode_run_each_their_own_program() -> None:
     assert errors == [(3, "a reason")]
 
 
+
+def test_the_decode_entries_refuse_bad_arguments_by_name() -> None:
+    from pyconsumer import records
+    from pyconsumer.values.avro import compile_decoder, parse_schema
+    from pyconsumer.values.avro_decode import _pin as avro_pin
+    from pyconsumer.values.protobuf_decode import _pin
+    fp = descriptor_pb2.FileDescriptorProto(name="a.proto", package="a", syntax="proto3")
+    fp.message_type.add(name="A").field.add(name="a", number=1, type=FDP.TYPE_INT32,
+                                            label=FDP.LABEL_OPTIONAL)
+    fp.message_type.add(name="B").field.add(name="b", number=1, type=FDP.TYPE_STRING,
+                                            label=FDP.LABEL_OPTIONAL)
+    schema = pool_of(fp)
+    a, b = (_pin(compile_program(schema.message(n)), records, False) for n in ("a.A", "a.B"))
+    avro = avro_pin(compile_decoder(parse_schema('"long"')), records)
+    values = pa.array([b"\x08\x01", b"\x08\x02"], pa.binary())
+    for decode, prog, other, skip_width in ((records.protobuf_decode, a, b, 4),
+                                            (records.avro_decode, avro, None, 1)):
+        name = decode.__name__
+        with pytest.raises(ValueError, match=f"{name} needs at least one compiled program"):
+            decode(values, ["only a reason"])
+        with pytest.raises(TypeError, match="a program or a reason, got int"):
+            decode(values, [prog, 5])
+        with pytest.raises(TypeError, match=f"{name} takes a pa.BinaryArray"):
+            decode(pa.array([1, 2], pa.int64()), [prog])
+        with pytest.raises(ValueError, match="slots: one int32 per value"):
+            decode(values, [prog], b"\x00" * 4)
+        width = "int32" if skip_width == 4 else "uint8"
+        with pytest.raises(ValueError, match=f"skips: one {width} per value"):
+            decode(values, [prog], None, b"\x00" * (3 * skip_width))
+        if other is not None:
+            with pytest.raises(ValueError, match="must share one layout"):
+                decode(values, [prog, other])
+
+
 def test_upcast_widens_uint32_and_uint64_only_as_spark_does() -> None:
     fp = descriptor_pb2.FileDescriptorProto(name="u.proto", package="u", syntax="proto3")
     m = fp.message_type.add(name="U")
