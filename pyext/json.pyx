@@ -4,7 +4,7 @@
 # of pyconsumer/values/json_rows.py; this parser gives a row only when it is sure to give
 # the same row, and defers the rest to that reader (which also names every bad row).
 
-from libc.math cimport HUGE_VAL, NAN
+from libc.math cimport HUGE_VAL, NAN, frexpl, ldexpl
 from libc.stdlib cimport free, malloc, realloc, strtod, strtof
 from libc.string cimport memcmp, memcpy, memset
 
@@ -797,6 +797,53 @@ cdef int _j_integer(const uint8_t* s, Py_ssize_t n, int bits, int64_t* out) noex
     return J_OK
 
 
+cdef extern from "float.h":
+    int LDBL_MANT_DIG
+
+# powers of ten up to 10**27 are exact in a 64-bit significand (5**27 < 2**64)
+cdef long double _J_POW10L[28]
+# whether long double arithmetic here rounds to a 64-bit significand (x87 extended precision;
+# not where long double is double, nor where the FPU is set to double precision)
+cdef bint _J_EXTENDED = False
+
+
+cdef void _j_pow10l() noexcept:
+    global _J_EXTENDED
+    cdef int k
+    cdef volatile long double one = 1.0
+    cdef volatile long double tiny = 1.0
+    _J_POW10L[0] = 1.0
+    for k in range(1, 28):
+        _J_POW10L[k] = _J_POW10L[k - 1] * 10
+    for k in range(62):
+        tiny = tiny / 2
+    _J_EXTENDED = LDBL_MANT_DIG == 64 and one + tiny != one
+
+
+_j_pow10l()
+
+
+cdef inline bint _j_double_extended(uint64_t m, int scale, double* out) noexcept nogil:
+    # m * 10**scale (m < 10**19, |scale| <= 27) correctly rounded, through one correctly
+    # rounded long double product or quotient (the inputs are exact): its error is under half
+    # a unit of the 64-bit significand, so rounding it to 53 bits gives the double of the
+    # exact value unless its 11 lower bits sit exactly on a halfway point (then False: strtod)
+    cdef long double y
+    cdef long double frac
+    cdef int ex
+    cdef uint64_t bits
+    if scale >= 0:
+        y = <long double>m * _J_POW10L[scale]
+    else:
+        y = <long double>m / _J_POW10L[-scale]
+    frac = frexpl(y, &ex)
+    bits = <uint64_t>ldexpl(frac, 64)
+    if (bits & 0x7FF) == 0x400:
+        return False
+    out[0] = <double>y
+    return True
+
+
 cdef double[23] _J_POW10 = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]
 
@@ -834,6 +881,12 @@ cdef int _j_double(const uint8_t* s, Py_ssize_t n, double* out) noexcept nogil:
         scale += esign * e
     if digits <= 15 and i == n and -22 <= scale <= 22:
         out[0] = <double>m * _J_POW10[scale] if scale >= 0 else <double>m / _J_POW10[-scale]
+        if neg:
+            out[0] = -out[0]
+        return J_OK
+    # up to 19 digits (a double's shortest text has up to 17) m is exact in 64 bits
+    if (_J_EXTENDED and digits <= 19 and i == n and -27 <= scale <= 27
+            and _j_double_extended(m, scale, out)):
         if neg:
             out[0] = -out[0]
         return J_OK
