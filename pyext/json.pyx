@@ -4,7 +4,7 @@
 # of pyconsumer/values/json_rows.py; this parser gives a row only when it is sure to give
 # the same row, and defers the rest to that reader (which also names every bad row).
 
-from libc.math cimport HUGE_VAL, NAN, frexpl, ldexpl
+from libc.math cimport HUGE_VAL, NAN
 from libc.stdlib cimport free, malloc, realloc, strtod, strtof
 from libc.string cimport memcmp, memcpy, memset
 
@@ -121,6 +121,17 @@ cdef class JsonProgram:
                 tp[sp[k].tstart + slot] = <int32_t>f
 
 
+cdef inline bint _j_same(const uint8_t* a, const uint8_t* b, Py_ssize_t n) noexcept nogil:
+    # keys are short: a loop here costs less than a call to memcmp
+    cdef Py_ssize_t i
+    if n > 16:
+        return memcmp(a, b, n) == 0
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
 cdef inline uint32_t _j_hash(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     # FNV-1a: the same loop runs over a key while its end is looked for
     cdef uint32_t h = 2166136261u
@@ -155,7 +166,7 @@ cdef inline void _j_ws(JParse* st) noexcept nogil:
 
 cdef inline bint _j_lit(JParse* st, const char* word, Py_ssize_t n) noexcept nogil:
     # the literal word at p (passed over), or False
-    if st.end - st.p < n or memcmp(st.p, word, n) != 0:
+    if st.end - st.p < n or not _j_same(st.p, <const uint8_t*>word, n):
         return False
     st.p += n
     return True
@@ -815,9 +826,14 @@ cdef void _j_pow10l() noexcept:
     _J_POW10L[0] = 1.0
     for k in range(1, 28):
         _J_POW10L[k] = _J_POW10L[k - 1] * 10
+    cdef long double three = 3.0
+    cdef uint64_t bits = 0
     for k in range(62):
         tiny = tiny / 2
-    _J_EXTENDED = LDBL_MANT_DIG == 64 and one + tiny != one
+    # the x87 format: the significand (its leading 1 explicit) in the first 8 bytes
+    memcpy(&bits, &three, 8)
+    _J_EXTENDED = (LDBL_MANT_DIG == 64 and one + tiny != one
+                   and bits == 0xC000000000000000ULL)
 
 
 _j_pow10l()
@@ -829,15 +845,12 @@ cdef inline bint _j_double_extended(uint64_t m, int scale, double* out) noexcept
     # a unit of the 64-bit significand, so rounding it to 53 bits gives the double of the
     # exact value unless its 11 lower bits sit exactly on a halfway point (then False: strtod)
     cdef long double y
-    cdef long double frac
-    cdef int ex
     cdef uint64_t bits
     if scale >= 0:
         y = <long double>m * _J_POW10L[scale]
     else:
         y = <long double>m / _J_POW10L[-scale]
-    frac = frexpl(y, &ex)
-    bits = <uint64_t>ldexpl(frac, 64)
+    memcpy(&bits, &y, 8)            # its significand (_J_EXTENDED: the x87 format)
     if (bits & 0x7FF) == 0x400:
         return False
     out[0] = <double>y
@@ -1363,7 +1376,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
             f = -1
             if expect < sp.nfields:
                 fd = &st.fields[sp.fstart + expect]
-                if fd.name_len == klen and memcmp(st.names + fd.name_at, key, klen) == 0:
+                if fd.name_len == klen and _j_same(st.names + fd.name_at, key, klen):
                     f = sp.fstart + expect
             if f < 0:
                 slot = _j_hash(key, klen) & sp.tmask
@@ -1372,7 +1385,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
                     if f < 0:
                         break
                     fd = &st.fields[f]
-                    if fd.name_len == klen and memcmp(st.names + fd.name_at, key, klen) == 0:
+                    if fd.name_len == klen and _j_same(st.names + fd.name_at, key, klen):
                         break
                     slot = (slot + 1) & sp.tmask
             if f >= 0:
