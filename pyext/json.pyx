@@ -102,7 +102,8 @@ cdef class JsonProgram:
             fp[f].name_at = len(names)
             fp[f].name_len = len(name)
             names += name
-        self._names = bytes(names) + b"\0"
+        # 8 zero bytes after the last name: a key is compared a word at a time (_j_key_is)
+        self._names = bytes(names) + bytes(8)
         self._table = bytes(max(1, size) * sizeof(int32_t))
         tp = <int32_t*><char*>self._table
         for k in range(size):
@@ -130,6 +131,32 @@ cdef inline bint _j_same(const uint8_t* a, const uint8_t* b, Py_ssize_t n) noexc
         if a[i] != b[i]:
             return False
     return True
+
+
+cdef uint64_t _J_KEYMASK[9]      # the first k bytes of a word (any byte order)
+
+
+cdef void _j_key_masks() noexcept:
+    cdef uint8_t ones[8]
+    cdef int k
+    for k in range(9):
+        memset(ones, 0, 8)
+        memset(ones, 0xFF, k)
+        memcpy(&_J_KEYMASK[k], ones, 8)
+
+_j_key_masks()
+
+
+cdef inline bint _j_key_is(const uint8_t* name, const uint8_t* key, Py_ssize_t n,
+                           const uint8_t* key_end) noexcept nogil:
+    # a field's name (8 readable bytes past it: the names end padded) is the key of n bytes
+    # (readable up to key_end): keys of up to 8 bytes are one masked word compare
+    cdef uint64_t a, b
+    if n <= 8 and key + 8 <= key_end:
+        memcpy(&a, name, 8)
+        memcpy(&b, key, 8)
+        return ((a ^ b) & _J_KEYMASK[n]) == 0
+    return _j_same(name, key, n)
 
 
 cdef inline uint32_t _j_hash(const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -1331,6 +1358,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
     cdef int b, r
     cdef int expect = 0
     cdef uint8_t keybuf[_J_KEY_MAX + 4]
+    cdef const uint8_t* key_end
     if st.depth >= _J_MAX_DEPTH:
         return J_DEFER
     st.depth += 1
@@ -1357,10 +1385,12 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
                 if _j_key_escaped(st, keybuf, &klen):
                     return J_DEFER
                 key = keybuf
+                key_end = keybuf + _J_KEY_MAX + 4
             elif b != 34:
                 return J_DEFER             # the end, or a control character
             else:
                 klen = st.p - key
+                key_end = st.end
             st.p += 1
             # keys that are not UTF-8 (or hold escapes) are checked: such a key matches no field
             # only if the Python reader's U+FFFD replacement cannot make it one
@@ -1376,7 +1406,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
             f = -1
             if expect < sp.nfields:
                 fd = &st.fields[sp.fstart + expect]
-                if fd.name_len == klen and _j_same(st.names + fd.name_at, key, klen):
+                if fd.name_len == klen and _j_key_is(st.names + fd.name_at, key, klen, key_end):
                     f = sp.fstart + expect
             if f < 0:
                 slot = _j_hash(key, klen) & sp.tmask
@@ -1385,7 +1415,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
                     if f < 0:
                         break
                     fd = &st.fields[f]
-                    if fd.name_len == klen and _j_same(st.names + fd.name_at, key, klen):
+                    if fd.name_len == klen and _j_key_is(st.names + fd.name_at, key, klen, key_end):
                         break
                     slot = (slot + 1) & sp.tmask
             if f >= 0:

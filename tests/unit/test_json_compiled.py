@@ -136,6 +136,15 @@ def test_numbers_read_exactly_as_python_reads_them() -> None:
             abs(float(text)) > 3.4028234663852886e38 and math.isinf(row["f32"]))
 
 
+def test_keys_of_up_to_a_word_and_longer_match_only_their_field() -> None:
+    # keys of up to 8 bytes are compared a word at a time: prefixes, one byte more or less,
+    # escapes and a key at the value's very end must still match only their own field
+    values = [b'{"id":1}', b'{"\\u0069d":2}', b'{"i":3,"id":4}', b'{"idx":5}', b'{"abcdefgh":6,"abcdefghi":7}',
+              b'{"abcdefghi":8,"abcdefgh":9}', b'{"abcdefgX":1,"abcdefghX":2}', b'{"x":"a","id":10}', b'{"id":11',
+              b'{"\\u0061bcdefgh":13}', b'{"i\\u0064":15}', b'{"":1,"id":16}', b'{"x":"r","id"']
+    check(values, "id BIGINT, abcdefgh INT, abcdefghi INT, x STRING")
+
+
 def test_deep_nesting_is_a_bad_row_not_a_crash() -> None:
     # up to 500 levels the pyarrow path and the compiled one agree (past 64 the Python reader
     # reads the row); deeper, the Python reader gives up, as Spark's Jackson does past 1000
