@@ -102,7 +102,8 @@ cdef class JsonProgram:
             fp[f].name_at = len(names)
             fp[f].name_len = len(name)
             names += name
-        self._names = bytes(names) + b"\0"
+        # 8 zero bytes after the last name: a key is compared a word at a time (_j_key_is)
+        self._names = bytes(names) + bytes(8)
         self._table = bytes(max(1, size) * sizeof(int32_t))
         tp = <int32_t*><char*>self._table
         for k in range(size):
@@ -119,6 +120,43 @@ cdef class JsonProgram:
                         raise ValueError(f"the field name {name!r} is twice in one struct")
                     slot = (slot + 1) & sp[k].tmask
                 tp[sp[k].tstart + slot] = <int32_t>f
+
+
+cdef inline bint _j_same(const uint8_t* a, const uint8_t* b, Py_ssize_t n) noexcept nogil:
+    # keys are short: a loop here costs less than a call to memcmp
+    cdef Py_ssize_t i
+    if n > 16:
+        return memcmp(a, b, n) == 0
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+cdef uint64_t _J_KEYMASK[9]      # the first k bytes of a word (any byte order)
+
+
+cdef void _j_key_masks() noexcept:
+    cdef uint8_t ones[8]
+    cdef int k
+    for k in range(9):
+        memset(ones, 0, 8)
+        memset(ones, 0xFF, k)
+        memcpy(&_J_KEYMASK[k], ones, 8)
+
+_j_key_masks()
+
+
+cdef inline bint _j_key_is(const uint8_t* name, const uint8_t* key, Py_ssize_t n,
+                           const uint8_t* key_end) noexcept nogil:
+    # a field's name (8 readable bytes past it: the names end padded) is the key of n bytes
+    # (readable up to key_end): keys of up to 8 bytes are one masked word compare
+    cdef uint64_t a, b
+    if n <= 8 and key + 8 <= key_end:
+        memcpy(&a, name, 8)
+        memcpy(&b, key, 8)
+        return ((a ^ b) & _J_KEYMASK[n]) == 0
+    return _j_same(name, key, n)
 
 
 cdef inline uint32_t _j_hash(const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -155,7 +193,7 @@ cdef inline void _j_ws(JParse* st) noexcept nogil:
 
 cdef inline bint _j_lit(JParse* st, const char* word, Py_ssize_t n) noexcept nogil:
     # the literal word at p (passed over), or False
-    if st.end - st.p < n or memcmp(st.p, word, n) != 0:
+    if st.end - st.p < n or not _j_same(st.p, <const uint8_t*>word, n):
         return False
     st.p += n
     return True
@@ -797,6 +835,55 @@ cdef int _j_integer(const uint8_t* s, Py_ssize_t n, int bits, int64_t* out) noex
     return J_OK
 
 
+cdef extern from "float.h":
+    int LDBL_MANT_DIG
+
+# powers of ten up to 10**27 are exact in a 64-bit significand (5**27 < 2**64)
+cdef long double _J_POW10L[28]
+# whether long double arithmetic here rounds to a 64-bit significand (x87 extended precision;
+# not where long double is double, nor where the FPU is set to double precision)
+cdef bint _J_EXTENDED = False
+
+
+cdef void _j_pow10l() noexcept:
+    global _J_EXTENDED
+    cdef int k
+    cdef volatile long double one = 1.0
+    cdef volatile long double tiny = 1.0
+    _J_POW10L[0] = 1.0
+    for k in range(1, 28):
+        _J_POW10L[k] = _J_POW10L[k - 1] * 10
+    cdef long double three = 3.0
+    cdef uint64_t bits = 0
+    for k in range(62):
+        tiny = tiny / 2
+    # the x87 format: the significand (its leading 1 explicit) in the first 8 bytes
+    memcpy(&bits, &three, 8)
+    _J_EXTENDED = (LDBL_MANT_DIG == 64 and one + tiny != one
+                   and bits == 0xC000000000000000ULL)
+
+
+_j_pow10l()
+
+
+cdef inline bint _j_double_extended(uint64_t m, int scale, double* out) noexcept nogil:
+    # m * 10**scale (m < 10**19, |scale| <= 27) correctly rounded, through one correctly
+    # rounded long double product or quotient (the inputs are exact): its error is under half
+    # a unit of the 64-bit significand, so rounding it to 53 bits gives the double of the
+    # exact value unless its 11 lower bits sit exactly on a halfway point (then False: strtod)
+    cdef long double y
+    cdef uint64_t bits
+    if scale >= 0:
+        y = <long double>m * _J_POW10L[scale]
+    else:
+        y = <long double>m / _J_POW10L[-scale]
+    memcpy(&bits, &y, 8)            # its significand (_J_EXTENDED: the x87 format)
+    if (bits & 0x7FF) == 0x400:
+        return False
+    out[0] = <double>y
+    return True
+
+
 cdef double[23] _J_POW10 = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]
 
@@ -834,6 +921,12 @@ cdef int _j_double(const uint8_t* s, Py_ssize_t n, double* out) noexcept nogil:
         scale += esign * e
     if digits <= 15 and i == n and -22 <= scale <= 22:
         out[0] = <double>m * _J_POW10[scale] if scale >= 0 else <double>m / _J_POW10[-scale]
+        if neg:
+            out[0] = -out[0]
+        return J_OK
+    # up to 19 digits (a double's shortest text has up to 17) m is exact in 64 bits
+    if (_J_EXTENDED and digits <= 19 and i == n and -27 <= scale <= 27
+            and _j_double_extended(m, scale, out)):
         if neg:
             out[0] = -out[0]
         return J_OK
@@ -1265,6 +1358,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
     cdef int b, r
     cdef int expect = 0
     cdef uint8_t keybuf[_J_KEY_MAX + 4]
+    cdef const uint8_t* key_end
     if st.depth >= _J_MAX_DEPTH:
         return J_DEFER
     st.depth += 1
@@ -1291,10 +1385,12 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
                 if _j_key_escaped(st, keybuf, &klen):
                     return J_DEFER
                 key = keybuf
+                key_end = keybuf + _J_KEY_MAX + 4
             elif b != 34:
                 return J_DEFER             # the end, or a control character
             else:
                 klen = st.p - key
+                key_end = st.end
             st.p += 1
             # keys that are not UTF-8 (or hold escapes) are checked: such a key matches no field
             # only if the Python reader's U+FFFD replacement cannot make it one
@@ -1310,7 +1406,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
             f = -1
             if expect < sp.nfields:
                 fd = &st.fields[sp.fstart + expect]
-                if fd.name_len == klen and memcmp(st.names + fd.name_at, key, klen) == 0:
+                if fd.name_len == klen and _j_key_is(st.names + fd.name_at, key, klen, key_end):
                     f = sp.fstart + expect
             if f < 0:
                 slot = _j_hash(key, klen) & sp.tmask
@@ -1319,7 +1415,7 @@ cdef int _j_struct(JParse* st, int c) noexcept nogil:
                     if f < 0:
                         break
                     fd = &st.fields[f]
-                    if fd.name_len == klen and memcmp(st.names + fd.name_at, key, klen) == 0:
+                    if fd.name_len == klen and _j_key_is(st.names + fd.name_at, key, klen, key_end):
                         break
                     slot = (slot + 1) & sp.tmask
             if f >= 0:

@@ -122,7 +122,11 @@ def test_every_type_at_its_edges(ddl: str, texts: list[str]) -> None:
 def test_numbers_read_exactly_as_python_reads_them() -> None:
     texts = ["0.1", "0.2", "0.30000000000000004", "123456.789", "1e22", "1e23", "9007199254740993",
              "123456789012345.6", "1234567890123456.7", "-1.5e-7", "2.2250738585072011e-308", "5e-324",
-             "1.7976931348623159e308", "0.000001", "1e-22", "1.0000000000000002"]
+             "1.7976931348623159e308", "0.000001", "1e-22", "1.0000000000000002",
+             # 16 to 19 digits, and halfway points between doubles among them
+             "0.5613031609051728", "0.47619571412857614", "9007199254740993", "9007199254740995",
+             "-9007199254740993e-5", "18014398509481985", "9999999999999999999", "1.8446744073709551e19",
+             "123456789012345678e-27", "3.1415926535897932384e27", "2.2250738585072014e-308"]
     values = [f'{{"f64": {t}, "f32": {t}}}'.encode() for t in texts]
     got = decode_json(pa.array(values, pa.binary()), WIDE).array.to_pylist()
     assert deferred(WIDE, values) == []
@@ -130,6 +134,15 @@ def test_numbers_read_exactly_as_python_reads_them() -> None:
         assert row["f64"] == float(text)
         assert row["f32"] == pa.array([float(text)], pa.float32())[0].as_py() or (
             abs(float(text)) > 3.4028234663852886e38 and math.isinf(row["f32"]))
+
+
+def test_keys_of_up_to_a_word_and_longer_match_only_their_field() -> None:
+    # keys of up to 8 bytes are compared a word at a time: prefixes, one byte more or less,
+    # escapes and a key at the value's very end must still match only their own field
+    values = [b'{"id":1}', b'{"\\u0069d":2}', b'{"i":3,"id":4}', b'{"idx":5}', b'{"abcdefgh":6,"abcdefghi":7}',
+              b'{"abcdefghi":8,"abcdefgh":9}', b'{"abcdefgX":1,"abcdefghX":2}', b'{"x":"a","id":10}', b'{"id":11',
+              b'{"\\u0061bcdefgh":13}', b'{"i\\u0064":15}', b'{"":1,"id":16}', b'{"x":"r","id"']
+    check(values, "id BIGINT, abcdefgh INT, abcdefghi INT, x STRING")
 
 
 def test_deep_nesting_is_a_bad_row_not_a_crash() -> None:
