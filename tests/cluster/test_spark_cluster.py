@@ -36,6 +36,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 DRIVER = Path(__file__).with_name("cluster_driver.py")
 #: a safety net for a hung driver, not a timed assertion
 DRIVER_TIMEOUT = 240.0
+#: while a test waits for a task on a given worker, records are added this often so that the
+#: stream keeps starting tasks
+FEED_EVERY_S = 5.0
 
 
 
@@ -286,9 +289,9 @@ def test_stream_survives_a_killed_worker_exactly_once(
     """A continuous stream (maxOffsetsPerTrigger 30) on the cluster. After its third committed
     micro-batch a task on worker 0 is held in the middle of its rows and worker 0 is SIGKILLed
     with its executor; 300 more records arrive and the worker comes back. The query goes on:
-    the sink holds each of the 600 records exactly once (offsets 0..299 in both partitions,
-    no duplicate, no gap), the record the killed task held among them, made by another
-    executor (its task ran again there)."""
+    the sink holds each record exactly once (the 600, and any added while the trap waited for a
+    task: every offset of both partitions, no duplicate, no gap), the record the killed task
+    held among them, made by another executor (its task ran again there)."""
     topic = make_kafka_topic(2)
     bootstrap = kafka.bootstrap_servers
     stop_file, armed, sprung = tmp_path / "stop", tmp_path / "armed", tmp_path / "sprung"
@@ -301,8 +304,14 @@ def test_stream_survives_a_killed_worker_exactly_once(
         driver.wait_for(lambda e: e.get("job") == job and e["event"] == "batch" and e["id"] >= 2)
         armed.touch()
         deadline = time.monotonic() + DRIVER_TIMEOUT       # a safety net, not a timed assertion
+        feed_at, seed = time.monotonic() + FEED_EVERY_S, 100
         while not sprung.exists():
             assert time.monotonic() < deadline, f"no task reached worker 0; {driver.log_tail()}"
+            if time.monotonic() >= feed_at:
+                # a stream that read everything before the trap was armed runs no more tasks:
+                # a few records more start another micro-batch (and are expected like the rest)
+                want += produced(bootstrap, topic, sample_records(20, partitions=2, seed=seed))
+                feed_at, seed = time.monotonic() + FEED_EVERY_S, seed + 1
             time.sleep(0.1)
         cluster.kill_worker(0)
         armed.unlink()
@@ -316,7 +325,7 @@ def test_stream_survives_a_killed_worker_exactly_once(
     files = driver.done(job)["files"]
     rows, where = sink_rows(files)
     assert rows == sorted(want, key=lambda r: (r[1], r[2]))
-    assert_contiguous(rows, 2, [300, 300])
+    assert_contiguous(rows, 2, [sum(1 for r in want if r[1] == p) for p in range(2)])
     at = [i for i, r in enumerate(rows) if (r[1], r[2]) == (held["partition"], held["offset"])]
     assert len(at) == 1, held
     assert executor_of(cluster, where[at[0]]) != killed, (held, where[at[0]])
