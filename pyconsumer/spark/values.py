@@ -46,7 +46,7 @@ from pyconsumer.values.typed import ColumnFormat, TypedValues
 
 __all__ = [
     "ColumnOptions", "ValueOptions", "PinnedSchema", "ReaderPins", "parse_value_options",
-    "value_option_names", "nullable_type", "declared_type", "PINS_METADATA_KEY",
+    "value_option_names", "declared_type", "PINS_METADATA_KEY",
 ]
 
 #: the key of the ``key`` / ``value`` StructField metadata holding the pinned reader schemas
